@@ -1,0 +1,115 @@
+"""File-system primitives: safe descriptors, the advisory lock, atomic publication."""
+
+from __future__ import annotations
+
+import contextlib
+import errno
+import fcntl
+import os
+from typing import Callable, Optional, Union
+from .canonical import new_id
+from .errors import SessionLocked
+
+
+def high_fd(fd: int) -> int:
+    """Move `fd` to a number of 3 or more (close-on-exec): stray writes to 0-2 never land in it."""
+    if fd >= 3:
+        return fd
+    try:
+        return fcntl.fcntl(fd, fcntl.F_DUPFD_CLOEXEC, 3)
+    finally:
+        os.close(fd)
+
+
+def open_fd(path: str, flags: int, mode: int = 0o600) -> int:
+    return high_fd(os.open(path, flags | os.O_CLOEXEC, mode))
+
+
+def try_lock(fd: int, path: str) -> None:
+    """Take the exclusive advisory lock on `fd` now, or raise SessionLocked."""
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError as e:
+        if e.errno in (errno.EWOULDBLOCK, errno.EAGAIN, errno.EACCES):
+            raise SessionLocked(
+                f"{path} is open in another session (in this or another process) that holds its "
+                "lock; close that session first, or read it without opening it with Session.peek"
+            ) from None
+        raise
+
+
+def fsync_dir(path: str) -> None:
+    fd = os.open(os.path.dirname(os.path.abspath(path)) or ".", os.O_RDONLY | os.O_CLOEXEC)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def write_all(fd: int, data: bytes) -> None:
+    """Write every byte through the raw descriptor, looping over short writes."""
+    view = memoryview(data)
+    while view:
+        n = os.write(fd, view)
+        if n <= 0:
+            raise OSError(errno.EIO, "write returned no progress")
+        view = view[n:]
+
+
+def publish_new(
+    path: str,
+    content: Union[bytes, Callable[[int], None]],
+    *,
+    fsync: bool,
+    verify: Optional[Callable[[int, int], None]] = None,
+    mode: int = 0o600,
+) -> int:
+    """Create `path` with `content`, atomically and never over an existing file.
+
+    The bytes go to an exclusive temporary file beside it (written by `content` when
+    that is a function of the descriptor), which is locked, checked by `verify(fd,
+    size)` (which may raise to abandon it), then hard-linked to `path`
+    (FileExistsError if taken) and unlinked: a crash never leaves a half-made file at
+    `path`. Returns the locked O_APPEND descriptor.
+    """
+    parent = os.path.dirname(os.path.abspath(path))
+    os.makedirs(parent, mode=0o700, exist_ok=True)
+    if os.path.lexists(path):
+        raise FileExistsError(errno.EEXIST, "a file already exists there (it was not touched)", path)
+    tmp = os.path.join(parent, f".{os.path.basename(path)}.{new_id()}.tmp")
+    fd = open_fd(tmp, os.O_RDWR | os.O_APPEND | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, mode)
+    try:
+        os.fchmod(fd, mode)  # exact mode whatever the umask: transcripts hold secrets
+        try_lock(fd, tmp)
+        if callable(content):
+            content(fd)
+        else:
+            write_all(fd, content)
+        if fsync:
+            os.fsync(fd)
+        if verify is not None:
+            verify(fd, os.fstat(fd).st_size)
+        try:
+            os.link(tmp, path, follow_symlinks=False)
+        except FileExistsError:
+            raise FileExistsError(
+                errno.EEXIST, "a file already exists there (it was not touched)", path
+            ) from None
+    except BaseException:
+        os.close(fd)
+        raise
+    finally:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+    if fsync:
+        fsync_dir(path)
+    return fd
+
+
+def same_inode(mine: os.stat_result, path: str) -> bool:
+    """Is `path` still the inode `mine` describes? False when `path` no longer exists."""
+    try:
+        st = os.stat(path)
+    except FileNotFoundError:
+        return False
+    return (st.st_dev, st.st_ino) == (mine.st_dev, mine.st_ino)

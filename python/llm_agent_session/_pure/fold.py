@@ -1,0 +1,232 @@
+"""The replay fold (SPEC 4, "How replay folds"), shared by load and by every append.
+
+``FoldState`` is the whole in-memory state of a session. Replay feeds it every
+envelope in file order; an append first asks ``check`` (so a bad reference raises
+before a byte is written) and then feeds it the envelope it wrote. One code path
+is what makes "the state after an append equals a load of the same file" true.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Dict, List, Optional, Tuple
+
+from ..messages import Message, PendingToolOperation
+
+OUTCOMES = ("completed", "failed", "outcome-unknown")
+NAME_MAX = 255
+
+
+class FoldProblem(Exception):
+    """A reason the fold refuses an envelope. ``kind``: corrupt, dangling or unknown-op."""
+
+    def __init__(self, kind: str, reason: str) -> None:
+        super().__init__(kind, reason)
+        self.kind = kind
+        self.reason = reason
+
+
+def artifact_name_problem(name: Any) -> Optional[str]:
+    """Why `name` is not a plain basename for ``<stem>.artifacts/``, or None if it is one."""
+    if not isinstance(name, str):
+        return "artifact file is not a string"
+    if name in ("", ".", ".."):
+        return f"artifact file {name!r} is not a file name"
+    if "/" in name or "\\" in name or "\x00" in name:
+        return "artifact file is a path, not a plain basename"
+    if len(name.encode("utf-8", "surrogatepass")) > NAME_MAX:
+        return f"artifact file name is longer than {NAME_MAX} bytes"
+    return None
+
+
+def message_from_payload(payload: Dict[str, Any]) -> Message:
+    """The Message a message line holds; extras (keys outside SPEC 2.2) are dropped."""
+    get = payload.get
+    return Message(
+        payload["role"],
+        get("content"),
+        tool_calls=get("tool_calls"),
+        tool_call_id=get("tool_call_id"),
+        name=get("name"),
+        sticky=get("sticky", False),
+        sysprompt=get("sysprompt", False),
+        depth=get("depth"),
+    )
+
+
+class FoldState:
+    """Live conversation, grants, tool operations and run-context index of one transcript."""
+
+    __slots__ = (
+        "meta",
+        "ids",
+        "messages",
+        "index",
+        "grants",
+        "pending",
+        "settled",
+        "waiting_by_call",
+        "sections",
+        "section_lines",
+        "seen_ids",
+    )
+
+    def __init__(self) -> None:
+        self.meta: Dict[str, Any] = {}
+        self.ids: List[str] = []  # parallel to messages
+        self.messages: List[Message] = []
+        self.index: Optional[Dict[str, int]] = {}  # id -> position; None = rebuild on demand
+        self.grants: Dict[str, Any] = {}
+        self.pending: Dict[str, PendingToolOperation] = {}  # insertion order = file order
+        self.settled: set = set()
+        self.waiting_by_call: Dict[str, List[str]] = {}  # call id -> pending op ids still "dispatched"
+        self.sections: Dict[str, str] = {}  # digest -> text, from lines that carry it
+        self.section_lines: Dict[str, str] = {}  # digest -> id of the first line carrying it
+        self.seen_ids: set = set()
+
+    # -- lookups -------------------------------------------------------------------------
+
+    def position(self, id_: str) -> Optional[int]:
+        if self.index is None:
+            self.index = {k: i for i, k in enumerate(self.ids)}
+        return self.index.get(id_)
+
+    # -- validation shared by replay and append ----------------------------------------------
+
+    def check(self, type_: str, payload: Dict[str, Any]) -> None:
+        """Raise FoldProblem if `payload` of `type_` cannot be applied to this state."""
+        if type_ == "message":
+            if not isinstance(payload.get("role"), str):
+                raise FoldProblem("corrupt", "message payload has no string role")
+        elif type_ == "grants":
+            if not isinstance(payload.get("grants"), dict):
+                raise FoldProblem("corrupt", "grants payload has no object under grants")
+        elif type_ == "compaction":
+            summary = payload.get("summary")
+            through = payload.get("replaces-through-id")
+            if not isinstance(summary, str):
+                raise FoldProblem("corrupt", "compaction has no string summary")
+            if not isinstance(through, str):
+                raise FoldProblem("corrupt", "compaction has no string replaces-through-id")
+            if self.position(through) is None:
+                raise FoldProblem(
+                    "dangling",
+                    f"compaction replaces-through-id {through[:80]} names no message in the live conversation",
+                )
+        elif type_ == "elision":
+            items = payload.get("items")
+            if not isinstance(items, list):
+                raise FoldProblem("corrupt", "elision has no items list")
+            for item in items:
+                if not isinstance(item, dict) or not isinstance(item.get("id"), str) or "stub" not in item:
+                    raise FoldProblem("corrupt", "elision item is not an object with a string id and a stub")
+                if self.position(item["id"]) is None:
+                    raise FoldProblem(
+                        "dangling",
+                        f"elision names {item['id'][:80]}, which is not in the live conversation",
+                    )
+        elif type_ == "tool-dispatched":
+            if not isinstance(payload.get("call-id"), str):
+                raise FoldProblem("corrupt", "tool-dispatched has no string call-id")
+            if not isinstance(payload.get("tool"), str):
+                raise FoldProblem("corrupt", "tool-dispatched has no string tool")
+        elif type_ == "tool-settled":
+            op_id = payload.get("op-id")
+            if not isinstance(op_id, str):
+                raise FoldProblem("corrupt", "tool-settled has no string op-id")
+            outcome = payload.get("outcome")
+            if outcome not in OUTCOMES or not isinstance(outcome, str):
+                raise FoldProblem("corrupt", "tool-settled outcome is not completed, failed or outcome-unknown")
+            if op_id in self.settled:
+                raise FoldProblem("unknown-op", f"tool-settled names operation {op_id[:80]}, which is already settled")
+            if op_id not in self.pending:
+                raise FoldProblem(
+                    "unknown-op", f"tool-settled names operation {op_id[:80]}, which was never dispatched"
+                )
+            artifact = payload.get("artifact")
+            if artifact is not None:
+                if not isinstance(artifact, dict):
+                    raise FoldProblem("corrupt", "tool-settled artifact is not an object")
+                problem = artifact_name_problem(artifact.get("file"))
+                if problem is not None:
+                    raise FoldProblem("corrupt", problem)
+
+    # -- the fold ----------------------------------------------------------------------------
+
+    def apply(self, id_: str, type_: str, ts: str, payload: Dict[str, Any]) -> None:
+        """Fold one envelope in; `check` must have passed for it."""
+        if type_ == "message":
+            msg = message_from_payload(payload)
+            if self.index is not None:
+                self.index[id_] = len(self.ids)
+            self.ids.append(id_)
+            self.messages.append(msg)
+            call_id = msg.tool_call_id
+            if call_id is not None and call_id in self.waiting_by_call:
+                for op_id in self.waiting_by_call.pop(call_id):
+                    op = self.pending.get(op_id)
+                    if op is not None:
+                        self.pending[op_id] = _with_state(op, "result-recorded")
+        elif type_ == "compaction":
+            cut = self.position(payload["replaces-through-id"])
+            assert cut is not None
+            keep = [i for i in range(cut + 1) if self.messages[i].is_sticky]
+            self.ids = [self.ids[i] for i in keep] + [id_] + self.ids[cut + 1 :]
+            self.messages = (
+                [self.messages[i] for i in keep]
+                + [Message("user", payload["summary"])]
+                + self.messages[cut + 1 :]
+            )
+            self.index = None
+        elif type_ == "elision":
+            for item in payload["items"]:
+                pos = self.position(item["id"])
+                assert pos is not None
+                self.messages[pos] = self.messages[pos].with_content(item["stub"])
+        elif type_ == "grants":
+            self.grants = payload["grants"]
+        elif type_ == "tool-dispatched":
+            get = payload.get
+            op = PendingToolOperation(
+                op_id=id_,
+                call_id=payload["call-id"],
+                tool=payload["tool"],
+                arguments=get("arguments"),
+                arguments_digest=get("arguments-digest"),  # type: ignore[arg-type]
+                idempotency=get("idempotency"),
+                run_id=get("run-id"),
+                round=get("round"),
+                dispatched_at=ts,
+                state="dispatched",
+            )
+            self.pending[id_] = op
+            self.waiting_by_call.setdefault(op.call_id, []).append(id_)
+        elif type_ == "tool-settled":
+            op_id = payload["op-id"]
+            op = self.pending.pop(op_id)
+            self.settled.add(op_id)
+            waiting = self.waiting_by_call.get(op.call_id)
+            if waiting is not None and op_id in waiting:
+                waiting.remove(op_id)
+                if not waiting:
+                    del self.waiting_by_call[op.call_id]
+        elif type_ == "run-context":
+            sections = payload.get("sections")
+            if isinstance(sections, list):
+                for section in sections:
+                    if isinstance(section, dict):
+                        digest, text = section.get("digest"), section.get("text")
+                        if isinstance(digest, str) and isinstance(text, str):
+                            self.sections.setdefault(digest, text)
+                            self.section_lines.setdefault(digest, id_)
+
+    def pending_operations(self) -> List[PendingToolOperation]:
+        return list(self.pending.values())
+
+    def snapshot_messages(self) -> Tuple[List[Message], List[str]]:
+        return list(self.messages), list(self.ids)
+
+
+def _with_state(op: PendingToolOperation, state: str) -> PendingToolOperation:
+    from dataclasses import replace
+
+    return replace(op, state=state)

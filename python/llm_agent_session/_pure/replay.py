@@ -1,0 +1,126 @@
+"""Streaming envelope parsing: the strict replay (load) and the lenient scan (peek, salvage)."""
+
+from __future__ import annotations
+
+from typing import Any, List, Tuple
+
+from ..errors import CoreFailure
+from ..messages import Event
+from .fold import FoldProblem, FoldState
+from .lines import LineProblem, is_blank, parse_envelope
+from .tail import map_file
+
+
+def replay(fd: int, size: int) -> Tuple[FoldState, List[Event]]:
+    """Parse and fold every line of the first `size` bytes of `fd`, or raise CoreFailure."""
+    buf = map_file(fd, size)
+    try:
+        return _replay(buf, size)
+    finally:
+        if not isinstance(buf, bytes):
+            buf.close()
+
+
+def duplicate_reason(id_: str) -> str:
+    return f"duplicate envelope id {id_[:80]} (an earlier line has it)"
+
+
+def _replay(buf: Any, size: int) -> Tuple[FoldState, List[Event]]:
+    state = FoldState()
+    events: List[Event] = []
+    seen = state.seen_ids
+    pos = 0
+    line_no = 0
+    find = buf.find
+    while pos < size:
+        nl = find(b"\n", pos)
+        end = size if nl == -1 else nl
+        line_no += 1
+        raw = buf[pos:end]
+        if not is_blank(raw):
+            try:
+                id_, type_, ts, payload = parse_envelope(raw, pos)
+            except LineProblem as p:
+                if not events and p.kind != "version":
+                    raise CoreFailure(
+                        "not-a-transcript",
+                        line_no,
+                        pos,
+                        f"the first line is not a session-meta envelope ({p.reason})",
+                    ) from None
+                raise CoreFailure(p.kind, line_no, pos, p.reason) from None
+            if not events:
+                if type_ != "session-meta":
+                    raise CoreFailure(
+                        "not-a-transcript",
+                        line_no,
+                        pos,
+                        f"the first line is a {type_[:40]} envelope, not a session-meta",
+                    )
+                state.meta = payload
+            if id_ in seen:
+                raise CoreFailure("corrupt", line_no, pos, duplicate_reason(id_))
+            seen.add(id_)
+            try:
+                state.check(type_, payload)
+            except FoldProblem as p:
+                raise CoreFailure(p.kind, line_no, pos, p.reason) from None
+            state.apply(id_, type_, ts, payload)
+            events.append(Event(id_, type_, ts, 1, payload))
+        pos = end + 1
+    if not events:
+        reason = "the file is empty" if size == 0 else "the file holds only blank lines"
+        raise CoreFailure("not-a-transcript", 0, 0, reason)
+    return state, events
+
+
+# One line that did not parse: (line number, byte offset, length without its \n, reason).
+Problem = Tuple[int, int, int, str]
+# Where an envelope came from: (line number, byte offset, length without its \n).
+Span = Tuple[int, int, int]
+
+
+def scan(
+    fd: int, start: int, size: int, final_line: bool = False
+) -> Tuple[List[Event], List[Span], List[Problem], int]:
+    """Parse what parses in bytes [start, size): lenient, no fold.
+
+    Returns (events, spans, problems, end): line numbers count from `start` (1 = the
+    first line read); `end` is the offset just past the last ``\\n``. Bytes after it
+    are an unfinished line, left alone unless `final_line` asks to parse them too.
+    """
+    buf = map_file(fd, size)
+    try:
+        return _scan(buf, start, size, final_line)
+    finally:
+        if not isinstance(buf, bytes):
+            buf.close()
+
+
+def _scan(
+    buf: Any, start: int, size: int, final_line: bool
+) -> Tuple[List[Event], List[Span], List[Problem], int]:
+    events: List[Event] = []
+    spans: List[Span] = []
+    problems: List[Problem] = []
+    last_nl = buf.rfind(b"\n", start, size)
+    end = start if last_nl == -1 else last_nl + 1
+    stop = size if final_line else end
+    pos = start
+    line_no = 0
+    find = buf.find
+    while pos < stop:
+        nl = find(b"\n", pos, stop)
+        line_end = stop if nl == -1 else nl
+        line_no += 1
+        raw = buf[pos:line_end]
+        if not is_blank(raw):
+            try:
+                id_, type_, ts, payload = parse_envelope(raw, pos)
+            except LineProblem as p:
+                problems.append((line_no, pos, line_end - pos, p.reason))
+            else:
+                events.append(Event(id_, type_, ts, 1, payload))
+                spans.append((line_no, pos, line_end - pos))
+        pos = line_end + 1
+    return events, spans, problems, end

@@ -1,0 +1,146 @@
+"""The tail check and the verbatim repair copy (SPEC 4 step 2), in pure Python.
+
+Works on bytes only, before anything is decoded: a crash can stop a line inside a
+multi-byte character, and a reader that decodes first dies before it can repair.
+"""
+
+from __future__ import annotations
+
+import mmap
+import os
+from typing import Any, Optional, Tuple
+
+from ..errors import CoreFailure
+from .lines import (
+    TOO_DEEP,
+    TORN,
+    LineProblem,
+    classify,
+    excerpt,
+    first_line_span,
+    is_blank,
+    parse_envelope,
+    too_deep_reason,
+)
+
+COPY_CHUNK = 1 << 20
+
+# (kind, cut, line, excerpt): kind is "clean", "no-newline" or "torn"; `cut` is where
+# the torn line starts (the repaired size), else the file size; `line` is the 1-based
+# number of the last non-blank line; `excerpt` is the torn line's first bytes.
+TailVerdict = Tuple[str, int, int, bytes]
+
+
+def map_file(fd: int, size: int) -> Any:
+    """A read-only view of the first `size` bytes of `fd` (b"" for an empty file)."""
+    if size == 0:
+        return b""
+    return mmap.mmap(fd, size, access=mmap.ACCESS_READ)
+
+
+def count_newlines(buf: Any, end: int) -> int:
+    """How many ``\\n`` lie in ``buf[:end]`` (chunked: an mmap has no count())."""
+    total = 0
+    for start in range(0, end, 1 << 24):
+        total += buf[start : min(end, start + (1 << 24))].count(b"\n")
+    return total
+
+
+def line_number(buf: Any, offset: int) -> int:
+    return count_newlines(buf, offset) + 1
+
+
+def last_line_span(buf: Any, end: int) -> Optional[Tuple[int, int]]:
+    """(start, end) of the last non-blank line ending at or before `end`, or None."""
+    pos = end
+    while True:
+        start = buf.rfind(b"\n", 0, pos) + 1
+        if not is_blank(buf[start:pos]):
+            return start, pos
+        if start == 0:
+            return None
+        pos = start - 1
+
+
+def check_first_line(buf: Any, size: int) -> Tuple[int, int]:
+    """The span of the session-meta line, or CoreFailure: never repair what is not ours."""
+    span = first_line_span(buf, size)
+    if span is None:
+        reason = "the file is empty" if size == 0 else "the file holds only blank lines"
+        raise CoreFailure("not-a-transcript", 0, 0, reason)
+    start, end, _ = span
+    line = line_number(buf, start)
+    try:
+        _, type_, _, _ = parse_envelope(buf[start:end], start)
+    except LineProblem as p:
+        if p.kind == "version":
+            raise CoreFailure("version", line, start, p.reason) from None
+        raise CoreFailure(
+            "not-a-transcript", line, start, f"the first line is not a session-meta envelope ({p.reason})"
+        ) from None
+    if type_ != "session-meta":
+        raise CoreFailure(
+            "not-a-transcript",
+            line,
+            start,
+            f"the first line is a {type_[:40]} envelope, not a session-meta",
+        )
+    return start, end
+
+
+def tail_check(fd: int, size: int) -> TailVerdict:
+    """Decide what load must do to the end of the file; raise CoreFailure when it must refuse."""
+    buf = map_file(fd, size)
+    try:
+        return _tail_check(buf, size)
+    finally:
+        if not isinstance(buf, bytes):
+            buf.close()
+
+
+def _tail_check(buf: Any, size: int) -> TailVerdict:
+    first_start, _ = check_first_line(buf, size)
+    last = last_line_span(buf, size)
+    assert last is not None  # the first line is non-blank
+    start, end = last
+    whole_kind = "clean" if buf[size - 1 : size] == b"\n" else "no-newline"
+    if start == first_start:
+        return whole_kind, size, line_number(buf, start), b""
+    raw = buf[start:end]
+    verdict = classify(raw)
+    line = line_number(buf, start)
+    if verdict == TOO_DEEP:
+        raise CoreFailure("corrupt", line, start, too_deep_reason())
+    if verdict != TORN:
+        return whole_kind, size, line, b""
+    prev = last_line_span(buf, start - 1)
+    assert prev is not None  # the first line is before it
+    p_start, p_end = prev
+    if p_start != first_start:
+        p_verdict = classify(buf[p_start:p_end])
+        p_line = line_number(buf, p_start)
+        if p_verdict == TOO_DEEP:
+            raise CoreFailure("corrupt", p_line, p_start, too_deep_reason())
+        if p_verdict == TORN:
+            raise CoreFailure(
+                "corrupt",
+                p_line,
+                p_start,
+                f"not a JSON value, and neither is the last line (line {line}); a crash tears "
+                "only the last line, so this is damage, not a crash tail",
+            )
+    return "torn", start, line, excerpt(raw)
+
+
+def copy_prefix(src_fd: int, dst_fd: int, length: int) -> None:
+    """Copy bytes [0, length) of `src_fd` to `dst_fd` verbatim; OSError on failure."""
+    offset = 0
+    while offset < length:
+        chunk = os.pread(src_fd, min(COPY_CHUNK, length - offset), offset)
+        if not chunk:
+            raise OSError(f"the file shrank during the repair copy (at byte {offset} of {length})")
+        view = memoryview(chunk)
+        while view:
+            written = os.write(dst_fd, view)
+            view = view[written:]
+        offset += len(chunk)

@@ -1,0 +1,196 @@
+"""The line format's exact serialisation (SPEC 2), digests, ids and timestamps.
+
+Writing is per append and shared by both backends: the bytes a value becomes must
+never depend on which core reads them back.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+import os
+import threading
+import time
+from datetime import datetime, timezone
+from typing import Any, Dict, List
+
+# Containers deeper than this (counting the payload itself as 1) are refused on write.
+MAX_WRITE_DEPTH = 100
+
+_encoder = json.JSONEncoder(
+    ensure_ascii=False,
+    allow_nan=False,
+    sort_keys=True,
+    separators=(",", ":"),
+    check_circular=False,  # validate() already refuses cycles (as too deep)
+)
+
+
+def _where(path: List[Any]) -> str:
+    if not path:
+        return "the value"
+    out = ""
+    for part in path:
+        out += f"[{part!r}]"
+    return out
+
+
+def validate(value: Any, what: str = "payload") -> None:
+    """Refuse anything that JSON cannot carry exactly, naming the key where it is.
+
+    Accepts dicts with str keys, lists and tuples, str without lone surrogates, int,
+    finite float, bool and None. Raises TypeError or ValueError before anything is written.
+    """
+    # Iterative walk: a 10^6-deep value must give a clean error, not a RecursionError.
+    stack: List[Any] = [(value, [], 1)]
+    pop, push = stack.pop, stack.append
+    while stack:
+        v, path, depth = pop()
+        t = type(v)
+        if t is str:
+            if not v.isascii():
+                try:
+                    v.encode("utf-8")
+                except UnicodeEncodeError:
+                    raise ValueError(
+                        f"{what}{_where(path)}: string holds a lone surrogate, which UTF-8 "
+                        "cannot encode; pass valid text (decode bytes with errors='replace')"
+                    ) from None
+        elif t is int or t is bool or v is None:
+            pass
+        elif t is float:
+            if not math.isfinite(v):
+                raise ValueError(
+                    f"{what}{_where(path)}: {v!r} is not a JSON number; "
+                    "store it as a string or as null"
+                )
+        elif t is dict or t is list or t is tuple:
+            if depth > MAX_WRITE_DEPTH:
+                raise ValueError(
+                    f"{what}{_where(path)}: nested deeper than {MAX_WRITE_DEPTH} levels "
+                    "(or a container that contains itself)"
+                )
+            if t is dict:
+                for k, item in v.items():
+                    if type(k) is not str:
+                        raise TypeError(
+                            f"{what}{_where(path)}: key {k!r} is a {type(k).__name__}; "
+                            "JSON object keys must be str"
+                        )
+                    push((item, path + [k], depth + 1))
+            else:
+                for i, item in enumerate(v):
+                    push((item, path + [i], depth + 1))
+        elif isinstance(v, str):
+            pass
+        elif isinstance(v, bool) or isinstance(v, int):
+            pass
+        elif isinstance(v, float):
+            push((float(v), path, depth))
+        elif isinstance(v, dict):
+            push((dict(v), path, depth))
+        elif isinstance(v, (list, tuple)):
+            push((list(v), path, depth))
+        else:
+            raise TypeError(
+                f"{what}{_where(path)}: a value of type {type(v).__name__} is not JSON; "
+                "convert it to str, int, float, bool, None, list or dict first"
+            )
+
+
+def dumps(value: Any) -> str:
+    """Canonical JSON text of an already validated value (SPEC 2 rules)."""
+    try:
+        text = _encoder.encode(value)
+    except ValueError as e:  # ints past Python's int-to-str digit limit
+        raise ValueError(f"value cannot be serialised: {e}") from None
+    if "\u2028" in text or "\u2029" in text:
+        text = text.replace("\u2028", "\\u2028").replace("\u2029", "\\u2029")
+    return text
+
+
+def canonical_bytes(value: Any, what: str = "value") -> bytes:
+    validate(value, what)
+    return dumps(value).encode("utf-8")
+
+
+def sha256_digest(data: bytes) -> str:
+    return "sha256:" + hashlib.sha256(data).hexdigest()
+
+
+def envelope_line(id_: str, type_: str, ts: str, payload_json: str) -> bytes:
+    """One whole line, ``\\n`` included, keys in sorted order (id, payload, ts, type, v)."""
+    return (
+        '{"id":'
+        + _encoder.encode(id_)
+        + ',"payload":'
+        + payload_json
+        + ',"ts":"'
+        + ts
+        + '","type":'
+        + _encoder.encode(type_)
+        + ',"v":1}\n'
+    ).encode("utf-8")
+
+
+def now_ts() -> str:
+    """UTC, ``YYYY-MM-DDTHH:MM:SS.ffffffZ``, always six fractional digits."""
+    return datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+
+
+_uuid_lock = threading.Lock()
+_last_ms = -1
+_last_seq = 0
+
+
+def new_id() -> str:
+    """A lowercase canonical UUIDv7; ids made by one process sort by creation order."""
+    global _last_ms, _last_seq
+    with _uuid_lock:
+        ms = time.time_ns() // 1_000_000
+        if ms <= _last_ms:
+            # Same millisecond (or the clock stepped back): count up in rand_a so order holds.
+            ms = _last_ms
+            _last_seq += 1
+            if _last_seq > 0xFFF:
+                ms += 1
+                _last_seq = 0
+        else:
+            _last_seq = int.from_bytes(os.urandom(2), "big") & 0x3FF
+        _last_ms = ms
+        seq = _last_seq
+    rand_b = int.from_bytes(os.urandom(8), "big") & ((1 << 62) - 1)
+    value = (ms & ((1 << 48) - 1)) << 80 | 0x7 << 76 | seq << 64 | 0b10 << 62 | rand_b
+    h = f"{value:032x}"
+    return f"{h[:8]}-{h[8:12]}-{h[12:16]}-{h[16:20]}-{h[20:]}"
+
+
+def parse_arguments(arguments: Any) -> Any:
+    """SPEC 2.6: a string that parses as JSON is stored parsed; anything else as given."""
+    if isinstance(arguments, str):
+        try:
+            return json.loads(arguments, parse_constant=_refuse_constant)
+        except (ValueError, RecursionError):
+            return arguments
+    return arguments
+
+
+def _refuse_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not JSON")
+
+
+def digest_of_value(value: Any, what: str) -> str:
+    return sha256_digest(canonical_bytes(value, what))
+
+
+def copy_json(value: Any) -> Any:
+    """A fresh copy of a validated JSON value (what a reader would get back)."""
+    if isinstance(value, dict):
+        return {k: copy_json(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [copy_json(v) for v in value]
+    return value
+
+
+Payload = Dict[str, Any]

@@ -1,0 +1,152 @@
+"""The value types of SPEC section 8: Message (and its helpers), Event, PendingToolOperation."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Dict, List, Mapping, Optional, Tuple, Union
+
+# The message keys of SPEC 2.2, in the order to_dict writes them (the serialiser sorts anyway).
+MESSAGE_KEYS: Tuple[str, ...] = (
+    "role",
+    "content",
+    "tool_calls",
+    "tool_call_id",
+    "name",
+    "sticky",
+    "sysprompt",
+    "depth",
+)
+
+
+@dataclass(frozen=True)
+class Message:
+    """One conversation message; immutable and equal by value."""
+
+    role: str
+    content: Any = None
+    tool_calls: Optional[List[Any]] = None
+    tool_call_id: Optional[str] = None
+    name: Optional[str] = None
+    sticky: bool = False
+    sysprompt: bool = False
+    depth: Optional[int] = None
+
+    # Keyword-only after `content`, as SPEC 8 writes the signature.
+    def __init__(
+        self,
+        role: str,
+        content: Any = None,
+        *,
+        tool_calls: Optional[List[Any]] = None,
+        tool_call_id: Optional[str] = None,
+        name: Optional[str] = None,
+        sticky: bool = False,
+        sysprompt: bool = False,
+        depth: Optional[int] = None,
+    ) -> None:
+        setattr_ = object.__setattr__
+        setattr_(self, "role", role)
+        setattr_(self, "content", content)
+        setattr_(self, "tool_calls", tool_calls)
+        setattr_(self, "tool_call_id", tool_call_id)
+        setattr_(self, "name", name)
+        setattr_(self, "sticky", sticky)
+        setattr_(self, "sysprompt", sysprompt)
+        setattr_(self, "depth", depth)
+
+    @property
+    def is_sticky(self) -> bool:
+        """Kept through compaction: ``sticky`` or ``sysprompt`` is true, or ``depth`` is set."""
+        return self.sticky is True or self.sysprompt is True or self.depth is not None
+
+    def to_dict(self) -> Dict[str, Any]:
+        """The message keys of SPEC 2.2; unset ones (None, False) left out."""
+        d: Dict[str, Any] = {"role": self.role}
+        if self.content is not None:
+            d["content"] = self.content
+        if self.tool_calls is not None:
+            d["tool_calls"] = self.tool_calls
+        if self.tool_call_id is not None:
+            d["tool_call_id"] = self.tool_call_id
+        if self.name is not None:
+            d["name"] = self.name
+        if self.sticky:
+            d["sticky"] = self.sticky
+        if self.sysprompt:
+            d["sysprompt"] = self.sysprompt
+        if self.depth is not None:
+            d["depth"] = self.depth
+        return d
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> "Message":
+        """A Message from a mapping in the shape of :meth:`to_dict`; unknown keys are ignored."""
+        get = d.get
+        return cls(
+            get("role"),  # type: ignore[arg-type]
+            get("content"),
+            tool_calls=get("tool_calls"),
+            tool_call_id=get("tool_call_id"),
+            name=get("name"),
+            sticky=get("sticky", False),
+            sysprompt=get("sysprompt", False),
+            depth=get("depth"),
+        )
+
+    def with_content(self, content: Any) -> "Message":
+        """The same message with other content (what an elision does)."""
+        new = object.__new__(Message)
+        new.__dict__.update(self.__dict__)
+        object.__setattr__(new, "content", content)
+        return new
+
+
+MessageLike = Union[Message, Mapping[str, Any]]
+
+
+def system_message(text: str) -> Message:
+    """A system prompt: marked ``sysprompt``, so compaction keeps it."""
+    return Message("system", text, sysprompt=True)
+
+
+def user_message(content: Any) -> Message:
+    return Message("user", content)
+
+
+def assistant_message(content: Any = None, tool_calls: Optional[List[Any]] = None) -> Message:
+    return Message("assistant", content, tool_calls=tool_calls)
+
+
+def tool_message(tool_call_id: str, content: Any) -> Message:
+    return Message("tool", content, tool_call_id=tool_call_id)
+
+
+@dataclass(frozen=True)
+class Event:
+    """One envelope as read from the file, unknown types included."""
+
+    id: str
+    type: str
+    ts: str
+    v: int
+    payload: Dict[str, Any]
+
+
+@dataclass(frozen=True)
+class PendingToolOperation:
+    """A ``tool-dispatched`` operation without a ``tool-settled`` (SPEC 2.6).
+
+    ``state`` is ``"dispatched"`` (may or may not have run) or ``"result-recorded"``
+    (a tool message with its call id was written after it; only the settle is missing).
+    """
+
+    op_id: str
+    call_id: str
+    tool: str
+    arguments: Any
+    arguments_digest: str
+    idempotency: Optional[str]
+    run_id: Optional[str]
+    round: Optional[int]
+    dispatched_at: str
+    state: str

@@ -1,0 +1,521 @@
+"""The public ``Session``: create, load, append, close (SPEC 3 and 4); peek, salvage, fork delegate."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import threading
+from typing import Any, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple
+
+from . import _backend
+from ._files import publish_new, same_inode, write_all
+from ._load import check_and_repair, open_locked, remove_leftover_repair
+from ._pure.fold import OUTCOMES, FoldProblem, FoldState, artifact_name_problem
+from .canonical import (
+    copy_json,
+    dumps,
+    envelope_line,
+    new_id,
+    now_ts,
+    parse_arguments,
+    sha256_digest,
+    validate,
+)
+from .errors import (
+    CoreFailure,
+    DanglingReference,
+    InvalidToolOutcome,
+    SessionBroken,
+    SessionClosed,
+    TranscriptConflict,
+    UnknownToolOperation,
+    public_error,
+)
+from .messages import Event, Message, MessageLike, PendingToolOperation
+
+_ARTIFACT_KEYS = ("file", "digest", "bytes", "chars", "elided-chars")
+
+
+def _require(value: Any, types: Tuple[type, ...], what: str, *, optional: bool = False) -> None:
+    if value is None and optional:
+        return
+    if type(value) is bool and bool not in types:
+        ok = False
+    else:
+        ok = isinstance(value, types)
+    if not ok:
+        names = " or ".join(t.__name__ for t in types) + (" or None" if optional else "")
+        raise TypeError(f"{what} must be {names}, not {type(value).__name__}")
+
+
+def as_message(message: MessageLike) -> Message:
+    """A checked Message from a Message or a mapping in its shape (unknown keys ignored)."""
+    if isinstance(message, Message):
+        msg = message
+    elif isinstance(message, Mapping):
+        msg = Message.from_dict(message)
+    else:
+        raise TypeError(f"a message must be a Message or a mapping, not {type(message).__name__}")
+    _require(msg.role, (str,), "message role")
+    if msg.content is not None and not isinstance(msg.content, (str, list, tuple)):
+        raise TypeError(
+            f"message content must be a str, a list of content parts or None, not "
+            f"{type(msg.content).__name__}"
+        )
+    _require(msg.tool_calls, (list, tuple), "message tool_calls", optional=True)
+    _require(msg.tool_call_id, (str,), "message tool_call_id", optional=True)
+    _require(msg.name, (str,), "message name", optional=True)
+    _require(msg.sticky, (bool,), "message sticky")
+    _require(msg.sysprompt, (bool,), "message sysprompt")
+    _require(msg.depth, (int,), "message depth", optional=True)
+    return msg
+
+
+class Session:
+    """One transcript open for appending, holding its lock until ``close()``."""
+
+    def __init__(
+        self,
+        path: str,
+        fd: int,
+        state: FoldState,
+        events: List[Event],
+        warnings: List[str],
+        fsync: bool,
+    ) -> None:
+        self._path = path
+        self._fd: Optional[int] = fd
+        self._state = state
+        self._events = events
+        self._warnings = warnings
+        self._fsync = fsync
+        self._lock = threading.RLock()
+        self._pid = os.getpid()
+        self._broken: Optional[str] = None
+
+    # -- the three ways in -----------------------------------------------------------------
+
+    @classmethod
+    def create(cls, path: Any, meta: Optional[Mapping[str, Any]] = None, *, fsync: bool = False) -> "Session":
+        """A new transcript at `path` (FileExistsError if taken) holding the meta line."""
+        path = os.fspath(path)
+        if meta is None:
+            meta = {}
+        if not isinstance(meta, Mapping):
+            raise TypeError(f"meta must be a mapping, not {type(meta).__name__}")
+        meta = dict(meta)
+        validate(meta, "meta")
+        payload_json = dumps(meta)
+        id_, ts = new_id(), now_ts()
+        fd = publish_new(path, envelope_line(id_, "session-meta", ts, payload_json), fsync=fsync)
+        state = FoldState()
+        state.meta = copy_json(meta)
+        state.seen_ids.add(id_)
+        events = [Event(id_, "session-meta", ts, 1, state.meta)]
+        return cls(path, fd, state, events, [], fsync)
+
+    @classmethod
+    def load(cls, path: Any, *, fsync: bool = False) -> "Session":
+        """Open an existing transcript: repair a torn tail, replay every line, keep a handle."""
+        path = os.fspath(path)
+        fd = open_locked(path)
+        warnings: List[str] = []
+        try:
+            remove_leftover_repair(path, warnings)
+            fd, size = check_and_repair(path, fd, warnings)
+            try:
+                state, events = _backend.core.replay(fd, size)
+            except CoreFailure as f:
+                raise public_error(f, path) from None
+        except BaseException:
+            os.close(fd)
+            raise
+        return cls(path, fd, state, events, warnings, fsync)
+
+    @staticmethod
+    def peek(path: Any, *, offset: int = 0, identity: Optional[Tuple[int, int]] = None) -> Dict[str, Any]:
+        """What the file says, without writing, locking or repairing (SPEC 5)."""
+        from ._peek import peek
+
+        return peek(os.fspath(path), offset=offset, identity=identity)
+
+    @staticmethod
+    def salvage(path: Any, out: Any) -> Dict[str, Any]:
+        """Copy every envelope that parses into the new file `out`; report what was dropped."""
+        from ._salvage import salvage
+
+        return salvage(os.fspath(path), os.fspath(out))
+
+    @classmethod
+    def fork(
+        cls, path: Any, out: Any, through_id: str, meta: Optional[Mapping[str, Any]] = None
+    ) -> "Session":
+        """A new transcript at `out`: fresh meta, then `path`'s envelopes through `through_id`."""
+        from ._salvage import fork
+
+        out = os.fspath(out)
+        fd, state, events = fork(os.fspath(path), out, through_id, meta)
+        return cls(out, fd, state, events, [], False)
+
+    # -- what a session exposes ------------------------------------------------------------
+
+    @property
+    def path(self) -> str:
+        return self._path
+
+    @property
+    def meta(self) -> Dict[str, Any]:
+        return self._state.meta
+
+    @property
+    def messages(self) -> List[Message]:
+        with self._lock:
+            return list(self._state.messages)
+
+    @property
+    def message_ids(self) -> List[str]:
+        with self._lock:
+            return list(self._state.ids)
+
+    @property
+    def grants(self) -> Dict[str, Any]:
+        with self._lock:
+            return self._state.grants
+
+    @property
+    def events(self) -> List[Event]:
+        with self._lock:
+            return list(self._events)
+
+    @property
+    def warnings(self) -> List[str]:
+        return list(self._warnings)
+
+    @property
+    def closed(self) -> bool:
+        return self._fd is None
+
+    def pending_tool_operations(self) -> List[PendingToolOperation]:
+        with self._lock:
+            return self._state.pending_operations()
+
+    def run_context_section(self, digest: str) -> Optional[str]:
+        with self._lock:
+            return self._state.sections.get(digest)
+
+    @property
+    def artifacts_dir(self) -> str:
+        head, name = os.path.split(self._path)
+        stem = os.path.splitext(name)[0]
+        return os.path.join(head, stem + ".artifacts")
+
+    def artifact_path(self, file: str) -> str:
+        problem = artifact_name_problem(file)
+        if problem is not None:
+            raise ValueError(f"{problem}: {file!r}; artifacts are plain file names in {self.artifacts_dir}")
+        return os.path.join(self.artifacts_dir, file)
+
+    # -- appends ----------------------------------------------------------------------------
+
+    def append_message(self, message: MessageLike, extra: Optional[Mapping[str, Any]] = None) -> str:
+        msg = as_message(message)
+        payload: Dict[str, Any] = {}
+        if extra is not None:
+            if not isinstance(extra, Mapping):
+                raise TypeError(f"extra must be a mapping, not {type(extra).__name__}")
+            payload.update(extra)
+        payload.update(msg.to_dict())  # a message key always wins over an extra
+        return self._append("message", payload, "message")
+
+    def append_grants(self, grants: Mapping[str, Any]) -> str:
+        if not isinstance(grants, Mapping):
+            raise TypeError(f"grants must be a mapping, not {type(grants).__name__}")
+        # Always fsynced: a lost revocation would resume with more permission than granted.
+        return self._append("grants", {"grants": dict(grants)}, "grants", force_fsync=True)
+
+    def append_compaction(
+        self,
+        summary: str,
+        replaces_through_id: str,
+        tokens_before: int,
+        tokens_after: int,
+        fallback: bool = False,
+    ) -> str:
+        _require(summary, (str,), "summary")
+        _require(replaces_through_id, (str,), "replaces_through_id")
+        _require(tokens_before, (int,), "tokens_before")
+        _require(tokens_after, (int,), "tokens_after")
+        _require(fallback, (bool,), "fallback")
+        payload = {
+            "summary": summary,
+            "replaces-through-id": replaces_through_id,
+            "tokens-before": tokens_before,
+            "tokens-after": tokens_after,
+            "fallback": fallback,
+        }
+        return self._append("compaction", payload, "compaction")
+
+    def append_elision(self, items: Iterable[Any]) -> str:
+        out = []
+        for item in items:
+            if isinstance(item, Mapping):
+                id_, stub = item.get("id"), item.get("stub")
+            else:
+                try:
+                    id_, stub = item
+                except (TypeError, ValueError):
+                    raise TypeError("elision items must be (id, stub) pairs") from None
+            _require(id_, (str,), "elision item id")
+            out.append({"id": id_, "stub": stub})
+        return self._append("elision", {"items": out}, "elision")
+
+    def append_tool_dispatched(
+        self,
+        call_id: str,
+        tool: str,
+        arguments: Any,
+        *,
+        idempotency: Optional[str] = None,
+        run_id: Optional[str] = None,
+        round: Optional[int] = None,
+    ) -> str:
+        _require(call_id, (str,), "call_id")
+        _require(tool, (str,), "tool")
+        _require(idempotency, (str,), "idempotency", optional=True)
+        _require(run_id, (str,), "run_id", optional=True)
+        _require(round, (int,), "round", optional=True)
+        args = parse_arguments(arguments)
+        if args is not arguments:
+            try:
+                validate(args, "arguments")
+            except (TypeError, ValueError):
+                args = arguments  # parsed into something unstorable: keep the string itself
+        validate(args, "arguments")
+        payload = {
+            "call-id": call_id,
+            "tool": tool,
+            "arguments": args,
+            "arguments-digest": sha256_digest(dumps(args).encode("utf-8")),
+            "idempotency": idempotency,
+            "run-id": run_id,
+            "round": round,
+        }
+        return self._append("tool-dispatched", payload, "tool-dispatched")
+
+    def append_tool_settled(
+        self,
+        op_id: str,
+        outcome: str,
+        *,
+        reason: Optional[str] = None,
+        duration: Optional[float] = None,
+        result_digest: Optional[str] = None,
+        artifact: Optional[Mapping[str, Any]] = None,
+        error: Optional[str] = None,
+    ) -> str:
+        _require(op_id, (str,), "op_id")
+        if not isinstance(outcome, str) or outcome not in OUTCOMES:
+            raise InvalidToolOutcome(
+                f"outcome must be one of {', '.join(OUTCOMES)}, not {outcome!r}; nothing was written"
+            )
+        _require(reason, (str,), "reason", optional=True)
+        _require(duration, (int, float), "duration", optional=True)
+        _require(result_digest, (str,), "result_digest", optional=True)
+        _require(error, (str,), "error", optional=True)
+        payload: Dict[str, Any] = {"op-id": op_id, "outcome": outcome}
+        if reason is not None:
+            payload["reason"] = reason
+        if duration is not None:
+            payload["duration"] = duration
+        if result_digest is not None:
+            payload["result-digest"] = result_digest
+        if artifact is not None:
+            payload["artifact"] = _artifact_payload(artifact)
+        if error is not None:
+            payload["error"] = error
+        return self._append("tool-settled", payload, "tool-settled")
+
+    def resolve_tool_operation(
+        self, op_id: str, outcome: str = "outcome-unknown", *, reason: Optional[str] = None
+    ) -> str:
+        """Settle a pending operation the app has decided about (after a crash, say)."""
+        return self.append_tool_settled(op_id, outcome, reason=reason)
+
+    def append_run_context(
+        self, sections: Iterable[Any], facts: Iterable[Any] = ()
+    ) -> str:
+        given: List[Tuple[str, str]] = []
+        for section in sections:
+            if isinstance(section, Mapping):
+                name, text = section.get("name"), section.get("text")
+            else:
+                try:
+                    name, text = section
+                except (TypeError, ValueError):
+                    raise TypeError("run-context sections must be {name, text} mappings or pairs") from None
+            _require(name, (str,), "section name")
+            _require(text, (str,), "section text")
+            validate(text, f"section {name!r} text")
+            given.append((name, text))
+        fact_list: List[List[Any]] = []
+        for fact in facts:
+            try:
+                key, value = fact
+            except (TypeError, ValueError):
+                raise TypeError("run-context facts must be (name, value) pairs") from None
+            _require(key, (str,), "fact name")
+            fact_list.append([key, value])
+        id_ = new_id()
+        with self._lock:
+            known = self._state.section_lines
+            here: Dict[str, str] = {}
+            out = []
+            for name, text in given:
+                digest = sha256_digest(text.encode("utf-8"))
+                if digest in known:
+                    out.append({"name": name, "digest": digest, "rendered-in": known[digest]})
+                elif digest in here:
+                    out.append({"name": name, "digest": digest, "rendered-in": id_})
+                else:
+                    here[digest] = id_
+                    out.append({"name": name, "digest": digest, "text": text})
+            payload = {"sections": out, "facts": fact_list}
+            return self._append("run-context", payload, "run-context", id_=id_)
+
+    def sync_messages(self, messages: Sequence[MessageLike]) -> List[str]:
+        """Append each message past those the session has; refuse a list that contradicts it."""
+        given = [as_message(m) for m in messages]
+        with self._lock:
+            current = self._state.messages
+            for i, have in enumerate(current):
+                if i >= len(given):
+                    raise TranscriptConflict(
+                        f"{self._path}: sync_messages got {len(given)} messages, but the transcript "
+                        f"already holds {len(current)}; pass the whole conversation (nothing was written)"
+                    )
+                if given[i] != have and _canonical(given[i]) != _canonical(have):
+                    raise TranscriptConflict(
+                        f"{self._path}: message {i} of the list (a {given[i].role!r} message) differs "
+                        f"from message {i} of the transcript (id {self._state.ids[i]}); a run that "
+                        "contradicts its transcript is not recorded (nothing was written)"
+                    )
+            return [self.append_message(m) for m in given[len(current) :]]
+
+    # -- closing -------------------------------------------------------------------------------
+
+    def close(self) -> None:
+        """Release the handle and the lock; later appends raise SessionClosed."""
+        with self._lock:
+            fd, self._fd = self._fd, None
+            if fd is not None and os.getpid() == self._pid:
+                os.close(fd)
+
+    def __enter__(self) -> "Session":
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()
+
+    def __del__(self) -> None:
+        with contextlib.suppress(Exception):
+            if self._fd is not None and os.getpid() == self._pid:
+                os.close(self._fd)
+                self._fd = None
+
+    def __repr__(self) -> str:
+        state = "closed" if self._fd is None else "open"
+        return f"<Session {self._path!r} {state}, {len(self._state.messages)} messages>"
+
+    # -- the one write path ---------------------------------------------------------------------
+
+    def _append(
+        self,
+        type_: str,
+        payload: Dict[str, Any],
+        what: str,
+        *,
+        force_fsync: bool = False,
+        id_: Optional[str] = None,
+    ) -> str:
+        validate(payload, what)  # bad input raises here, before anything is written
+        payload_json = dumps(payload)
+        payload = copy_json(payload)  # the caller's objects stay theirs
+        with self._lock:
+            fd, size = self._writable_fd()
+            try:
+                self._state.check(type_, payload)
+            except FoldProblem as p:
+                text = f"{self._path}: {p.reason}; nothing was written"
+                if p.kind == "corrupt":
+                    raise ValueError(text) from None
+                cls = UnknownToolOperation if p.kind == "unknown-op" else DanglingReference
+                raise cls(text, path=self._path, reason=p.reason) from None
+            if id_ is None:
+                id_ = new_id()
+            ts = now_ts()
+            self._write_line(fd, size, envelope_line(id_, type_, ts, payload_json), force_fsync)
+            self._state.seen_ids.add(id_)
+            self._state.apply(id_, type_, ts, payload)
+            self._events.append(Event(id_, type_, ts, 1, payload))
+            return id_
+
+    def _writable_fd(self) -> Tuple[int, int]:
+        """The descriptor and its size, if appending is still safe; else the reason it is not."""
+        if self._fd is None:
+            raise SessionClosed(f"{self._path}: the session is closed; open it again with Session.load")
+        if os.getpid() != self._pid:
+            raise SessionBroken(
+                f"{self._path}: this session belongs to process {self._pid} and cannot append from "
+                "a forked child; load the transcript in the child once the parent has closed it"
+            )
+        if self._broken is not None:
+            raise SessionBroken(f"{self._path}: {self._broken}")
+        st = os.fstat(self._fd)
+        if st.st_nlink == 0 or not same_inode(st, self._path):
+            self._broken = (
+                "the file was deleted or replaced under this session; appending would write into a "
+                "file nobody will read. Load the transcript again from its path"
+            )
+            raise SessionBroken(f"{self._path}: {self._broken}")
+        return self._fd, st.st_size
+
+    def _write_line(self, fd: int, before: int, line: bytes, force_fsync: bool) -> None:
+        try:
+            write_all(fd, line)
+            if self._fsync or force_fsync:
+                os.fsync(fd)
+        except BaseException:
+            # Never leave part of a line behind: the next line would be written after garbage.
+            try:
+                os.ftruncate(fd, before)
+            except OSError as e:
+                self._broken = (
+                    f"a failed append could not be rolled back (truncate to {before} bytes failed: "
+                    f"{e.strerror}); the file may end in a partial line. Close this session and "
+                    "Session.load the transcript again, which repairs it"
+                )
+            raise
+
+
+def _canonical(message: Message) -> str:
+    return dumps(copy_json(message.to_dict()))
+
+
+def _artifact_payload(artifact: Mapping[str, Any]) -> Dict[str, Any]:
+    if not isinstance(artifact, Mapping):
+        raise TypeError(f"artifact must be a mapping, not {type(artifact).__name__}")
+    out = dict(artifact)
+    if "elided_chars" in out and "elided-chars" not in out:
+        out["elided-chars"] = out.pop("elided_chars")
+    problem = artifact_name_problem(out.get("file"))
+    if problem is not None:
+        raise ValueError(
+            f"{problem}: {out.get('file')!r}; an artifact is a plain file name inside "
+            "<stem>.artifacts/ beside the transcript (nothing was written)"
+        )
+    for key in ("bytes", "chars", "elided-chars"):
+        if key in out:
+            _require(out[key], (int,), f"artifact {key}")
+    if "digest" in out:
+        _require(out["digest"], (str,), "artifact digest")
+    return out

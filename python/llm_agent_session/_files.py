@@ -56,6 +56,23 @@ def write_all(fd: int, data: bytes) -> None:
         view = view[n:]
 
 
+def make_private_dirs(directory: str) -> None:
+    """Create `directory` and each missing parent with mode 0700 (os.makedirs gives only the leaf it)."""
+    missing = []
+    while directory and not os.path.isdir(directory):
+        missing.append(directory)
+        parent = os.path.dirname(directory)
+        if parent == directory:
+            break
+        directory = parent
+    for d in reversed(missing):
+        try:
+            os.mkdir(d, 0o700)
+        except FileExistsError:
+            continue
+        os.chmod(d, 0o700)  # exact mode whatever the umask
+
+
 def publish_new(
     path: str,
     content: Union[bytes, Callable[[int], None]],
@@ -73,7 +90,7 @@ def publish_new(
     `path`. Returns the locked O_APPEND descriptor.
     """
     parent = os.path.dirname(os.path.abspath(path))
-    os.makedirs(parent, mode=0o700, exist_ok=True)
+    make_private_dirs(parent)
     if os.path.lexists(path):
         raise FileExistsError(errno.EEXIST, "a file already exists there (it was not touched)", path)
     tmp = os.path.join(parent, f".{os.path.basename(path)}.{new_id()}.tmp")

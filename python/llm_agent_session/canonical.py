@@ -103,11 +103,62 @@ def dumps(value: Any) -> str:
     """Canonical JSON text of an already validated value (SPEC 2 rules)."""
     try:
         text = _encoder.encode(value)
-    except ValueError as e:  # ints past Python's int-to-str digit limit
-        raise ValueError(f"value cannot be serialised: {e}") from None
+    except ValueError:
+        # An int past CPython's int-to-str digit limit (4300): the slow encoder, exact digits.
+        text = "".join(_big_int_encoder(value, 0))
     if "\u2028" in text or "\u2029" in text:
         text = text.replace("\u2028", "\\u2028").replace("\u2029", "\\u2029")
     return text
+
+
+_CHUNK_DIGITS = 4000
+_CHUNK = 10**_CHUNK_DIGITS
+
+
+def int_to_str(n: int) -> str:
+    """Exact decimal digits of any int, past CPython's int-to-str limit too."""
+    if n.bit_length() < 13000:  # well under 4300 digits
+        return int.__repr__(n)
+    sign, n = ("-", -n) if n < 0 else ("", n)
+    chunks = []
+    while n:
+        n, low = divmod(n, _CHUNK)
+        chunks.append(low)
+    chunks.reverse()
+    head = int.__repr__(chunks[0])
+    return sign + head + "".join(int.__repr__(c).rjust(_CHUNK_DIGITS, "0") for c in chunks[1:])
+
+
+def str_to_int(digits: str) -> int:
+    """The int of a JSON integer literal of any length (json.loads stops at 4300 digits)."""
+    if len(digits) <= 4000:
+        return int(digits)
+    sign = -1 if digits[0] == "-" else 1
+    digits = digits.lstrip("-")
+    value = 0
+    for start in range(0, len(digits), _CHUNK_DIGITS):
+        chunk = digits[start : start + _CHUNK_DIGITS]
+        value = value * 10 ** len(chunk) + int(chunk)
+    return sign * value
+
+
+def _float_str(f: float) -> str:
+    return float.__repr__(f)
+
+
+_big_int_encoder = json.encoder._make_iterencode(  # type: ignore[attr-defined]
+    None,
+    _encoder.default,
+    json.encoder.encode_basestring,
+    None,
+    _float_str,
+    ":",
+    ",",
+    True,
+    False,
+    True,
+    _intstr=int_to_str,
+)
 
 
 def canonical_bytes(value: Any, what: str = "value") -> bytes:

@@ -7,8 +7,8 @@ The reading contract both cores follow (the native one in rust/ mirrors this fil
   on grammar alone (RFC 8259, UTF-8): a lone surrogate escape or a huge number is
   whole, so a complete line is never cut off as if it were torn.
 * ``parse_envelope`` is stricter, for replay and peek: it also refuses lone
-  surrogate escapes and numbers Python cannot hold (a float that overflows, an
-  integer of more than 4300 digits), then checks the envelope shape.
+  surrogate escapes and a float literal that overflows to infinity (integers of
+  any length are read exactly), then checks the envelope shape.
 * Nesting deeper than ``MAX_READ_DEPTH`` is its own verdict ("too deep"), never
   "torn": it is refused wherever it stands, and never cut off.
 """
@@ -18,6 +18,8 @@ from __future__ import annotations
 import json
 import re
 from typing import Any, Dict, Optional, Tuple
+
+from ..canonical import str_to_int
 
 MAX_READ_DEPTH = 512
 BLANK_BYTES = b" \t\r"
@@ -124,11 +126,18 @@ def decode_json(raw: bytes, line_offset: int) -> Any:
     if nesting_depth(raw) > MAX_READ_DEPTH:
         raise LineProblem("corrupt", too_deep_reason())
     try:
-        value = json.loads(text, parse_float=_checked_float, parse_constant=_refuse_constant)
+        try:
+            value = json.loads(text, parse_float=_checked_float, parse_constant=_refuse_constant)
+        except ValueError as e:
+            if isinstance(e, json.JSONDecodeError):
+                raise
+            # An int past CPython's 4300-digit limit: parse again, exact digits (rare, slower).
+            value = json.loads(
+                text, parse_int=str_to_int, parse_float=_checked_float, parse_constant=_refuse_constant
+            )
     except json.JSONDecodeError:
         raise LineProblem("corrupt", "not a JSON value (malformed or cut short)") from None
-    except (OverflowError, ValueError):
-        # json's own ValueError past its grammar: an int of more than 4300 digits.
+    except OverflowError:
         raise LineProblem("corrupt", "a number too large to represent") from None
     except RecursionError:
         raise LineProblem("corrupt", too_deep_reason()) from None

@@ -8,6 +8,7 @@ import threading
 from typing import Any, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple
 
 from . import _backend
+from ._events import EventLog
 from ._files import publish_new, same_inode, write_all
 from ._load import check_and_repair, open_locked, remove_leftover_repair
 from ._pure.fold import OUTCOMES, FoldProblem, FoldState, artifact_name_problem
@@ -79,14 +80,15 @@ class Session:
         path: str,
         fd: int,
         state: FoldState,
-        events: List[Event],
+        events: Sequence[Event],
         warnings: List[str],
         fsync: bool,
     ) -> None:
         self._path = path
         self._fd: Optional[int] = fd
         self._state = state
-        self._events = events
+        self._read_events = events  # what load read; a lazy sequence on the native core
+        self._appended: List[Event] = []
         self._warnings = warnings
         self._fsync = fsync
         self._lock = threading.RLock()
@@ -110,7 +112,6 @@ class Session:
         fd = publish_new(path, envelope_line(id_, "session-meta", ts, payload_json), fsync=fsync)
         state = FoldState()
         state.meta = copy_json(meta)
-        state.seen_ids.add(id_)
         events = [Event(id_, "session-meta", ts, 1, state.meta)]
         return cls(path, fd, state, events, [], fsync)
 
@@ -183,9 +184,10 @@ class Session:
             return self._state.grants
 
     @property
-    def events(self) -> List[Event]:
+    def events(self) -> EventLog:
+        """Every envelope in file order (a list-like view, items built on access)."""
         with self._lock:
-            return list(self._events)
+            return EventLog(self._read_events, list(self._appended))
 
     @property
     def warnings(self) -> List[str]:
@@ -454,9 +456,8 @@ class Session:
                 id_ = new_id()
             ts = now_ts()
             self._write_line(fd, size, envelope_line(id_, type_, ts, payload_json), force_fsync)
-            self._state.seen_ids.add(id_)
             self._state.apply(id_, type_, ts, payload)
-            self._events.append(Event(id_, type_, ts, 1, payload))
+            self._appended.append(Event(id_, type_, ts, 1, payload))
             return id_
 
     def _writable_fd(self) -> Tuple[int, int]:

@@ -8,7 +8,7 @@ is what makes "the state after an append equals a load of the same file" true.
 
 from __future__ import annotations
 
-from typing import Any, Dict, List, Optional, Tuple
+from typing import Any, Dict, Iterable, List, Optional, Tuple
 
 from ..messages import Message, PendingToolOperation
 
@@ -67,7 +67,6 @@ class FoldState:
         "waiting_by_call",
         "sections",
         "section_lines",
-        "seen_ids",
     )
 
     def __init__(self) -> None:
@@ -81,7 +80,34 @@ class FoldState:
         self.waiting_by_call: Dict[str, List[str]] = {}  # call id -> pending op ids still "dispatched"
         self.sections: Dict[str, str] = {}  # digest -> text, from lines that carry it
         self.section_lines: Dict[str, str] = {}  # digest -> id of the first line carrying it
-        self.seen_ids: set = set()
+
+    @classmethod
+    def from_parts(
+        cls,
+        meta: Dict[str, Any],
+        ids: List[str],
+        messages: List[Message],
+        grants: Dict[str, Any],
+        pending: List[PendingToolOperation],
+        settled: Iterable[str],
+        sections: Dict[str, str],
+        section_lines: Dict[str, str],
+    ) -> "FoldState":
+        """The state a replay done elsewhere (the native core) ended in."""
+        state = cls()
+        state.meta = meta
+        state.ids = ids
+        state.messages = messages
+        state.index = None
+        state.grants = grants
+        state.pending = {op.op_id: op for op in pending}
+        state.settled = set(settled)
+        for op in pending:
+            if op.state == "dispatched":
+                state.waiting_by_call.setdefault(op.call_id, []).append(op.op_id)
+        state.sections = sections
+        state.section_lines = section_lines
+        return state
 
     # -- lookups -------------------------------------------------------------------------
 
@@ -161,7 +187,7 @@ class FoldState:
             self.ids.append(id_)
             self.messages.append(msg)
             call_id = msg.tool_call_id
-            if call_id is not None and call_id in self.waiting_by_call:
+            if isinstance(call_id, str) and call_id in self.waiting_by_call:
                 for op_id in self.waiting_by_call.pop(call_id):
                     op = self.pending.get(op_id)
                     if op is not None:

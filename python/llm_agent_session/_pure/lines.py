@@ -71,8 +71,12 @@ def _zero(_: str) -> int:
     return 0
 
 
+class _NotJSON(ValueError):
+    """NaN, Infinity and -Infinity: Python's json reads them, JSON has no such thing."""
+
+
 def _refuse_constant(name: str) -> Any:
-    raise ValueError(f"{name} is not JSON")
+    raise _NotJSON(f"{name} is not JSON")
 
 
 def classify(raw: bytes) -> str:
@@ -129,13 +133,13 @@ def decode_json(raw: bytes, line_offset: int) -> Any:
         try:
             value = json.loads(text, parse_float=_checked_float, parse_constant=_refuse_constant)
         except ValueError as e:
-            if isinstance(e, json.JSONDecodeError):
+            if type(e) is not ValueError:  # JSONDecodeError, _NotJSON
                 raise
             # An int past CPython's 4300-digit limit: parse again, exact digits (rare, slower).
             value = json.loads(
                 text, parse_int=str_to_int, parse_float=_checked_float, parse_constant=_refuse_constant
             )
-    except json.JSONDecodeError:
+    except (json.JSONDecodeError, _NotJSON):
         raise LineProblem("corrupt", "not a JSON value (malformed or cut short)") from None
     except OverflowError:
         raise LineProblem("corrupt", "a number too large to represent") from None

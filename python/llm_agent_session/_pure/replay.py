@@ -28,7 +28,7 @@ def duplicate_reason(id_: str) -> str:
 def _replay(buf: Any, size: int) -> Tuple[FoldState, List[Event]]:
     state = FoldState()
     events: List[Event] = []
-    seen = state.seen_ids
+    seen = set()
     pos = 0
     line_no = 0
     find = buf.find

@@ -343,9 +343,13 @@ class Session:
         """Settle a pending operation the app has decided about (after a crash, say)."""
         return self.append_tool_settled(op_id, outcome, reason=reason)
 
-    def append_run_context(
-        self, sections: Iterable[Any], facts: Iterable[Any] = ()
-    ) -> str:
+    def append_run_context(self, sections: Iterable[Any], facts: Iterable[Any] = ()) -> str:
+        """Record what the run was told: sections ({name, text} mappings, (name, text) pairs or a
+        {name: text} mapping) stored once per digest, and facts ((name, value) pairs, in order)."""
+        if isinstance(sections, Mapping):
+            sections = list(sections.items())  # {name: text}, in its order
+        if isinstance(facts, Mapping):
+            facts = list(facts.items())
         given: List[Tuple[str, str]] = []
         for section in sections:
             if isinstance(section, Mapping):

@@ -78,12 +78,14 @@ def validate(value: Any, what: str = "payload") -> None:
                             f"{what}{_where(path)}: key {k!r} is a {type(k).__name__}; "
                             "JSON object keys must be str"
                         )
+                    if not k.isascii():
+                        push((k, path + [k], depth))  # keys need valid UTF-8 too
                     push((item, path + [k], depth + 1))
             else:
                 for i, item in enumerate(v):
                     push((item, path + [i], depth + 1))
         elif isinstance(v, str):
-            pass
+            push((str.__str__(v), path, depth))
         elif isinstance(v, bool) or isinstance(v, int):
             pass
         elif isinstance(v, float):

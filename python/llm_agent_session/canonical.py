@@ -10,6 +10,7 @@ import hashlib
 import json
 import math
 import os
+import sys
 import threading
 import time
 from datetime import datetime, timezone
@@ -114,32 +115,40 @@ def dumps(value: Any) -> str:
 
 
 _CHUNK_DIGITS = 4000
-_CHUNK = 10**_CHUNK_DIGITS
 
 
 def int_to_str(n: int) -> str:
     """Exact decimal digits of any int, past CPython's int-to-str limit too."""
-    if n.bit_length() < 13000:  # well under 4300 digits
+    step = _chunk_digits()
+    if n.bit_length() < step * 3:  # fewer than `step` digits
         return int.__repr__(n)
     sign, n = ("-", -n) if n < 0 else ("", n)
+    unit = 10**step
     chunks = []
     while n:
-        n, low = divmod(n, _CHUNK)
+        n, low = divmod(n, unit)
         chunks.append(low)
     chunks.reverse()
     head = int.__repr__(chunks[0])
-    return sign + head + "".join(int.__repr__(c).rjust(_CHUNK_DIGITS, "0") for c in chunks[1:])
+    return sign + head + "".join(int.__repr__(c).rjust(step, "0") for c in chunks[1:])
+
+
+def _chunk_digits() -> int:
+    """Digits int() may convert at once here: the interpreter's limit can be lowered to 640."""
+    limit = getattr(sys, "get_int_max_str_digits", lambda: 0)()
+    return min(_CHUNK_DIGITS, limit) if limit else _CHUNK_DIGITS
 
 
 def str_to_int(digits: str) -> int:
     """The int of a JSON integer literal of any length (json.loads stops at 4300 digits)."""
-    if len(digits) <= 4000:
+    step = _chunk_digits()
+    if len(digits) <= step:
         return int(digits)
     sign = -1 if digits[0] == "-" else 1
     digits = digits.lstrip("-")
     value = 0
-    for start in range(0, len(digits), _CHUNK_DIGITS):
-        chunk = digits[start : start + _CHUNK_DIGITS]
+    for start in range(0, len(digits), step):
+        chunk = digits[start : start + step]
         value = value * 10 ** len(chunk) + int(chunk)
     return sign * value
 

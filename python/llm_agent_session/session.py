@@ -166,7 +166,8 @@ class Session:
 
     @property
     def meta(self) -> Dict[str, Any]:
-        return self._state.meta
+        """The session-meta payload (a copy: editing it changes nothing)."""
+        return copy_json(self._state.meta)
 
     @property
     def messages(self) -> List[Message]:
@@ -180,8 +181,9 @@ class Session:
 
     @property
     def grants(self) -> Dict[str, Any]:
+        """The last grants snapshot, ``{}`` if none (a copy: editing it grants nothing)."""
         with self._lock:
-            return self._state.grants
+            return copy_json(self._state.grants)
 
     @property
     def events(self) -> EventLog:

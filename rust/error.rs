@@ -1,0 +1,89 @@
+//! Failures of the core as plain data; `python_edge` turns them into exceptions.
+
+use std::fmt;
+use std::io;
+
+/// The kinds of [`CoreFailure`], spelled as `llm_agent_session.errors` spells them.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum FailureKind {
+    Corrupt,
+    Version,
+    NotATranscript,
+}
+
+impl FailureKind {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            FailureKind::Corrupt => "corrupt",
+            FailureKind::Version => "version",
+            FailureKind::NotATranscript => "not-a-transcript",
+        }
+    }
+}
+
+/// A refusal about the transcript's content: becomes Python's `CoreFailure`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct CoreFailure {
+    pub kind: FailureKind,
+    /// 1-based line number (0 when there is no line at all).
+    pub line: u64,
+    /// Byte offset of the line's first byte.
+    pub offset: u64,
+    pub reason: String,
+}
+
+/// Everything a core operation can fail with.
+#[derive(Debug)]
+pub enum CoreError {
+    /// The file says something we refuse (Python: `CoreFailure`).
+    Failure(CoreFailure),
+    /// The system call failed (Python: `OSError` with its errno).
+    Io(io::Error),
+    /// The file is shorter than the size we were asked to read; the pure core's
+    /// `mmap` refuses this with `ValueError("mmap length is greater than file size")`.
+    ShorterThanSize,
+    /// Bytes ran out while copying (Python: `OSError` with only this message).
+    Shrank { at: u64, of: u64 },
+}
+
+impl CoreError {
+    pub fn failure(kind: FailureKind, line: u64, offset: u64, reason: impl Into<String>) -> Self {
+        CoreError::Failure(CoreFailure {
+            kind,
+            line,
+            offset,
+            reason: reason.into(),
+        })
+    }
+}
+
+impl From<io::Error> for CoreError {
+    fn from(e: io::Error) -> Self {
+        CoreError::Io(e)
+    }
+}
+
+impl fmt::Display for CoreError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            CoreError::Failure(c) => write!(
+                f,
+                "{} at line {} (byte {}): {}",
+                c.kind.as_str(),
+                c.line,
+                c.offset,
+                c.reason
+            ),
+            CoreError::Io(e) => write!(f, "{e}"),
+            CoreError::ShorterThanSize => f.write_str("mmap length is greater than file size"),
+            CoreError::Shrank { at, of } => write!(
+                f,
+                "the file shrank during the repair copy (at byte {at} of {of})"
+            ),
+        }
+    }
+}
+
+impl std::error::Error for CoreError {}
+
+pub type CoreResult<T> = Result<T, CoreError>;

@@ -1,0 +1,109 @@
+//! Positioned reads of a file the caller owns.
+//!
+//! The core reads with `pread` (`FileExt::read_at`), so it never moves the shared file
+//! position of a descriptor that Python also uses, and reads only the parts it needs.
+
+use std::fs::File;
+use std::io;
+use std::mem::ManuallyDrop;
+use std::ops::Deref;
+use std::os::unix::fs::FileExt;
+use std::os::unix::io::{FromRawFd, RawFd};
+
+/// A descriptor borrowed from the caller, used as a `File` and never closed.
+pub struct BorrowedFile(ManuallyDrop<File>);
+
+impl BorrowedFile {
+    /// Borrow `fd` for the duration of one call. The caller (the Python edge) keeps
+    /// it open meanwhile; a descriptor that is not open gives `EBADF` on use.
+    pub fn new(fd: RawFd) -> io::Result<Self> {
+        if fd < 0 {
+            // `File::from_raw_fd(-1)` would panic; Python's os functions say EBADF.
+            return Err(io::Error::from_raw_os_error(EBADF));
+        }
+        // SAFETY: `fd` is non-negative. `ManuallyDrop` means this `File` never closes
+        // it, so ownership stays with the caller; the `File` lives only for this call,
+        // during which the caller keeps the descriptor open. Misuse (a closed fd) can
+        // only make the system calls fail, it cannot touch memory.
+        let file = unsafe { File::from_raw_fd(fd) };
+        Ok(BorrowedFile(ManuallyDrop::new(file)))
+    }
+}
+
+impl Deref for BorrowedFile {
+    type Target = File;
+    fn deref(&self) -> &File {
+        &self.0
+    }
+}
+
+/// `EBADF` on Linux and the BSDs/macOS alike.
+const EBADF: i32 = 9;
+
+/// Something to read bytes from by position: a file, or (in tests) a slice.
+pub trait Source {
+    /// Like `pread`: up to `buf.len()` bytes at `offset`; 0 at end of file.
+    fn read_at(&self, buf: &mut [u8], offset: u64) -> io::Result<usize>;
+    /// The current size (`fstat`'s `st_size`).
+    fn size(&self) -> io::Result<u64>;
+}
+
+impl Source for File {
+    fn read_at(&self, buf: &mut [u8], offset: u64) -> io::Result<usize> {
+        FileExt::read_at(self, buf, offset)
+    }
+    fn size(&self) -> io::Result<u64> {
+        Ok(self.metadata()?.len())
+    }
+}
+
+impl Source for [u8] {
+    fn read_at(&self, buf: &mut [u8], offset: u64) -> io::Result<usize> {
+        let start = usize::try_from(offset)
+            .unwrap_or(usize::MAX)
+            .min(self.len());
+        let src = self.get(start..).unwrap_or_default();
+        let n = src.len().min(buf.len());
+        buf[..n].copy_from_slice(&src[..n]);
+        Ok(n)
+    }
+    fn size(&self) -> io::Result<u64> {
+        Ok(self.len() as u64)
+    }
+}
+
+/// Fill `buf` from `offset`, retrying short reads and EINTR; returns how many bytes
+/// were read (fewer than `buf.len()` only at end of file).
+pub fn read_full<S: Source + ?Sized>(src: &S, buf: &mut [u8], offset: u64) -> io::Result<usize> {
+    let mut done = 0;
+    while done < buf.len() {
+        match src.read_at(&mut buf[done..], offset + done as u64) {
+            Ok(0) => break,
+            Ok(n) => done += n,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(done)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_negative_descriptor_is_ebadf_not_a_panic() {
+        let err = BorrowedFile::new(-1).err().map(|e| e.raw_os_error());
+        assert_eq!(err, Some(Some(EBADF)));
+    }
+
+    #[test]
+    fn slices_read_like_files() {
+        let data = b"hello world";
+        let mut buf = [0u8; 5];
+        assert_eq!(read_full(&data[..], &mut buf, 6).unwrap(), 5);
+        assert_eq!(&buf, b"world");
+        assert_eq!(read_full(&data[..], &mut buf, 9).unwrap(), 2);
+        assert_eq!(read_full(&data[..], &mut buf, u64::MAX).unwrap(), 0);
+    }
+}

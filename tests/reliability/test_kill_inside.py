@@ -1,0 +1,163 @@
+"""Kill inside the library: SIGKILL delivered at the N-th system call of `create`, of a
+repairing `load` and of `close` (strace's syscall fault injection on a real child), for
+every N until the operation completes (long tier; a sample of N in the fast tier)."""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+import sys
+
+from typing import Dict, List, Optional
+
+import pytest
+
+from llm_agent_session import Session
+from support import BACKENDS, LONG, record, reference_transcript, using
+
+COMMAND = "python tests/reliability/report.py"
+STRACE = shutil.which("strace")
+
+CHILD = r"""
+import os, sys
+from llm_agent_session import Session
+path, op = sys.argv[1], sys.argv[2]
+session = Session.load(path) if op == "close" else None
+print("ready", flush=True)
+os.read(0, 1)  # strace attaches while this read blocks; counting starts after it
+if op == "create":
+    Session.create(path, {"agent": "kill-inside"})
+elif op == "load":
+    Session.load(path)
+else:
+    session.close()
+os.write(1, b"done\n")
+"""
+
+TORN = reference_transcript()[:-7]  # the last line cut short: load must repair it
+
+
+def prepare(op: str, path: str) -> None:
+    if op in ("load", "close"):
+        with open(path, "wb") as f:
+            f.write(TORN)
+    if op == "close":  # close acts on a clean file, so load it once (repairing) beforehand
+        using(BACKENDS[-1])
+        Session.load(path).close()
+
+
+def run_traced(op: str, path: str, backend: str, inject: Optional[str], log: str) -> bool:
+    """Run `op` in a child under strace (attached once the child is set up); True if it finished."""
+    env = dict(os.environ, LLM_AGENT_SESSION_BACKEND=backend)
+    child = subprocess.Popen(
+        [sys.executable, "-c", CHILD, path, op],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        env=env,
+    )
+    assert child.stdout.readline() == b"ready\n"
+    argv = [STRACE, "-o", log, "-p", str(child.pid)]
+    if inject:
+        argv[1:1] = ["-e", f"inject={inject}"]
+    tracer = subprocess.Popen(argv, stderr=subprocess.PIPE)
+    assert b"attached" in tracer.stderr.readline()
+    child.stdin.write(b"g")
+    child.stdin.close()
+    out = child.stdout.read()
+    child.wait()
+    tracer.wait()
+    return b"done" in out
+
+
+_CALL = re.compile(r"^(?:\d+ +)?([a-z0-9_]+)\(")
+
+
+def syscalls_of(op: str, path: str, backend: str, log: str) -> List[str]:
+    """The syscalls the operation makes, in order (the read it was waiting in excluded)."""
+    assert run_traced(op, path, backend, None, log)
+    names = []
+    with open(log) as f:
+        for row in f:
+            m = _CALL.match(row)
+            if m:
+                names.append(m.group(1))
+    # The first is the os.read the child blocked in; the op ends with the write of "done".
+    return names[1:]
+
+
+def kill_points(calls: List[str]) -> List[str]:
+    """strace counts `when=` per syscall name: the k-th call of a name is the i-th overall."""
+    seen: Dict[str, int] = {}
+    points = []
+    for name in calls:
+        seen[name] = seen.get(name, 0) + 1
+        points.append(f"{name}:signal=SIGKILL:when={seen[name]}")
+    return points
+
+
+def files_beside(path: str) -> list:
+    return sorted(os.listdir(os.path.dirname(path)))
+
+
+@pytest.mark.skipif(STRACE is None, reason="strace not installed (Debian package strace)")
+@pytest.mark.parametrize("op", ["create", "load", "close"])
+def test_kill_at_every_syscall(tmp_path, op):
+    lost = not_identical = stuck = 0
+    kills = 0
+    problems = []
+    for backend in BACKENDS:
+        # The file a completed repair leaves: the reference for every interrupted one.
+        ref = str(tmp_path / f"ref-{backend}.jsonl")
+        with open(ref, "wb") as f:
+            f.write(TORN)
+        using(backend)
+        Session.load(ref).close()
+        repaired = open(ref, "rb").read()
+        probe = tmp_path / f"{op}-{backend}-probe"
+        probe.mkdir()
+        prepare(op, str(probe / "run.jsonl"))
+        points = kill_points(syscalls_of(op, str(probe / "run.jsonl"), backend, str(tmp_path / "log")))
+        step = 1 if LONG else 3
+        for n in range(0, len(points), step):
+            case = tmp_path / f"{op}-{backend}-{n}"
+            case.mkdir()
+            path = str(case / "run.jsonl")
+            prepare(op, path)
+            before = open(path, "rb").read() if os.path.exists(path) else None
+            if run_traced(op, path, backend, points[n], os.devnull):
+                continue  # this run took another path past that point (it finished)
+            kills += 1
+            using(backend)
+            after = open(path, "rb").read() if os.path.exists(path) else None
+            if op == "create":
+                if after is not None and not after.endswith(b"\n"):
+                    lost += 1
+                    problems.append((backend, n, "half-made file at path", after[:80]))
+            elif after not in (before, repaired):
+                lost += 1
+                problems.append((backend, n, "file is neither the original nor the repair"))
+            try:
+                if op == "create" and after is None:
+                    Session.create(path, {"agent": "again"}).close()
+                else:
+                    Session.load(path).close()
+                first = open(path, "rb").read()
+                Session.load(path).close()
+                if open(path, "rb").read() != first:
+                    not_identical += 1
+                    problems.append((backend, n, "second load changed the file"))
+                if op != "create" and first != repaired:
+                    lost += 1
+                    problems.append((backend, n, "load after the kill gave other bytes than a clean repair"))
+            except Exception as e:
+                stuck += 1
+                problems.append((backend, n, "cannot proceed", repr(e), files_beside(path)))
+    area = f"Kill inside `{op}`"
+    record(area, "SIGKILLs at distinct syscalls (all backends)", kills, "every syscall of the operation (long tier; every 3rd in fast)", COMMAND)
+    record(area, "original bytes lost", lost, "0", COMMAND)
+    record(area, "second load not byte-identical to the first", not_identical, "0", COMMAND)
+    record(area, "states where neither create nor load can proceed", stuck, "0", COMMAND)
+    assert kills > 0
+    assert not problems, problems[:5]

@@ -119,7 +119,11 @@ def publish_new(
         with contextlib.suppress(OSError):
             os.unlink(tmp)
     if fsync:
-        fsync_dir(path)
+        try:
+            fsync_dir(path)
+        except BaseException:
+            os.close(fd)
+            raise
     return fd
 
 

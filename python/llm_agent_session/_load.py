@@ -11,7 +11,7 @@ from typing import List, Tuple
 
 from . import _backend
 from ._files import fsync_dir, open_fd, same_inode, try_lock, write_all
-from .errors import CoreFailure, public_error
+from .errors import CoreFailure, NotATranscript, public_error
 
 _LOCK_RETRIES = 100
 
@@ -25,7 +25,9 @@ def open_locked(path: str) -> int:
     """Open `path` for appending and lock it, re-checking that the locked inode is `path`'s."""
     for _ in range(_LOCK_RETRIES):
         try:
-            fd = open_fd(path, os.O_RDWR | os.O_APPEND)
+            # O_NONBLOCK only for the open itself: a FIFO planted at the path must not hang us.
+            fd = open_fd(path, os.O_RDWR | os.O_APPEND | os.O_NONBLOCK)
+            fcntl.fcntl(fd, fcntl.F_SETFL, fcntl.fcntl(fd, fcntl.F_GETFL) & ~os.O_NONBLOCK)
         except FileNotFoundError:
             leftover = repair_path_of(path)
             if os.path.lexists(leftover):
@@ -38,6 +40,8 @@ def open_locked(path: str) -> int:
                 ) from None
             raise
         try:
+            if not stat.S_ISREG(os.fstat(fd).st_mode):
+                raise NotATranscript(f"{path} is not a regular file, so not a transcript")
             try_lock(fd, path)
             # A repair may have renamed a new file over `path` while we waited for the lock.
             st = os.fstat(fd)
@@ -136,7 +140,17 @@ def _repair(
                 path,
             ) from None
         raise
-    fsync_dir(real)
+    try:
+        fsync_dir(real)
+    except OSError as e:
+        os.close(rfd)  # `fd` is closed by the caller, as on every failure
+        raise OSError(
+            e.errno,
+            f"the torn last line (line {line}, byte {cut}) was cut off and the repaired file renamed "
+            f"into place, but syncing its directory failed ({e.strerror}), so the repair may not "
+            "survive a power loss; check the disk and load again",
+            path,
+        ) from None
     # Appends go to the end; set only now, since copy_file_range refuses an O_APPEND target.
     fcntl.fcntl(rfd, fcntl.F_SETFL, fcntl.fcntl(rfd, fcntl.F_GETFL) | os.O_APPEND)
     os.close(fd)  # releases the lock on the old inode; the new one is already locked

@@ -5,7 +5,7 @@ from __future__ import annotations
 import contextlib
 import os
 import threading
-from typing import Any, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple
+from typing import Any, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple, cast
 
 from . import _backend
 from ._events import EventLog
@@ -85,6 +85,8 @@ class Session:
         fsync: bool,
     ) -> None:
         self._path = path
+        # Checks and the artifacts dir use the absolute path: an agent may chdir meanwhile.
+        self._abs_path = os.path.abspath(path)
         self._fd: Optional[int] = fd
         self._state = state
         self._read_events = events  # what load read; a lazy sequence on the native core
@@ -209,7 +211,7 @@ class Session:
 
     @property
     def artifacts_dir(self) -> str:
-        head, name = os.path.split(self._path)
+        head, name = os.path.split(self._abs_path)
         stem = os.path.splitext(name)[0]
         return os.path.join(head, stem + ".artifacts")
 
@@ -264,6 +266,8 @@ class Session:
         for item in items:
             if isinstance(item, Mapping):
                 id_, stub = item.get("id"), item.get("stub")
+            elif isinstance(item, (str, bytes)):
+                raise TypeError(f"elision items must be (id, stub) pairs, not {type(item).__name__} {item!r}")
             else:
                 try:
                     id_, stub = item
@@ -356,6 +360,8 @@ class Session:
         for section in sections:
             if isinstance(section, Mapping):
                 name, text = section.get("name"), section.get("text")
+            elif isinstance(section, (str, bytes)):
+                raise TypeError(f"run-context sections must be {{name, text}} mappings or pairs, not {section!r}")
             else:
                 try:
                     name, text = section
@@ -364,9 +370,11 @@ class Session:
             _require(name, (str,), "section name")
             _require(text, (str,), "section text")
             validate(text, f"section {name!r} text")
-            given.append((name, text))
+            given.append((cast(str, name), cast(str, text)))
         fact_list: List[List[Any]] = []
         for fact in facts:
+            if isinstance(fact, (str, bytes)):
+                raise TypeError(f"run-context facts must be (name, value) pairs, not {fact!r}")
             try:
                 key, value = fact
             except (TypeError, ValueError):
@@ -478,7 +486,7 @@ class Session:
         if self._broken is not None:
             raise SessionBroken(f"{self._path}: {self._broken}")
         st = os.fstat(self._fd)
-        if st.st_nlink == 0 or not same_inode(st, self._path):
+        if st.st_nlink == 0 or not same_inode(st, self._abs_path):
             self._broken = (
                 "the file was deleted or replaced under this session; appending would write into a "
                 "file nobody will read. Load the transcript again from its path"

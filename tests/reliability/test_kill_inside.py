@@ -16,25 +16,9 @@ import pytest
 
 from llm_agent_session import Session
 from support import BACKENDS, LONG, record, reference_transcript, using
+from tracing import STRACE, kill_points, run_traced, syscalls_of
 
 COMMAND = "python tests/reliability/report.py"
-STRACE = shutil.which("strace")
-
-CHILD = r"""
-import os, sys
-from llm_agent_session import Session
-path, op = sys.argv[1], sys.argv[2]
-session = Session.load(path) if op == "close" else None
-print("ready", flush=True)
-os.read(0, 1)  # strace attaches while this read blocks; counting starts after it
-if op == "create":
-    Session.create(path, {"agent": "kill-inside"})
-elif op == "load":
-    Session.load(path)
-else:
-    session.close()
-os.write(1, b"done\n")
-"""
 
 TORN = reference_transcript()[:-7]  # the last line cut short: load must repair it
 
@@ -46,55 +30,6 @@ def prepare(op: str, path: str) -> None:
     if op == "close":  # close acts on a clean file, so load it once (repairing) beforehand
         using(BACKENDS[-1])
         Session.load(path).close()
-
-
-def run_traced(op: str, path: str, backend: str, inject: Optional[str], log: str) -> bool:
-    """Run `op` in a child under strace (attached once the child is set up); True if it finished."""
-    env = dict(os.environ, LLM_AGENT_SESSION_BACKEND=backend)
-    child = subprocess.Popen(
-        [sys.executable, "-c", CHILD, path, op],
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        env=env,
-    )
-    assert child.stdout.readline() == b"ready\n"
-    argv = [STRACE, "-o", log, "-p", str(child.pid)]
-    if inject:
-        argv[1:1] = ["-e", f"inject={inject}"]
-    tracer = subprocess.Popen(argv, stderr=subprocess.PIPE)
-    assert b"attached" in tracer.stderr.readline()
-    child.stdin.write(b"g")
-    child.stdin.close()
-    out = child.stdout.read()
-    child.wait()
-    tracer.wait()
-    return b"done" in out
-
-
-_CALL = re.compile(r"^(?:\d+ +)?([a-z0-9_]+)\(")
-
-
-def syscalls_of(op: str, path: str, backend: str, log: str) -> List[str]:
-    """The syscalls the operation makes, in order (the read it was waiting in excluded)."""
-    assert run_traced(op, path, backend, None, log)
-    names = []
-    with open(log) as f:
-        for row in f:
-            m = _CALL.match(row)
-            if m:
-                names.append(m.group(1))
-    # The first is the os.read the child blocked in; the op ends with the write of "done".
-    return names[1:]
-
-
-def kill_points(calls: List[str]) -> List[str]:
-    """strace counts `when=` per syscall name: the k-th call of a name is the i-th overall."""
-    seen: Dict[str, int] = {}
-    points = []
-    for name in calls:
-        seen[name] = seen.get(name, 0) + 1
-        points.append(f"{name}:signal=SIGKILL:when={seen[name]}")
-    return points
 
 
 def files_beside(path: str) -> list:
@@ -126,7 +61,7 @@ def test_kill_at_every_syscall(tmp_path, op):
             path = str(case / "run.jsonl")
             prepare(op, path)
             before = open(path, "rb").read() if os.path.exists(path) else None
-            if run_traced(op, path, backend, points[n], os.devnull):
+            if run_traced(op, path, backend, points[n], os.devnull) == "done":
                 continue  # this run took another path past that point (it finished)
             kills += 1
             using(backend)

@@ -8,17 +8,13 @@ from ..errors import CoreFailure
 from ..messages import Event
 from .fold import FoldProblem, FoldState
 from .lines import LineProblem, is_blank, parse_envelope
-from .tail import map_file
+from .tail import read_span
 
 
 def replay(fd: int, size: int) -> Tuple[FoldState, List[Event]]:
     """Parse and fold every line of the first `size` bytes of `fd`, or raise CoreFailure."""
-    buf = map_file(fd, size)
-    try:
-        return _replay(buf, size)
-    finally:
-        if not isinstance(buf, bytes):
-            buf.close()
+    buf = read_span(fd, 0, size)
+    return _replay(buf, len(buf))
 
 
 def duplicate_reason(id_: str) -> str:
@@ -86,27 +82,21 @@ def scan(
     """Parse what parses in bytes [start, size): lenient, no fold.
 
     Returns (events, spans, problems, end): line numbers count from `start` (1 = the
-    first line read); `end` is the offset just past the last ``\\n``. Bytes after it
-    are an unfinished line, left alone unless `final_line` asks to parse them too.
+    first line read); offsets are file offsets; `end` is the offset just past the last
+    ``\\n``. Bytes after it are an unfinished line, left alone unless `final_line` asks
+    to parse them too.
     """
-    buf = map_file(fd, size)
-    try:
-        return _scan(buf, start, size, final_line)
-    finally:
-        if not isinstance(buf, bytes):
-            buf.close()
+    return _scan(read_span(fd, start, size), start, final_line)
 
 
-def _scan(
-    buf: Any, start: int, size: int, final_line: bool
-) -> Tuple[List[Event], List[Span], List[Problem], int]:
+def _scan(buf: bytes, base: int, final_line: bool) -> Tuple[List[Event], List[Span], List[Problem], int]:
     events: List[Event] = []
     spans: List[Span] = []
     problems: List[Problem] = []
-    last_nl = buf.rfind(b"\n", start, size)
-    end = start if last_nl == -1 else last_nl + 1
+    size = len(buf)
+    end = buf.rfind(b"\n") + 1
     stop = size if final_line else end
-    pos = start
+    pos = 0
     line_no = 0
     find = buf.find
     while pos < stop:
@@ -116,11 +106,11 @@ def _scan(
         raw = buf[pos:line_end]
         if not is_blank(raw):
             try:
-                id_, type_, ts, payload = parse_envelope(raw, pos)
+                id_, type_, ts, payload = parse_envelope(raw, base + pos)
             except LineProblem as p:
-                problems.append((line_no, pos, line_end - pos, p.reason))
+                problems.append((line_no, base + pos, line_end - pos, p.reason))
             else:
                 events.append(Event(id_, type_, ts, 1, payload))
-                spans.append((line_no, pos, line_end - pos))
+                spans.append((line_no, base + pos, line_end - pos))
         pos = line_end + 1
-    return events, spans, problems, end
+    return events, spans, problems, base + end

@@ -6,7 +6,6 @@ multi-byte character, and a reader that decodes first dies before it can repair.
 
 from __future__ import annotations
 
-import mmap
 import os
 from typing import Any, Optional, Tuple
 
@@ -31,23 +30,26 @@ COPY_CHUNK = 1 << 20
 TailVerdict = Tuple[str, int, int, bytes]
 
 
-def map_file(fd: int, size: int) -> Any:
-    """A read-only view of the first `size` bytes of `fd` (b"" for an empty file)."""
-    if size == 0:
-        return b""
-    return mmap.mmap(fd, size, access=mmap.ACCESS_READ)
+def read_span(fd: int, start: int, size: int) -> bytes:
+    """Bytes [start, size) of `fd`, or fewer if the file shrank meanwhile.
+
+    pread into memory, never mmap: a file that shrinks under a mapping kills the
+    reader with SIGBUS (a writer rolling back a failed append does exactly that), and
+    Linux refuses to map an append-only (chattr +a) file opened for writing.
+    """
+    chunks = []
+    offset = start
+    while offset < size:
+        chunk = os.pread(fd, min(1 << 30, size - offset), offset)
+        if not chunk:
+            break
+        chunks.append(chunk)
+        offset += len(chunk)
+    return chunks[0] if len(chunks) == 1 else b"".join(chunks)
 
 
-def count_newlines(buf: Any, end: int) -> int:
-    """How many ``\\n`` lie in ``buf[:end]`` (chunked: an mmap has no count())."""
-    total = 0
-    for start in range(0, end, 1 << 24):
-        total += buf[start : min(end, start + (1 << 24))].count(b"\n")
-    return total
-
-
-def line_number(buf: Any, offset: int) -> int:
-    return count_newlines(buf, offset) + 1
+def line_number(buf: bytes, offset: int) -> int:
+    return buf.count(b"\n", 0, offset) + 1
 
 
 def last_line_span(buf: Any, end: int) -> Optional[Tuple[int, int]]:
@@ -90,12 +92,8 @@ def check_first_line(buf: Any, size: int) -> Tuple[int, int]:
 
 def tail_check(fd: int, size: int) -> TailVerdict:
     """Decide what load must do to the end of the file; raise CoreFailure when it must refuse."""
-    buf = map_file(fd, size)
-    try:
-        return _tail_check(buf, size)
-    finally:
-        if not isinstance(buf, bytes):
-            buf.close()
+    buf = read_span(fd, 0, size)
+    return _tail_check(buf, len(buf))
 
 
 def _tail_check(buf: Any, size: int) -> TailVerdict:

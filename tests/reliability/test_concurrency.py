@@ -1,0 +1,229 @@
+"""Concurrency: threads appending at once, a second process knocking on a live writer's
+lock, two processes repairing the same torn file at once, a viewer following a stream
+through a repair, and a forked child that must not append."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import subprocess
+import sys
+import threading
+import time
+
+from llm_agent_session import Session, SessionBroken, user_message
+from support import BACKENDS, LONG, record, reference_transcript, using
+
+COMMAND = "python tests/reliability/report.py"
+
+
+def test_threads_appending_at_once(tmp_path):
+    per_thread = 10_000 if LONG else 500
+    problems = []
+    for backend in BACKENDS:
+        using(backend)
+        path = str(tmp_path / f"threads-{backend}.jsonl")
+        s = Session.create(path, {"agent": "threads"})
+        ids = [[] for _ in range(8)]
+
+        def work(k: int) -> None:
+            for i in range(per_thread):
+                ids[k].append(s.append_message(user_message(f"t{k} {i}")))
+
+        threads = [threading.Thread(target=work, args=(k,)) for k in range(8)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        live = list(s.message_ids)
+        s.close()
+        with Session.load(path) as t:
+            if t.message_ids != live:
+                problems.append((backend, "live state differs from the file"))
+            for k in range(8):
+                mine = [m.content for m in t.messages if m.content.startswith(f"t{k} ")]
+                if mine != [f"t{k} {i}" for i in range(per_thread)]:
+                    problems.append((backend, f"thread {k}'s lines out of order or missing"))
+            if sorted(sum(ids, [])) != sorted(t.message_ids):
+                problems.append((backend, "acknowledged ids missing"))
+    record("Concurrency", "threads x appends (per backend)", f"8 x {per_thread}", "8 x 10,000 (long tier)", COMMAND)
+    record("Concurrency", "appends lost or interleaved", len(problems), "0", COMMAND)
+    assert not problems, problems
+
+
+KNOCKER = r"""
+import sys
+from llm_agent_session import Session, SessionLocked
+path, n = sys.argv[1], int(sys.argv[2])
+locked = 0
+for _ in range(n):
+    try:
+        Session.load(path).close()
+    except SessionLocked:
+        locked += 1
+print(locked)
+"""
+
+
+def test_second_process_is_locked_out_of_a_live_writer(tmp_path):
+    tries = 1000 if LONG else 100
+    problems = []
+    for backend in BACKENDS:
+        using(backend)
+        path = str(tmp_path / f"live-{backend}.jsonl")
+        s = Session.create(path, {"agent": "live"})
+        stop = threading.Event()
+        acked = []
+
+        def write() -> None:
+            while not stop.is_set():
+                acked.append(s.append_message(user_message("still here")))
+
+        writer = threading.Thread(target=write)
+        writer.start()
+        out = subprocess.run(
+            [sys.executable, "-c", KNOCKER, path, str(tries)],
+            env=dict(os.environ, LLM_AGENT_SESSION_BACKEND=backend),
+            capture_output=True,
+            text=True,
+            timeout=300,
+        )
+        stop.set()
+        writer.join()
+        s.close()
+        if out.stdout.strip() != str(tries):
+            problems.append((backend, "not SessionLocked every time", out.stdout, out.stderr[-300:]))
+        with Session.load(path) as t:
+            if set(acked) - set(t.message_ids):
+                problems.append((backend, "appends lost"))
+    record("Concurrency", "loads by a second process during a live writer (per backend)", tries, "1,000 (long tier)", COMMAND)
+    record("Concurrency", "loads that were not SessionLocked, or lost lines", len(problems), "0", COMMAND)
+    assert not problems, problems
+
+
+RACER = r"""
+import sys
+from llm_agent_session import Session, SessionLocked
+try:
+    with Session.load(sys.argv[1]) as s:
+        print("loaded", len(s.events))
+except SessionLocked:
+    print("locked")
+"""
+
+
+def test_two_processes_repairing_the_same_torn_file(tmp_path):
+    trials = 1000 if LONG else 40
+    torn = reference_transcript()[:-7]
+    with open(tmp_path / "ref.jsonl", "wb") as f:
+        f.write(torn)
+    using(BACKENDS[0])
+    Session.load(str(tmp_path / "ref.jsonl")).close()
+    repaired = open(tmp_path / "ref.jsonl", "rb").read()
+    damaged = 0
+    problems = []
+    for n in range(trials):
+        backend = BACKENDS[n % len(BACKENDS)]
+        path = str(tmp_path / f"race-{n}.jsonl")
+        with open(path, "wb") as f:
+            f.write(torn)
+        env = dict(os.environ, LLM_AGENT_SESSION_BACKEND=backend)
+        racers = [
+            subprocess.Popen([sys.executable, "-c", RACER, path], env=env, stdout=subprocess.PIPE, text=True)
+            for _ in range(2)
+        ]
+        said = [r.communicate(timeout=60)[0].strip() for r in racers]
+        if open(path, "rb").read() != repaired or os.path.exists(path + ".repair"):
+            damaged += 1
+            problems.append((n, "file damaged", said))
+        if not any(x.startswith("loaded") for x in said):
+            problems.append((n, "neither loaded", said))
+    record("Concurrency", "two processes loading the same torn file at once", trials, "1,000 (long tier)", COMMAND)
+    record("Concurrency", "files damaged", damaged, "0", COMMAND)
+    assert not problems, problems[:5]
+
+
+STREAM = r"""
+import sys, time
+from llm_agent_session import Session, user_message
+path, n = sys.argv[1], int(sys.argv[2])
+s = Session.load(path)
+for i in range(n):
+    s.append_message(user_message(f"stream {i} " + "s" * (i % 300)))
+s.close()
+print("done", flush=True)
+"""
+
+
+def test_viewer_follows_a_stream_through_a_repair(tmp_path):
+    rounds = 10_000 if LONG else 500
+    problems = []
+    changed_by_peek = not_prefix = 0
+    restarted_after_repair = False
+    for backend in BACKENDS:
+        using(backend)
+        path = str(tmp_path / f"follow-{backend}.jsonl")
+        with open(path, "wb") as f:
+            f.write(reference_transcript()[:-7])  # a torn tail: the writer's load repairs it
+        env = dict(os.environ, LLM_AGENT_SESSION_BACKEND=backend)
+        first = Session.peek(path)
+        seen = [e.id for e in first["envelopes"]]
+        end, identity = first["end"], first["identity"]
+        before = open(path, "rb").read()
+        writer = subprocess.Popen([sys.executable, "-c", STREAM, path, str(rounds)], env=env, stdout=subprocess.PIPE, text=True)
+        restarted = False
+        while writer.poll() is None or not restarted or end < os.path.getsize(path):
+            view = Session.peek(path, offset=end, identity=identity)
+            if view["restarted"]:
+                restarted = True
+                seen = []
+            seen += [e.id for e in view["envelopes"]]
+            end, identity = view["end"], view["identity"]
+            if writer.poll() is not None and end >= os.path.getsize(path):
+                break
+        writer.wait()
+        final = [e.id for e in Session.peek(path)["envelopes"]]
+        if seen != final[: len(seen)] or len(seen) != len(final):
+            not_prefix += 1
+            problems.append((backend, "followed envelopes are not the final file", len(seen), len(final)))
+        restarted_after_repair = restarted_after_repair or restarted
+        if not restarted:
+            problems.append((backend, "peek did not restart after the repair renamed a new file in"))
+        # peek never writes: its own file's bytes before the writer started are what a peek left
+        if before != reference_transcript()[:-7]:
+            changed_by_peek += 1
+    record("Concurrency", "peeks following a write stream through a repair (per backend)", f"about {rounds} appends", "10,000 (long tier)", COMMAND)
+    record("Concurrency", "followed envelopes not a prefix of the final file", not_prefix, "0", COMMAND)
+    record("Concurrency", "files changed by peek", changed_by_peek, "0", COMMAND)
+    assert not problems, problems
+
+
+def test_forked_child_cannot_append(tmp_path):
+    problems = []
+    for backend in BACKENDS:
+        using(backend)
+        path = str(tmp_path / f"fork-{backend}.jsonl")
+        s = Session.create(path, {"agent": "forker"})
+        size = os.path.getsize(path)
+        r, w = os.pipe()
+        pid = os.fork()
+        if pid == 0:  # the child: its append must be refused
+            os.close(r)
+            try:
+                s.append_message(user_message("from the child"))
+                os.write(w, b"appended")
+            except SessionBroken:
+                os.write(w, b"refused")
+            except BaseException as e:  # pragma: no cover - reported to the parent
+                os.write(w, repr(e).encode()[:200])
+            os._exit(0)
+        os.close(w)
+        said = os.read(r, 300)
+        os.waitpid(pid, 0)
+        os.close(r)
+        if said != b"refused" or os.path.getsize(path) != size:
+            problems.append((backend, said))
+        s.append_message(user_message("the parent still can"))
+        s.close()
+    record("Concurrency", "appends from a forked child that were not refused", len(problems), "0", COMMAND)
+    assert not problems, problems

@@ -1,8 +1,11 @@
-"""The command line: ``llm-agent-session demo`` (also ``python -m llm_agent_session demo``)."""
+"""The command line: ``llm-agent-session`` (also ``python -m llm_agent_session``).
+
+``demo`` runs the scripted crash-and-resume; the other subcommands (peek, show, tail,
+check, repair, salvage, fork, stats, export) live in :mod:`llm_agent_session.cli`.
+"""
 
 from __future__ import annotations
 
-import argparse
 import sys
 from typing import List, Optional
 
@@ -13,20 +16,9 @@ def main(argv: Optional[List[str]] = None) -> int:
         from .demo import child_main
 
         return child_main(argv[1:])
-    parser = argparse.ArgumentParser(
-        prog="llm-agent-session",
-        description="The durable, resumable JSONL transcript of an LLM agent run.",
-    )
-    sub = parser.add_subparsers(dest="command", required=True)
-    demo = sub.add_parser("demo", help="run a scripted agent, kill it with SIGKILL mid-write, resume it")
-    demo.add_argument("--dir", help="where to write the transcript (default: a new temp directory)")
-    args = parser.parse_args(argv)
-    if args.command == "demo":
-        from .demo import main as demo_main
+    from .cli import main as cli_main
 
-        return demo_main(args.dir)
-    parser.error(f"unknown command {args.command}")
-    return 2
+    return cli_main(argv)
 
 
 if __name__ == "__main__":

@@ -43,7 +43,7 @@ def main() -> int:
     tier = "long" if args.long else "fast"
     with tempfile.TemporaryDirectory() as tmp:
         figures = os.path.join(tmp, "figures.jsonl")
-        env = dict(os.environ, LLM_AGENT_SESSION_FIGURES=figures, LLM_AGENT_SESSION_TIER=tier)
+        env = dict(os.environ, LLM_AGENT_SESSION_FIGURES=figures, LLM_AGENT_SESSION_TIER=tier, LLM_AGENT_SESSION_TEETH="1")
         started = datetime.datetime.now(datetime.timezone.utc)
         run = subprocess.run(
             [sys.executable, "-m", "pytest", os.path.join(HERE), "-q", "-p", "no:cacheprovider", *args.pytest_args],

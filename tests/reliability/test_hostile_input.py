@@ -181,3 +181,26 @@ def test_random_bytes_smoke(tmp_path):
     record("Hostile input", "exceptions outside the spec", outside, "0", COMMAND)
     record("Hostile input", "native/pure disagreements", disagreements, "0", COMMAND)
     assert not problems, problems[:3]
+
+
+def test_raw_line_separators_inside_strings(tmp_path):
+    """Another writer may leave U+2028, U+2029 and U+0085 unescaped inside strings: still one
+    line each, because readers split on the byte \\n only (str.splitlines would not)."""
+    raw = '{"id":"sep","payload":{"content":"a\u2028b\u2029c\u0085d","role":"user"},"ts":"t","type":"message","v":1}\n'
+    data = GOOD + raw.encode("utf-8")
+    problems = []
+    for backend in BACKENDS:
+        using(backend)
+        path = str(tmp_path / f"sep-{backend}.jsonl")
+        with open(path, "wb") as f:
+            f.write(data)
+        try:
+            with Session.load(path) as s:
+                if s.messages[-1].content != "a\u2028b\u2029c\u0085d" or s.warnings:
+                    problems.append((backend, "content or warnings", s.warnings))
+        except TranscriptError as e:
+            problems.append((backend, repr(e)))
+        if Session.peek(path)["warnings"]:
+            problems.append((backend, "peek warned"))
+    record("Hostile input", "raw U+2028/U+2029/U+0085 inside strings split a line", len(problems), "0", COMMAND)
+    assert not problems, problems

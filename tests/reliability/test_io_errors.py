@@ -288,3 +288,19 @@ def test_read_only_directory_for_the_repair(tmp_path):
             failures.append((backend, ".repair left"))
     record("I/O errors: read-only directory", "original unchanged after the refused repair", "100%" if not failures else f"{len(failures)} failures", "100%", COMMAND)
     assert not failures, failures
+
+
+@pytest.mark.skipif(STRACE is None, reason="strace not installed (Debian package strace)")
+def test_one_write_per_line(tmp_path):
+    """A line goes out in one write(2) with its newline: no window where a reader or a crash
+    sees the line without its end, and nothing buffered to be re-sent later."""
+    problems = []
+    for backend in BACKENDS:
+        path = str(tmp_path / f"one-{backend}.jsonl")
+        prepare("append", path)
+        calls = syscalls_of("append", path, backend, str(tmp_path / "log"))
+        writes = [c for c in calls if c in ("write", "writev", "pwrite64", "pwritev")]
+        if len(writes) != 1:
+            problems.append((backend, calls))
+    record("I/O errors injected into `append`", "appends that took other than one write(2) for the whole line", len(problems), "0", COMMAND)
+    assert not problems, problems

@@ -246,3 +246,35 @@ def test_descriptor_is_never_0_1_2_and_never_leaks(tmp_path):
                 problems.append((backend, "descriptor leaked into a child"))
     record("Security", "transcript descriptors numbered 0-2 or leaked into children", len(problems), "0", COMMAND)
     assert not problems, problems
+
+
+def test_repair_open_refuses_a_link_planted_in_the_race_window(tmp_path, monkeypatch):
+    """Someone plants a symlink at <path>.repair after load removed the leftover and before the
+    repair creates it: O_EXCL|O_NOFOLLOW must refuse it, and the link's target stays untouched."""
+    from llm_agent_session import session as session_module
+
+    problems = []
+    real_cleanup = session_module.remove_leftover_repair
+    for backend in BACKENDS:
+        using(backend)
+        d = tmp_path / backend
+        d.mkdir()
+        path, canary = str(d / "run.jsonl"), str(d / "canary")
+        _write(path, TORN)
+        _write(canary, b"do not touch")
+
+        def cleanup_then_plant(p, warnings):
+            real_cleanup(p, warnings)
+            os.symlink(canary, p + ".repair")
+
+        monkeypatch.setattr(session_module, "remove_leftover_repair", cleanup_then_plant)
+        try:
+            Session.load(path).close()
+            problems.append((backend, "repaired through a planted link"))
+        except OSError:
+            pass
+        monkeypatch.setattr(session_module, "remove_leftover_repair", real_cleanup)
+        if open(canary, "rb").read() != b"do not touch" or open(path, "rb").read() != TORN:
+            problems.append((backend, "canary or transcript changed"))
+    record("Security", "repairs written through a link planted in the race window", len(problems), "0", COMMAND)
+    assert not problems, problems

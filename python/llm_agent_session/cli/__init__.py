@@ -1,0 +1,164 @@
+"""The ``llm-agent-session`` command line, built on the public API only.
+
+Each subcommand lives in its own module and is imported only when run, so
+``llm-agent-session peek`` does not pay for the HTML exporter. rich (the ``cli`` extra)
+is optional: without it, or when output is not a terminal, everything is plain text.
+
+Exit codes: 0 success; 1 the operation failed (the message says what, where and what
+to do); 2 a usage error; 3 the file is not a transcript (or cannot be read). ``check``
+documents its own: 0 loads clean, 1 would repair a torn tail, 2 would fail, 3 not a
+transcript.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from typing import Any, List, Optional
+
+from .output import CliError, Out, want_colour
+
+PROG = "llm-agent-session"
+
+CHECK_EPILOG = """exit codes:
+  0  loads clean
+  1  a load would repair a torn tail (how many bytes is printed)
+  2  a load would fail (the error, line and byte offset are printed)
+  3  not a transcript (missing, empty, or no session-meta first line)"""
+
+
+def _positive(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a whole number, not {text!r}") from None
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"expected a number >= 0, not {value}")
+    return value
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog=PROG,
+        description="The durable, resumable JSONL transcript of an LLM agent run: look at one, check it, repair it.",
+        epilog="exit codes: 0 ok, 1 the operation failed, 2 usage error, 3 not a transcript (check has its own, see check -h)",
+    )
+    parser.add_argument("--version", action="version", version=f"%(prog)s {_version()}")
+    common = argparse.ArgumentParser(add_help=False)
+    common.add_argument(
+        "--color", "--colour", dest="color", choices=("auto", "always", "never"), default="auto",
+        help="colour the output: auto (default) only on a terminal without NO_COLOR; always for less -R",
+    )
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    def add_parser(name: str, **kw: Any) -> argparse.ArgumentParser:
+        kw.setdefault("description", kw.get("help"))  # `COMMAND -h` says what it does too
+        return sub.add_parser(name, **kw)
+
+    demo = add_parser("demo", help="run a scripted agent, kill it with SIGKILL mid-write, resume it")
+    demo.add_argument("--dir", help="where to write the transcript (default: a new temp directory)")
+
+    p = add_parser("peek", parents=[common], help="what the file says without opening it (never writes)")
+    p.add_argument("file", metavar="FILE")
+    p.add_argument("--json", action="store_true", help="print the report as JSON")
+
+    p = add_parser("show", parents=[common], help="the conversation as the model would be sent it next")
+    p.add_argument("file", metavar="FILE")
+    p.add_argument("--raw", action="store_true", help="every envelope in file order instead (no replay)")
+    p.add_argument("--last", type=_positive, metavar="N", help="only the last N messages (envelopes with --raw)")
+    p.add_argument("--from", dest="from_id", metavar="ID", help="start at the message (envelope with --raw) with this id")
+    p.add_argument("--max-chars", type=_positive, default=2000, metavar="N",
+                   help="shorten tool results (payloads with --raw) to N chars (default 2000)")
+    p.add_argument("--full", action="store_true", help="do not shorten anything")
+
+    p = add_parser("tail", parents=[common], help="print envelopes as they are appended (-f follows)")
+    p.add_argument("file", metavar="FILE")
+    p.add_argument("-f", "--follow", action="store_true", help="keep printing new envelopes until Ctrl-C")
+    p.add_argument("-n", "--lines", type=_positive, default=10, metavar="N", help="start with the last N envelopes (default 10)")
+    p.add_argument("--json", action="store_true", help="print each envelope as its JSON line")
+
+    p = add_parser(
+        "check", parents=[common], help="read-only verdict: 0 clean, 1 would repair, 2 would fail, 3 not a transcript",
+        epilog=CHECK_EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    p.add_argument("file", metavar="FILE")
+
+    p = add_parser("repair", parents=[common], help="load the file (repairing a torn tail) and report what changed")
+    p.add_argument("file", metavar="FILE")
+
+    p = add_parser("salvage", parents=[common], help="copy every envelope that parses into the new file OUT")
+    p.add_argument("file", metavar="FILE")
+    p.add_argument("out", metavar="OUT")
+
+    p = add_parser("fork", parents=[common], help="a new transcript OUT with FILE's envelopes through --through ID")
+    p.add_argument("file", metavar="FILE")
+    p.add_argument("out", metavar="OUT")
+    p.add_argument("--through", required=True, metavar="ID", help="the id of the last envelope to copy")
+
+    p = add_parser("stats", parents=[common], help="bytes, messages, tool operations, compactions, elisions, artifacts")
+    p.add_argument("file", metavar="FILE")
+    p.add_argument("--json", action="store_true", help="print the report as JSON")
+
+    p = add_parser("export", parents=[common], help="the conversation as html, markdown or an openai messages array")
+    p.add_argument("file", metavar="FILE")
+    p.add_argument("--format", required=True, choices=("html", "markdown", "openai"))
+    p.add_argument("-o", "--output", metavar="OUT", help="write to this new file instead of stdout")
+    p.add_argument("--max-chars", type=_positive, default=100_000, metavar="N",
+                   help="shorten each tool result to N chars (default 100000; not for openai)")
+    p.add_argument("--full", action="store_true", help="do not shorten tool results")
+    return parser
+
+
+def _version() -> str:
+    from .. import __version__
+
+    return __version__
+
+
+def _dispatch(args: argparse.Namespace, out: Out) -> int:
+    command = args.command
+    if command == "peek":
+        from . import peek_cmd as module
+    elif command == "show":
+        from . import render_terminal as module  # type: ignore[no-redef]
+    elif command == "tail":
+        from . import tail as module  # type: ignore[no-redef]
+    elif command == "check":
+        from . import check as module  # type: ignore[no-redef]
+    elif command == "stats":
+        from . import stats as module  # type: ignore[no-redef]
+    elif command == "export":
+        from . import export as module  # type: ignore[no-redef]
+    elif command in ("repair", "salvage", "fork"):
+        from . import operations
+
+        return int(getattr(operations, command)(args, out))
+    else:
+        raise CliError(f"unknown command {command}", 2)
+    return int(module.run(args, out))
+
+
+def main(argv: Optional[List[str]] = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(sys.argv[1:] if argv is None else argv)
+    if args.command == "demo":
+        from ..demo import main as demo_main
+
+        return demo_main(args.dir)
+    out = Out(want_colour(args.color, sys.stdout))
+    try:
+        return _dispatch(args, out)
+    except CliError as e:
+        sys.stdout.flush()
+        print(f"{PROG} {args.command}: error: {e}", file=sys.stderr)
+        return e.code
+    except KeyboardInterrupt:
+        print(file=sys.stderr)
+        return 130
+    except BrokenPipeError:
+        # The reader went away (| head): stop quietly; point stdout at nothing so the
+        # interpreter's final flush does not complain.
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        return 0

@@ -1,0 +1,141 @@
+"""``export --format html``: one self-contained page (inline CSS, no network, printable).
+
+Tool results sit in ``<details>`` (collapsed on screen, opened for printing);
+compaction summaries and elision stubs are boxed and labelled as what they are.
+"""
+
+from __future__ import annotations
+
+import json
+from html import escape
+from typing import Any, Dict, List
+
+from .conversation import Entry, content_text, pretty_arguments, tool_call_parts
+from .output import shorten
+
+CSS = """
+:root { --fg:#1d1f23; --muted:#6a6f78; --line:#dcdfe4; --bg:#fbfbfc; }
+* { box-sizing: border-box; }
+body { font: 15px/1.5 system-ui, -apple-system, "Segoe UI", sans-serif; color: var(--fg);
+       background: var(--bg); max-width: 60rem; margin: 2rem auto; padding: 0 1rem; }
+h1 { font-size: 1.4rem; margin: 0 0 .25rem; word-break: break-all; }
+.sub, .id, .extras { color: var(--muted); font-size: .85rem; }
+pre { white-space: pre-wrap; word-wrap: break-word; margin: .25rem 0; font: 13px/1.45 ui-monospace, "SFMono-Regular", Menlo, monospace; }
+.msg { background: #fff; border: 1px solid var(--line); border-left: 4px solid var(--muted);
+       border-radius: 6px; padding: .6rem .9rem; margin: .8rem 0; page-break-inside: avoid; }
+.role { font-weight: 700; text-transform: uppercase; letter-spacing: .04em; font-size: .8rem; }
+.role-system { border-left-color: #9b4dca; } .role-system .role { color: #9b4dca; }
+.role-user { border-left-color: #2e8b57; } .role-user .role { color: #2e8b57; }
+.role-assistant { border-left-color: #1e6fb8; } .role-assistant .role { color: #1e6fb8; }
+.role-tool { border-left-color: #b8860b; } .role-tool .role { color: #b8860b; }
+.content { white-space: pre-wrap; word-wrap: break-word; margin: .3rem 0; }
+.call { background: #f3f6fa; border-radius: 4px; padding: .3rem .6rem; margin: .3rem 0; }
+.call-name { font-family: ui-monospace, monospace; font-weight: 600; }
+details.tool-result summary { cursor: pointer; color: var(--muted); }
+details.tool-result .preview { font-family: ui-monospace, monospace; font-size: .8rem; margin-left: .5rem; }
+details[open].tool-result .preview { display: none; }
+.compaction { background: #eef3ff; border: 1px dashed #1e6fb8; }
+.note { font-size: .85rem; font-weight: 600; padding: .2rem .5rem; border-radius: 4px; display: inline-block; margin: .2rem 0; }
+.compaction-note { background: #dbe6ff; color: #143d73; }
+.elision-note { background: #fde8e8; color: #8a1c1c; }
+.elided .content, .elided pre { color: #8a1c1c; font-style: italic; }
+.pending { background: #fff7e0; border: 1px solid #e0b000; border-radius: 6px; padding: .5rem .9rem; }
+@media print {
+  body { background: #fff; margin: 0; max-width: none; }
+  details > * { display: block; }
+  details summary { list-style: none; }
+  .msg { border-color: #999; }
+}
+"""
+
+# Printing shows collapsed <details> open (no network: this is the page's only script).
+SCRIPT = "window.addEventListener('beforeprint',function(){document.querySelectorAll('details').forEach(function(d){d.open=true;});});"
+
+
+def _pre(text: str, cls: str = "") -> str:
+    return f'<pre class="{cls}">{escape(text)}</pre>' if cls else f"<pre>{escape(text)}</pre>"
+
+
+def render_entry(entry: Entry, limit: int) -> str:
+    m = entry.message
+    classes = ["msg", f"role-{escape(m.role)}"]
+    if entry.kind == "summary":
+        classes.append("compaction")
+    if entry.elided_by:
+        classes.append("elided")
+    marks = [k for k, on in (("sysprompt", m.sysprompt), ("sticky", m.sticky)) if on]
+    if m.depth is not None:
+        marks.append(f"depth {m.depth}")
+    head = f'<span class="role">{escape(m.role)}</span>'
+    if entry.kind == "summary":
+        head += ' <span class="role kind">· compaction summary</span>'
+    if m.name:
+        head += f" ({escape(m.name)})"
+    if m.tool_call_id:
+        head += f' <span class="id">← {escape(m.tool_call_id)}</span>'
+    if marks:
+        head += f' <span class="id">[{escape(", ".join(marks))}]</span>'
+    head += f' <span class="id">#{entry.index} {escape(entry.id)} {escape(entry.ts)}</span>'
+    parts = [f'<article class="{" ".join(classes)}" id="m-{escape(entry.id)}">', f'<div class="head">{head}</div>']
+    if entry.kind == "summary":
+        c = entry.compaction
+        fb = " — fallback: the summarizer was unreachable, the middle was hard-trimmed" if c.get("fallback") else ""
+        parts.append(
+            f'<div class="note compaction-note">Compaction summary of the conversation through '
+            f'{escape(str(c.get("replaces-through-id")))} ({escape(str(c.get("tokens-before")))} → '
+            f'{escape(str(c.get("tokens-after")))} tokens){escape(fb)}</div>'
+        )
+    if entry.elided_by:
+        parts.append(
+            f'<div class="note elision-note">Elided by {escape(entry.elided_by)}: the content below is a stub; '
+            "the original stays in the transcript file</div>"
+        )
+    text = content_text(m.content)
+    if m.role == "tool":
+        shown, cut = shorten(text, limit)
+        note = f"; {cut:,} chars not shown (export with --full)" if cut else ""
+        preview = " ".join(text[:200].split())
+        preview = preview if len(preview) <= 90 else preview[:89] + "…"
+        parts.append(
+            f'<details class="tool-result"><summary>Tool result: {len(text):,} chars{escape(note)}'
+            f' <span class="preview">{escape(preview)}</span></summary>{_pre(shown)}</details>'
+        )
+    elif text:
+        parts.append(f'<div class="content">{escape(text)}</div>')
+    for call in m.tool_calls or ():
+        call_id, name, args = tool_call_parts(call)
+        parts.append(
+            f'<div class="call">→ call <span class="call-name">{escape(name)}</span> '
+            f'<span class="id">{escape(call_id)}</span>{_pre(pretty_arguments(args))}</div>'
+        )
+    if entry.extras:
+        extras = ", ".join(f"{k}={json.dumps(v, ensure_ascii=False)}" for k, v in sorted(entry.extras.items()))
+        parts.append(f'<div class="extras">{escape(extras)}</div>')
+    parts.append("</article>")
+    return "\n".join(parts)
+
+
+def render(path: str, meta: Dict[str, Any], entries: List[Entry], pending: List[Any], limit: int) -> str:
+    title = f"Transcript {path}"
+    body = [
+        "<header>",
+        f"<h1>{escape(title)}</h1>",
+        f'<div class="sub">{len(entries):,} messages, as the model would be sent them next</div>',
+        f'<details class="meta"><summary class="sub">session meta</summary>{_pre(json.dumps(meta, ensure_ascii=False, indent=2, sort_keys=True))}</details>',
+        "</header>",
+        "<main>",
+    ]
+    body += [render_entry(e, limit) for e in entries]
+    if pending:
+        body.append('<div class="pending"><strong>Pending tool operations</strong><ul>')
+        for op in pending:
+            body.append(f"<li>{escape(op.tool)} [{escape(op.call_id)}]: {escape(op.state)}</li>")
+        body.append("</ul></div>")
+    body.append("</main>")
+    return (
+        '<!DOCTYPE html>\n<html lang="en">\n<head>\n<meta charset="utf-8">\n'
+        '<meta name="viewport" content="width=device-width, initial-scale=1">\n'
+        f"<title>{escape(title)}</title>\n<style>{CSS}</style>\n</head>\n<body>\n"
+        + "\n".join(body)
+        + f"\n<script>{SCRIPT}</script>\n</body>\n</html>\n"
+    )

@@ -18,42 +18,31 @@ class NotATranscript(TranscriptError):
     """The file is empty, or its first line is not a ``session-meta`` envelope."""
 
 
-class CorruptTranscript(TranscriptError):
+class _Located(TranscriptError):
+    """An error about a place in a file: ``path``, ``line`` (1-based), byte ``offset``, ``reason``."""
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        path: Optional[str] = None,
+        line: Optional[int] = None,
+        offset: Optional[int] = None,
+        reason: Optional[str] = None,
+    ) -> None:
+        super().__init__(message)
+        self.path = path
+        self.line = line
+        self.offset = offset
+        self.reason = reason if reason is not None else message
+
+
+class CorruptTranscript(_Located):
     """The file is damaged in a way no crash produces; ``line``/``offset`` say where."""
 
-    def __init__(
-        self,
-        message: str,
-        *,
-        path: Optional[str] = None,
-        line: Optional[int] = None,
-        offset: Optional[int] = None,
-        reason: Optional[str] = None,
-    ) -> None:
-        super().__init__(message)
-        self.path = path
-        self.line = line
-        self.offset = offset
-        self.reason = reason if reason is not None else message
 
-
-class UnsupportedVersion(TranscriptError):
+class UnsupportedVersion(_Located):
     """An envelope's ``v`` is not the integer 1."""
-
-    def __init__(
-        self,
-        message: str,
-        *,
-        path: Optional[str] = None,
-        line: Optional[int] = None,
-        offset: Optional[int] = None,
-        reason: Optional[str] = None,
-    ) -> None:
-        super().__init__(message)
-        self.path = path
-        self.line = line
-        self.offset = offset
-        self.reason = reason if reason is not None else message
 
 
 class DanglingReference(CorruptTranscript):

@@ -264,15 +264,7 @@ class Session:
     def append_elision(self, items: Iterable[Any]) -> str:
         out = []
         for item in items:
-            if isinstance(item, Mapping):
-                id_, stub = item.get("id"), item.get("stub")
-            elif isinstance(item, (str, bytes)):
-                raise TypeError(f"elision items must be (id, stub) pairs, not {type(item).__name__} {item!r}")
-            else:
-                try:
-                    id_, stub = item
-                except (TypeError, ValueError):
-                    raise TypeError("elision items must be (id, stub) pairs") from None
+            id_, stub = _pair(item, ("id", "stub"), "elision items")
             _require(id_, (str,), "elision item id")
             out.append({"id": id_, "stub": stub})
         return self._append("elision", {"items": out}, "elision")
@@ -358,27 +350,14 @@ class Session:
             facts = list(facts.items())
         given: List[Tuple[str, str]] = []
         for section in sections:
-            if isinstance(section, Mapping):
-                name, text = section.get("name"), section.get("text")
-            elif isinstance(section, (str, bytes)):
-                raise TypeError(f"run-context sections must be {{name, text}} mappings or pairs, not {section!r}")
-            else:
-                try:
-                    name, text = section
-                except (TypeError, ValueError):
-                    raise TypeError("run-context sections must be {name, text} mappings or pairs") from None
+            name, text = _pair(section, ("name", "text"), "run-context sections")
             _require(name, (str,), "section name")
             _require(text, (str,), "section text")
             validate(text, f"section {name!r} text")
             given.append((cast(str, name), cast(str, text)))
         fact_list: List[List[Any]] = []
         for fact in facts:
-            if isinstance(fact, (str, bytes)):
-                raise TypeError(f"run-context facts must be (name, value) pairs, not {fact!r}")
-            try:
-                key, value = fact
-            except (TypeError, ValueError):
-                raise TypeError("run-context facts must be (name, value) pairs") from None
+            key, value = _pair(fact, None, "run-context facts")
             _require(key, (str,), "fact name")
             fact_list.append([key, value])
         id_ = new_id()
@@ -510,6 +489,20 @@ class Session:
                     "Session.load the transcript again, which repairs it"
                 )
             raise
+
+
+def _pair(item: Any, keys: Optional[Tuple[str, str]], what: str) -> Tuple[Any, Any]:
+    """Two values from a pair, or from a mapping with `keys`; a string is never split into characters."""
+    if keys is not None and isinstance(item, Mapping):
+        return item.get(keys[0]), item.get(keys[1])
+    shape = f"({keys[0]}, {keys[1]}) pairs or mappings" if keys else "(name, value) pairs"
+    if isinstance(item, (str, bytes)):
+        raise TypeError(f"{what} must be {shape}, not {type(item).__name__} {item!r}")
+    try:
+        first, second = item
+    except (TypeError, ValueError):
+        raise TypeError(f"{what} must be {shape}, not {item!r}") from None
+    return first, second
 
 
 def _canonical(message: Message) -> str:

@@ -40,17 +40,7 @@ def artifact_name_problem(name: Any) -> Optional[str]:
 
 def message_from_payload(payload: Dict[str, Any]) -> Message:
     """The Message a message line holds; extras (keys outside SPEC 2.2) are dropped."""
-    get = payload.get
-    return Message(
-        payload["role"],
-        get("content"),
-        tool_calls=get("tool_calls"),
-        tool_call_id=get("tool_call_id"),
-        name=get("name"),
-        sticky=get("sticky", False),
-        sysprompt=get("sysprompt", False),
-        depth=get("depth"),
-    )
+    return Message.from_dict(payload)
 
 
 class FoldState:

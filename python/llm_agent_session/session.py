@@ -378,23 +378,35 @@ class Session:
             return self._append("run-context", payload, "run-context", id_=id_)
 
     def sync_messages(self, messages: Sequence[MessageLike]) -> List[str]:
-        """Append each message past those the session has; refuse a list that contradicts it."""
-        given = [as_message(m) for m in messages]
+        """Append each message past those the session has; refuse a list that contradicts it.
+
+        Every new message is checked before the first is written, so a bad one leaves
+        the transcript as it was.
+        """
+        given = list(messages)
         with self._lock:
             current = self._state.messages
+            if len(given) < len(current):
+                raise TranscriptConflict(
+                    f"{self._path}: sync_messages got {len(given)} messages, but the transcript "
+                    f"already holds {len(current)}; pass the whole conversation (nothing was written)"
+                )
             for i, have in enumerate(current):
-                if i >= len(given):
+                mine = given[i]
+                # `is` first: a loop usually hands back the very objects `messages` gave it.
+                if mine is have:
+                    continue
+                mine = as_message(mine)
+                if mine != have and _canonical(mine) != _canonical(have):
                     raise TranscriptConflict(
-                        f"{self._path}: sync_messages got {len(given)} messages, but the transcript "
-                        f"already holds {len(current)}; pass the whole conversation (nothing was written)"
-                    )
-                if given[i] != have and _canonical(given[i]) != _canonical(have):
-                    raise TranscriptConflict(
-                        f"{self._path}: message {i} of the list (a {given[i].role!r} message) differs "
+                        f"{self._path}: message {i} of the list (a {mine.role!r} message) differs "
                         f"from message {i} of the transcript (id {self._state.ids[i]}); a run that "
                         "contradicts its transcript is not recorded (nothing was written)"
                     )
-            return [self.append_message(m) for m in given[len(current) :]]
+            new = [as_message(m) for m in given[len(current) :]]
+            for m in new:
+                validate(m.to_dict(), "message")
+            return [self.append_message(m) for m in new]
 
     # -- closing -------------------------------------------------------------------------------
 

@@ -1,0 +1,543 @@
+"""Run the whole benchmark suite and print how far each operation is from its peers and
+from the physical limit; rewrite ``benches/RESULTS.md``.
+
+    python benches/run.py [--sizes 1MB,16MB,256MB] [--gb] [--backends native,pure]
+                          [--append-sizes 1MB,256MB] [--no-rss] [--no-write]
+
+Steps: generate (or reuse from ``benches/.cache``) the transcripts, run the
+pytest-benchmark suites in ``benches/`` (library operations, baselines and limits in
+one run, one group per operation and size), measure the peak RSS of ``load`` and
+``peek`` per backend and size each in a fresh child process, then print the ratio
+table. Times are medians. Ratios are time ratios: below 1 means native is faster.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as _dt
+import json
+import os
+import platform
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+import warnings
+from typing import Any, Dict, List, Optional, Tuple
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(HERE)
+sys.path.insert(0, HERE)
+
+import generate  # noqa: E402
+
+READ_OPS = ["load", "load-torn", "peek", "peek-since", "salvage"]
+APPEND_OPS = ["append-message-200B", "append-message-20KB", "tool-pair", "sync-messages"]
+LIMIT_NAME = {
+    "load": "read+count newlines",
+    "load-torn": "copy prefix+fsync+rename, then read",
+    "peek": "read+count newlines",
+    "peek-since": "read the tail+count newlines",
+    "salvage": "copy+fsync",
+    "append-message-200B": "os.write of the line",
+    "append-message-20KB": "os.write of the line",
+    "tool-pair": "2 os.write of the lines",
+    "sync-messages": "os.write of the line",
+}
+
+
+def _importable() -> bool:
+    import importlib.util
+
+    return importlib.util.find_spec("llm_agent_session") is not None
+
+
+# An installed package (maturin develop, pip install) wins; else the source tree, for this
+# process and for the children (pytest, the RSS measurements).
+_SRC_TREE = not _importable()
+if _SRC_TREE:
+    sys.path.insert(1, os.path.join(ROOT, "python"))
+
+
+def _env() -> Dict[str, str]:
+    env = dict(os.environ)
+    if _SRC_TREE:
+        env["PYTHONPATH"] = os.pathsep.join(
+            [os.path.join(ROOT, "python")] + ([env["PYTHONPATH"]] if env.get("PYTHONPATH") else []))
+    return env
+
+
+# ----------------------------------------------------------------------------- RSS child
+
+_CHILD = r"""
+import json, os, sys
+def status(key):
+    with open("/proc/self/status") as fh:
+        for line in fh:
+            if line.startswith(key + ":"):
+                return int(line.split()[1]) * 1024
+    import resource
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+op, path = sys.argv[1], sys.argv[2]
+if op in ("load", "peek"):
+    from llm_agent_session import Session, backend
+    name = backend()
+elif op == "orjson":
+    import orjson
+    name = "orjson"
+else:
+    name = "json"
+base = status("VmRSS")
+if op == "load":
+    s = Session.load(path)
+    n = len(s.messages)
+elif op == "peek":
+    r = Session.peek(path)
+    n = sum(1 for _ in r["envelopes"])
+else:
+    loads = orjson.loads if op == "orjson" else json.loads
+    keep = [loads(line) for line in open(path, "rb") if line.strip()]
+    n = len(keep)
+print(json.dumps({"op": op, "backend": name, "base": base, "peak": status("VmHWM"), "n": n}))
+"""
+
+
+def measure_rss(op: str, path: str, backend: Optional[str]) -> Optional[Dict[str, Any]]:
+    env = _env()
+    if backend:
+        env["LLM_AGENT_SESSION_BACKEND"] = backend
+    try:
+        p = subprocess.run([sys.executable, "-c", _CHILD, op, path], env=env,
+                           capture_output=True, text=True, timeout=3600)
+    except subprocess.TimeoutExpired:
+        return None
+    if p.returncode != 0:
+        print(f"  rss {op} {backend or ''}: failed: {p.stderr.strip().splitlines()[-1:]}")
+        return None
+    return json.loads(p.stdout.strip().splitlines()[-1])
+
+
+# ----------------------------------------------------------------------------- machine
+
+
+def machine_info() -> Dict[str, str]:
+    info: Dict[str, str] = {}
+    cpu = platform.processor() or platform.machine()
+    try:
+        with open("/proc/cpuinfo") as fh:
+            for line in fh:
+                if line.startswith("model name"):
+                    cpu = line.split(":", 1)[1].strip()
+                    break
+    except OSError:
+        pass
+    info["CPU"] = cpu
+    try:
+        usable = len(os.sched_getaffinity(0))
+    except AttributeError:
+        usable = os.cpu_count() or 0
+    info["Cores"] = f"{os.cpu_count()} logical ({usable} usable by this process)"
+    try:
+        with open("/proc/meminfo") as fh:
+            for line in fh:
+                if line.startswith("MemTotal"):
+                    info["Memory"] = f"{int(line.split()[1]) / (1 << 20):.1f} GiB"
+    except OSError:
+        pass
+    info["OS / kernel"] = f"{platform.system()} {platform.release()}"
+    info["Python"] = f"{platform.python_implementation()} {platform.python_version()}"
+    try:
+        with open("/proc/mounts") as fh:
+            mounts = [line.split() for line in fh]
+        cache = os.path.realpath(generate.cache_dir())
+        best = max((m for m in mounts if cache.startswith(m[1].rstrip("/") + "/") or cache == m[1]),
+                   key=lambda m: len(m[1]), default=None)
+        if best:
+            info["Filesystem"] = f"{best[2]} ({best[0]} on {best[1]})"
+    except OSError:
+        pass
+    try:
+        info["Load average at start"] = " ".join(f"{x:.2f}" for x in os.getloadavg())
+    except OSError:
+        pass
+    vers = []
+    for mod in ("llm_agent_session", "orjson", "pytest_benchmark"):
+        try:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                m = __import__(mod)
+            vers.append(f"{mod} {getattr(m, '__version__', '?')}")
+        except ImportError:
+            vers.append(f"{mod} (missing)")
+    info["Packages"] = ", ".join(vers)
+    try:
+        from llm_agent_session import _backend
+
+        info["Backends available"] = ", ".join(_backend.available()) + (
+            " (native extension not built)" if "native" not in _backend.available() else "")
+        if "native" in _backend.available():
+            try:
+                prev = _backend.backend()
+                _backend.use("native")
+                parts = getattr(_backend.core, "native_parts", None)
+                _backend.use(prev)
+                if parts is not None:
+                    info["Native parts"] = (", ".join(parts) or "none") + \
+                        " (any other part of the core runs the pure-Python reference)"
+            except Exception:  # noqa: BLE001
+                pass
+        nat = _backend._load_native() if hasattr(_backend, "_load_native") else None
+        if nat is not None and getattr(nat, "__file__", None):
+            st = os.stat(nat.__file__)
+            built = _dt.datetime.fromtimestamp(st.st_mtime, _dt.timezone.utc)
+            info["Native extension"] = (f"{os.path.basename(nat.__file__)}, "
+                                        f"{st.st_size / (1 << 20):.1f} MiB, built "
+                                        f"{built:%Y-%m-%d %H:%M} UTC (benchmark a release build)")
+    except Exception as e:  # noqa: BLE001
+        info["Backends available"] = f"none ({type(e).__name__}: {e})"
+    try:
+        rev = subprocess.run(["git", "-C", ROOT, "rev-parse", "--short", "HEAD"],
+                             capture_output=True, text=True).stdout.strip()
+        dirty = subprocess.run(["git", "-C", ROOT, "status", "--porcelain", "--", "python", "rust"],
+                               capture_output=True, text=True).stdout.strip()
+        info["Commit"] = (rev or "(none)") + (" + uncommitted changes" if dirty else "")
+    except OSError:
+        pass
+    info["Date"] = _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+    return info
+
+
+# ----------------------------------------------------------------------------- formatting
+
+
+def fmt_time(s: Optional[float]) -> str:
+    if s is None:
+        return "—"
+    if s >= 1:
+        return f"{s:.2f} s"
+    if s >= 1e-3:
+        return f"{s * 1e3:.3g} ms"
+    if s >= 1e-6:
+        return f"{s * 1e6:.3g} µs"
+    return f"{s * 1e9:.3g} ns"
+
+
+def fmt_ratio(a: Optional[float], b: Optional[float]) -> str:
+    if a is None or b is None or b == 0:
+        return "—"
+    r = a / b
+    return f"{r:.3g}"
+
+
+def fmt_rate(nbytes: Optional[int], s: Optional[float]) -> str:
+    if not nbytes or not s:
+        return "—"
+    return f"{nbytes / s / 1e6:,.0f}" if nbytes / s >= 1e7 else f"{nbytes / s / 1e6:.3g}"
+
+
+def fmt_mb(n: Optional[float]) -> str:
+    return "—" if n is None else f"{n / (1 << 20):,.0f}"
+
+
+def md_table(head: List[str], rows: List[List[str]]) -> str:
+    widths = [max(len(str(r[i])) for r in [head] + rows) for i in range(len(head))]
+    def line(r: List[str]) -> str:
+        return "| " + " | ".join(str(c).ljust(w) for c, w in zip(r, widths)) + " |"
+    out = [line(head), "|" + "|".join("-" * (w + 2) for w in widths) + "|"]
+    out += [line(r) for r in rows]
+    return "\n".join(out)
+
+
+# ----------------------------------------------------------------------------- main
+
+
+def run_pytest(args: Any, json_path: str, log_path: str) -> int:
+    cmd = [sys.executable, "-m", "pytest", HERE, "-q", "-p", "no:cacheprovider",
+           "--benchmark-json", json_path, "--benchmark-columns", "median,min,rounds",
+           "--benchmark-sort", "name", "--bench-sizes", args.sizes]
+    if args.gb:
+        cmd.append("--bench-gb")
+    if args.backends:
+        cmd += ["--bench-backends", args.backends]
+    if args.append_sizes:
+        cmd += ["--bench-append-sizes", args.append_sizes]
+    if args.k:
+        cmd += ["-k", args.k]
+    print("$", " ".join(cmd[1:]), f"  (full output: {os.path.relpath(log_path)})", flush=True)
+    with open(log_path, "w") as log:
+        p = subprocess.Popen(cmd, cwd=ROOT, env=_env(), stdout=subprocess.PIPE,
+                             stderr=subprocess.STDOUT, text=True)
+        assert p.stdout is not None
+        for line in p.stdout:
+            log.write(line)
+            s = line.rstrip()
+            # Progress dots and the summary; the pytest-benchmark tables go to the log only.
+            if s and ("%]" in s or " passed" in s or " failed" in s
+                      or s.startswith(("FAILED", "ERROR"))):
+                print("  " + s, flush=True)
+        return p.wait()
+
+
+def collect(json_path: str) -> Dict[Tuple[str, int, str], Dict[str, Any]]:
+    with open(json_path) as fh:
+        data = json.load(fh)
+    out = {}
+    for b in data.get("benchmarks", []):
+        ei = b.get("extra_info") or {}
+        if "op" not in ei:
+            continue
+        out[(ei["op"], ei["size"], ei["impl"])] = {
+            "median": b["stats"]["median"], "min": b["stats"]["min"],
+            "rounds": b["stats"]["rounds"], "bytes": ei.get("bytes"), "extra": ei}
+    return out
+
+
+def build_tables(res: Dict[Tuple[str, int, str], Dict[str, Any]], sizes: List[int],
+                 rss: Dict[Tuple[str, int, str], Dict[str, Any]], file_sizes: Dict[int, int]
+                 ) -> Tuple[str, str, str]:
+    def t(op: str, size: int, impl: str) -> Optional[float]:
+        r = res.get((op, size, impl))
+        return r["median"] if r else None
+
+    def nbytes(op: str, size: int) -> Optional[int]:
+        for impl in ("native", "pure", "limit", "orjson", "json"):
+            r = res.get((op, size, impl))
+            if r and r["bytes"]:
+                return r["bytes"]
+        return None
+
+    head = ["operation", "size", "native", "pure", "native MB/s", "pure MB/s", "native/pure",
+            "native/json", "native/orjson", "native/limit", "pure/orjson", "pure/limit"]
+    rows = []
+    all_sizes = sorted({k[1] for k in res})
+    for op in READ_OPS + APPEND_OPS:
+        for size in all_sizes:
+            if not any(k[0] == op and k[1] == size for k in res):
+                continue
+            n, p = t(op, size, "native"), t(op, size, "pure")
+            j, o, lim = t(op, size, "json"), t(op, size, "orjson"), t(op, size, "limit")
+            nb = nbytes(op, size)
+            label = generate.size_label(size)
+            if op == "peek-since":
+                label += f" (last {nb / 1024:.1f} KiB)" if nb else ""
+            elif op in APPEND_OPS:
+                ex = next((res[(op, size, i)]["extra"] for i in ("native", "pure")
+                           if (op, size, i) in res), {})
+                msgs = ex.get("messages")
+                label = f"session of {label}"
+                if msgs is not None:
+                    grown = ex.get("messages_after")
+                    label += f" ({msgs}–{grown} msgs)" if op == "sync-messages" and grown \
+                        else f" ({msgs} msgs)"
+            rows.append([op, label, fmt_time(n), fmt_time(p), fmt_rate(nb, n), fmt_rate(nb, p),
+                         fmt_ratio(n, p), fmt_ratio(n, j), fmt_ratio(n, o), fmt_ratio(n, lim),
+                         fmt_ratio(p, o), fmt_ratio(p, lim)])
+    main = md_table(head, rows)
+
+    # Baselines in absolute terms, for reference.
+    bhead = ["operation", "size", "json per line", "orjson per line", "limit", "limit is"]
+    brows = []
+    for op in READ_OPS + APPEND_OPS:
+        for size in all_sizes:
+            if (op, size, "limit") not in res:
+                continue
+            nb = nbytes(op, size)
+            brows.append([op, generate.size_label(size), fmt_time(t(op, size, "json")),
+                          fmt_time(t(op, size, "orjson")),
+                          f"{fmt_time(t(op, size, 'limit'))} ({fmt_rate(nb, t(op, size, 'limit'))} MB/s)",
+                          LIMIT_NAME[op]])
+    base = md_table(bhead, brows)
+
+    rhead = ["size", "file MiB", "load native", "load pure", "peek native", "peek pure",
+             "orjson per line", "json per line"]
+    rrows = []
+    for size in sizes:
+        if not any(k[1] == size for k in rss):
+            continue
+        row = [generate.size_label(size), fmt_mb(file_sizes.get(size))]
+        for op, be in (("load", "native"), ("load", "pure"), ("peek", "native"), ("peek", "pure"),
+                       ("orjson", ""), ("json", "")):
+            r = rss.get((op, size, be))
+            if r:
+                row.append(f"{fmt_mb(r['peak'])} (+{fmt_mb(max(0, r['peak'] - r['base']))})")
+            else:
+                row.append("—")
+        rrows.append(row)
+    rss_table = md_table(rhead, rrows) if rrows else "(not measured)"
+    return main, base, rss_table
+
+
+def main(argv: Optional[List[str]] = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--sizes", default="1MB,16MB,256MB", help="default 1MB,16MB,256MB")
+    ap.add_argument("--gb", action="store_true", help="add a 1 GB transcript")
+    ap.add_argument("--backends", default="", help="default: every available backend")
+    ap.add_argument("--append-sizes", default="",
+                    help="sizes of the sessions appends go to (default: smallest and largest)")
+    ap.add_argument("--no-rss", action="store_true", help="skip the peak-RSS child processes")
+    ap.add_argument("--no-write", action="store_true", help="do not rewrite benches/RESULTS.md")
+    ap.add_argument("--results", default=os.path.join(HERE, "RESULTS.md"))
+    ap.add_argument("--json", default="", help="keep the pytest-benchmark JSON here")
+    ap.add_argument("-k", default="", help="pytest -k expression (a subset; for development)")
+    args = ap.parse_args(argv)
+
+    t_start = time.time()
+    info = machine_info()
+    sizes = sorted({generate.parse_size(s) for s in args.sizes.split(",") if s.strip()}
+                   | ({1 << 30} if args.gb else set()))
+
+    print("Transcripts (cached in", os.path.relpath(generate.cache_dir()) + "):", flush=True)
+    file_sizes = {}
+    for size in sizes:
+        for torn in (False, True):
+            t0 = time.perf_counter()
+            path, stats = generate.cached(size, seed=1, torn=torn)
+            if not torn:
+                file_sizes[size] = stats["size"]
+                print(f"  {generate.size_label(size)}: {stats['size']:,} bytes, {stats['lines']:,} lines, "
+                      f"{stats['types'].get('message', 0):,} message lines, {stats['compactions']} "
+                      f"compactions, {stats['elisions']} elisions, {stats['messages']} live messages "
+                      f"({time.perf_counter() - t0:.1f}s)", flush=True)
+
+    tmpdir = tempfile.mkdtemp(prefix="las-bench-")
+    json_path = args.json or os.path.join(tmpdir, "bench.json")
+    log_path = os.path.join(generate.cache_dir(), "last-run.log")
+    rc = run_pytest(args, json_path, log_path)
+    if not os.path.exists(json_path):
+        print("pytest-benchmark wrote no results; see", log_path)
+        return rc or 1
+    res = collect(json_path)
+
+    rss: Dict[Tuple[str, int, str], Dict[str, Any]] = {}
+    if not args.no_rss:
+        from benchutil import available_backends
+
+        backends = available_backends()
+        if args.backends:
+            backends = [b for b in backends if b in args.backends.split(",")]
+        print("Peak RSS, one child process per measurement:", flush=True)
+        work = os.path.join(generate.cache_dir(), "rss")
+        os.makedirs(work, exist_ok=True)
+        for size in sizes:
+            src, _ = generate.cached(size)
+            path = os.path.join(work, "clean.jsonl")
+            shutil.copyfile(src, path)
+            for op in ("load", "peek"):
+                for be in backends:
+                    r = measure_rss(op, path, be)
+                    if r:
+                        rss[(op, size, be)] = r
+            for op in ("orjson", "json"):
+                r = measure_rss(op, path, None)
+                if r:
+                    rss[(op, size, "")] = r
+            print(f"  {generate.size_label(size)}: done", flush=True)
+            os.unlink(path)
+        shutil.rmtree(work, ignore_errors=True)
+
+    try:
+        info["Load average at end"] = " ".join(f"{x:.2f}" for x in os.getloadavg())
+    except OSError:
+        pass
+    main_t, base_t, rss_t = build_tables(res, sizes, rss, file_sizes)
+    elapsed = time.time() - t_start
+    print()
+    print(main_t)
+    print()
+    print(base_t)
+    print()
+    print("Peak RSS in MiB (+ growth over the process after import):")
+    print(rss_t)
+    print(f"\n{len(res)} benchmarks in {elapsed / 60:.1f} min; pytest exit status {rc}")
+
+    if not args.no_write:
+        cmdline = "python benches/run.py" + ("" if args.sizes == "1MB,16MB,256MB" else f" --sizes {args.sizes}") \
+            + (" --gb" if args.gb else "") + (f" --backends {args.backends}" if args.backends else "") \
+            + (f" --append-sizes {args.append_sizes}" if args.append_sizes else "")
+        write_results(args.results, info, cmdline, main_t, base_t, rss_t, elapsed, rc)
+        print("wrote", os.path.relpath(args.results))
+    shutil.rmtree(tmpdir, ignore_errors=True)
+    return rc
+
+
+def write_results(path: str, info: Dict[str, str], cmdline: str, main_t: str, base_t: str,
+                  rss_t: str, elapsed: float, rc: int) -> None:
+    machine = "\n".join(f"- **{k}**: {v}" for k, v in info.items())
+    failed = "" if rc == 0 else (
+        f"\n> **Note:** pytest exited with status {rc}: some benchmarks failed or were skipped; "
+        "their cells show —.\n")
+    text = f"""# Benchmark results
+
+Generated by `{cmdline}` in {elapsed / 60:.1f} minutes. Do not edit by hand: rerun the
+command to regenerate this file.
+{failed}
+## Machine
+
+{machine}
+
+## Time per operation, and ratios
+
+Median time of one operation. Ratios are time ratios (below 1: the first is faster):
+`native/pure` compares the two backends; `native/json`, `native/orjson` and `pure/orjson`
+compare with reading the same file with `json.loads` / `orjson.loads` per line (what
+users would otherwise write); `native/limit` and `pure/limit` compare with the physical
+limit (see the second table). MB/s is bytes of the file (or of the appended lines) per
+second, 10^6 bytes per MB. The machine is shared: read the load averages above before
+reading small differences.
+
+{main_t}
+
+What each operation does:
+
+- `load`: `Session.load` of a clean transcript and `close()` (replay of every line).
+- `load-torn`: the same file plus a torn last line (cut inside a UTF-8 character):
+  tail check, verbatim copy of the good prefix to `.repair`, fsync, rename, replay.
+- `peek`: `Session.peek` of the whole file, iterating every envelope (what a viewer does).
+- `peek-since`: `Session.peek(path, offset=..., identity=...)` of only the last turn
+  (a user message, tool rounds and the answer: the same number of bytes, about 67 KiB, at
+  every size), iterating its envelopes: the per-refresh cost for a viewer following a live
+  file. It should not grow with the file size.
+- `salvage`: `Session.salvage` of the torn file into a new file.
+- `append-message-200B` / `append-message-20KB`: `append_message` of a user message of
+  about 200 bytes / a tool message with 20 KB of content, on a session loaded from the
+  transcript of that size; `tool-pair`: `append_tool_dispatched` + `append_tool_settled`;
+  `sync-messages`: `sync_messages` of the session's whole message list plus one new
+  message (the list grows by one per round).
+  No fsync (`Session.create/load` default).
+
+## Baselines and limits
+
+{base_t}
+
+The limits: reading is 1 MiB `readinto` calls plus counting `\\n` (the least any JSONL reader
+does); copying is `copy_file_range` plus `fsync` (the least a verbatim repair or salvage
+does); an append is one `os.write` of the same line, already serialised, to an
+`O_APPEND` descriptor. All files are in the page cache (just written), so reads measure
+memory bandwidth and CPU, not the disk; copies include the fsync to this machine's disk.
+
+## Peak memory
+
+Peak RSS (`VmHWM`) of a fresh child process that imports the library (with
+`LLM_AGENT_SESSION_BACKEND` set) and runs one `Session.load` (keeping the session) or one
+`Session.peek` (iterating every envelope, keeping the result); in parentheses the growth
+over the child's RSS just before the call. The last two columns read the same file with
+`orjson.loads` / `json.loads` per line, keeping the parsed lines.
+
+{rss_t}
+
+## Transcripts
+
+Written by `benches/generate.py` (seed 1): a long coding-agent run with a sticky system
+prompt and task, one run-context line per run (sections deduplicated by digest), user and
+assistant turns, tool calls with dispatched/settled pairs around tool results of skewed
+size (median about 2 KB, tail to 200 KB: code, escapes, control characters,
+U+2028/U+2029, non-ASCII text), grants snapshots, elisions of old tool results and
+compactions; every reference names a live id. Cached in `benches/.cache/`.
+"""
+    with open(path, "w", encoding="utf-8") as fh:
+        fh.write(text)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

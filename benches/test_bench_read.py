@@ -1,0 +1,190 @@
+"""Reading benchmarks: load (clean), load of a torn tail (the repair), peek of the whole
+file, peek of only the last turn (from an offset), salvage; each for every backend, beside the
+baselines (stdlib json per line, orjson per line) and the limits (read + count newlines;
+copy + fsync). One pytest-benchmark group per operation and size.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+import pytest
+
+import baselines
+from benchutil import fresh_copy, rounds_for, tag, use_backend, warmup_for
+
+BASELINES = ["json", "orjson", "limit"]
+
+
+def _run(benchmark: Any, fn: Any, size: int, setup: Any = None, cheap: bool = False) -> Any:
+    kw = {"rounds": rounds_for(size, cheap), "iterations": 1, "warmup_rounds": warmup_for(size)}
+    if setup is not None:
+        kw["setup"] = setup
+    return benchmark.pedantic(fn, **kw)
+
+
+def _baseline_fn(kind: str, path: str, offset: int = 0) -> Any:
+    if kind == "json":
+        return lambda: baselines.json_lines(path, offset)
+    if kind == "orjson":
+        if baselines.orjson is None:
+            pytest.skip("orjson is not installed (pip install 'llm-agent-session[bench]')")
+        return lambda: baselines.orjson_lines(path, offset)
+    return lambda: baselines.limit_read(path, offset)
+
+
+# ----------------------------------------------------------------------------- load
+
+
+def test_load(benchmark: Any, clean_copy: Any, size: int, backend: str) -> None:
+    from llm_agent_session import Session
+
+    use_backend(backend)
+    path, stats = clean_copy(size)
+    tag(benchmark, "load", size, backend, stats["size"])
+
+    def run() -> None:
+        s = Session.load(path)
+        n = len(s.messages)
+        s.close()
+        assert n == stats["messages"]
+
+    _run(benchmark, run, size)
+
+
+@pytest.mark.parametrize("kind", BASELINES)
+def test_load_baseline(benchmark: Any, clean_copy: Any, size: int, kind: str) -> None:
+    path, stats = clean_copy(size)
+    tag(benchmark, "load", size, kind, stats["size"])
+    _run(benchmark, _baseline_fn(kind, path), size)
+
+
+# ----------------------------------------------------------------------------- load, torn
+
+
+def test_load_torn(benchmark: Any, transcripts: Any, workdir: str, size: int, backend: str) -> None:
+    from llm_agent_session import Session
+
+    use_backend(backend)
+    src, stats = transcripts(size, torn=True)
+    path = os.path.join(workdir, "torn.jsonl")
+    tag(benchmark, "load-torn", size, backend, stats["size"])
+
+    def setup() -> Any:
+        fresh_copy(src, path)
+        return (), {}
+
+    def run() -> None:
+        s = Session.load(path)
+        n, w = len(s.messages), len(s.warnings)
+        s.close()
+        assert n == stats["messages"] and w >= 1
+
+    _run(benchmark, run, size, setup)
+    assert os.path.getsize(path) == stats["clean-size"]
+
+
+def test_load_torn_limit(benchmark: Any, transcripts: Any, workdir: str, size: int) -> None:
+    src, stats = transcripts(size, torn=True)
+    path = os.path.join(workdir, "torn.jsonl")
+    tmp = path + ".repair"
+    tag(benchmark, "load-torn", size, "limit", stats["size"])
+
+    def setup() -> Any:
+        fresh_copy(src, path)
+        return (), {}
+
+    _run(benchmark, lambda: baselines.limit_repair(path, stats["clean-size"], tmp), size, setup)
+
+
+# ----------------------------------------------------------------------------- peek
+
+
+def test_peek(benchmark: Any, clean_copy: Any, size: int, backend: str) -> None:
+    from llm_agent_session import Session
+
+    use_backend(backend)
+    path, stats = clean_copy(size)
+    tag(benchmark, "peek", size, backend, stats["size"])
+
+    def run() -> None:
+        r = Session.peek(path)
+        n = 0
+        for _ in r["envelopes"]:  # a viewer touches every envelope
+            n += 1
+        assert n >= stats["lines"] - 1 and r["end"] == stats["size"]
+
+    _run(benchmark, run, size)
+
+
+@pytest.mark.parametrize("kind", BASELINES)
+def test_peek_baseline(benchmark: Any, clean_copy: Any, size: int, kind: str) -> None:
+    path, stats = clean_copy(size)
+    tag(benchmark, "peek", size, kind, stats["size"])
+    _run(benchmark, _baseline_fn(kind, path), size)
+
+
+# ----------------------------------------------------------------------------- peek since
+
+
+def test_peek_since(benchmark: Any, clean_copy: Any, size: int, backend: str) -> None:
+    """What a viewer following a live transcript does per refresh: peek only what was
+    appended since its last call (the last turn, the same bytes count at every size)."""
+    from llm_agent_session import Session
+
+    use_backend(backend)
+    path, stats = clean_copy(size)
+    off = stats["tail-offset"]
+    st = os.stat(path)
+    identity = (st.st_dev, st.st_ino)
+    tag(benchmark, "peek-since", size, backend, stats["size"] - off, offset=off)
+
+    def run() -> None:
+        r = Session.peek(path, offset=off, identity=identity)
+        for _ in r["envelopes"]:
+            pass
+        assert r["end"] == stats["size"] and not r.get("restarted")
+
+    _run(benchmark, run, size, cheap=True)
+
+
+@pytest.mark.parametrize("kind", BASELINES)
+def test_peek_since_baseline(benchmark: Any, clean_copy: Any, size: int, kind: str) -> None:
+    path, stats = clean_copy(size)
+    off = stats["tail-offset"]
+    tag(benchmark, "peek-since", size, kind, stats["size"] - off, offset=off)
+    _run(benchmark, _baseline_fn(kind, path, off), size, cheap=True)
+
+
+# ----------------------------------------------------------------------------- salvage
+
+
+def test_salvage(benchmark: Any, transcripts: Any, workdir: str, size: int, backend: str) -> None:
+    from llm_agent_session import Session
+
+    use_backend(backend)
+    src, stats = transcripts(size, torn=True)
+    out = os.path.join(workdir, "salvaged.jsonl")
+    tag(benchmark, "salvage", size, backend, stats["size"])
+
+    def setup() -> Any:
+        if os.path.exists(out):
+            os.unlink(out)
+        return (), {}
+
+    _run(benchmark, lambda: Session.salvage(src, out), size, setup)
+    assert os.path.getsize(out) == stats["clean-size"]
+
+
+def test_salvage_limit(benchmark: Any, transcripts: Any, workdir: str, size: int) -> None:
+    src, stats = transcripts(size, torn=True)
+    out = os.path.join(workdir, "salvaged.jsonl")
+    tag(benchmark, "salvage", size, "limit", stats["size"])
+
+    def setup() -> Any:
+        if os.path.exists(out):
+            os.unlink(out)
+        return (), {}
+
+    _run(benchmark, lambda: baselines.limit_copy(src, out, stats["clean-size"]), size, setup)

@@ -5,13 +5,15 @@
 //! line gets: UTF-8, nesting depth, one left-to-right parse (grammar and number
 //! problems, first wins), lone surrogate escapes, then the envelope's shape.
 
+use std::borrow::Cow;
 use std::collections::HashMap;
 
 use crate::error::FailureKind;
 use crate::json_grammar::{
-    decode_string, lone_surrogate_survives, nesting_depth_exceeds, parse, Kind, Member, Mode,
-    ParseProblem, Parsed, Span, MAX_READ_DEPTH,
+    decode_string, lone_surrogate_survives, parse, recycle, Kind, Member, Mode, ParseProblem,
+    Parsed, Span, MAX_READ_DEPTH,
 };
+use crate::json_view::{Entry, Item};
 
 /// Why a line is not an envelope (the reference's `LineProblem`); `kind` is
 /// `Corrupt` or `Version`.
@@ -50,18 +52,20 @@ const ENVELOPE_KEYS: [&str; 5] = ["id", "payload", "ts", "type", "v"];
 /// The reference's `decode_json`: the parse of a non-blank line, or why not.
 /// `line_offset` is the line's byte offset in the file (for the UTF-8 reason).
 pub fn decode_json(raw: &[u8], line_offset: u64) -> Result<Parsed, LineProblem> {
-    if let Err(e) = std::str::from_utf8(raw) {
-        let at = line_offset.saturating_add(e.valid_up_to() as u64);
-        return Err(LineProblem::corrupt(format!("invalid UTF-8 at byte {at}")));
-    }
-    if nesting_depth_exceeds(raw) {
-        return Err(LineProblem::corrupt(too_deep_reason()));
-    }
-    let parsed = parse(raw, Mode::Strict).map_err(|p| match p {
-        ParseProblem::Malformed => {
-            LineProblem::corrupt("not a JSON value (malformed or cut short)")
+    // The reference checks UTF-8 first; the parser validates it inside strings (a
+    // line that parses is valid UTF-8), so only a failed parse needs the check.
+    let parsed = parse(raw, Mode::Strict).map_err(|p| {
+        if let Err(e) = std::str::from_utf8(raw) {
+            let at = line_offset.saturating_add(e.valid_up_to() as u64);
+            return LineProblem::corrupt(format!("invalid UTF-8 at byte {at}"));
         }
-        ParseProblem::NumberTooLarge => LineProblem::corrupt("a number too large to represent"),
+        match p {
+            ParseProblem::TooDeep => LineProblem::corrupt(too_deep_reason()),
+            ParseProblem::Malformed => {
+                LineProblem::corrupt("not a JSON value (malformed or cut short)")
+            }
+            ParseProblem::NumberTooLarge => LineProblem::corrupt("a number too large to represent"),
+        }
     })?;
     if parsed.lone_surrogate_seen && lone_surrogate_survives(raw) {
         return Err(LineProblem::corrupt(
@@ -71,36 +75,144 @@ pub fn decode_json(raw: &[u8], line_offset: u64) -> Result<Parsed, LineProblem> 
     Ok(parsed)
 }
 
+/// A valid envelope borrowed from its line: strings without escapes are not copied.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct EnvelopeRef<'a> {
+    pub id: Cow<'a, str>,
+    pub type_: Cow<'a, str>,
+    pub ts: Cow<'a, str>,
+    pub payload: Span,
+}
+
+impl EnvelopeRef<'_> {
+    pub fn into_owned(self) -> Envelope {
+        Envelope {
+            id: self.id.into_owned(),
+            type_: self.type_.into_owned(),
+            ts: self.ts.into_owned(),
+            payload: self.payload,
+        }
+    }
+}
+
 /// The reference's `check_envelope`, on a line `decode_json` accepted.
 pub fn check_envelope(raw: &[u8], parsed: &Parsed) -> Result<Envelope, LineProblem> {
+    check_envelope_ref(raw, parsed).map(EnvelopeRef::into_owned)
+}
+
+/// [`check_envelope`] without copying what it need not copy.
+pub fn check_envelope_ref<'a>(
+    raw: &'a [u8],
+    parsed: &Parsed,
+) -> Result<EnvelopeRef<'a>, LineProblem> {
     if parsed.top != Kind::Object {
         return Err(LineProblem::corrupt(format!(
             "not an envelope: a JSON {}, not an object",
             parsed.top.type_name()
         )));
     }
-    // The dict Python builds: one entry per distinct key, the last value wins.
-    // Surviving keys hold no lone surrogate (decode_json refused those), so they
-    // are valid UTF-8.
-    let mut by_key: HashMap<String, &Member> = HashMap::with_capacity(parsed.members.len());
+    // The dict Python builds holds one entry per distinct key, the last value
+    // winning. Almost every line has exactly the five keys: find their last
+    // members without allocating; anything else takes the general path.
+    let mut slots: [Option<&Member>; 5] = [None; 5];
     for m in &parsed.members {
-        let key = decode_string(slice(raw, m.key));
-        let key = String::from_utf8(key)
-            .unwrap_or_else(|e| String::from_utf8_lossy(e.as_bytes()).into_owned());
-        by_key.insert(key, m);
+        let key = decode_str(raw, m.key);
+        match ENVELOPE_KEYS.iter().position(|k| *k == key) {
+            Some(at) => slots[at] = Some(m),
+            None => return check_envelope_general(raw, parsed),
+        }
+    }
+    let [id, payload, ts, type_, v] = slots;
+    if let Some(v) = v {
+        check_version(raw, v)?;
+    }
+    if slots.iter().any(Option::is_none) {
+        let missing: Vec<&str> = ENVELOPE_KEYS
+            .iter()
+            .zip(slots.iter())
+            .filter(|(_, m)| m.is_none())
+            .map(|(k, _)| *k)
+            .collect();
+        return Err(LineProblem::corrupt(format!(
+            "not an envelope: missing {}",
+            missing.join(", ")
+        )));
+    }
+    envelope_fields(raw, id, payload, ts, type_)
+}
+
+fn check_version(raw: &[u8], v: &Member) -> Result<(), LineProblem> {
+    // `type(v) is int and v == 1`: JSON has one way to write that integer.
+    if v.kind == Kind::Number && slice(raw, v.value) == b"1" {
+        return Ok(());
+    }
+    Err(LineProblem {
+        kind: FailureKind::Version,
+        reason: format!(
+            "envelope version is not the integer 1 (v is a JSON {}); \
+             this version reads v=1 only",
+            v.kind.type_name()
+        ),
+    })
+}
+
+/// The checks after the key set, in the reference's order: id, payload, ts, type.
+fn envelope_fields<'a>(
+    raw: &'a [u8],
+    id: Option<&Member>,
+    payload: Option<&Member>,
+    ts: Option<&Member>,
+    type_: Option<&Member>,
+) -> Result<EnvelopeRef<'a>, LineProblem> {
+    let string_of = |m: &Member| decode_str(raw, (m.value.0 + 1, m.value.1.saturating_sub(1)));
+    let id = match id {
+        // An empty string is the only one whose token is two bytes long.
+        Some(m) if m.kind == Kind::String && m.value.1 - m.value.0 > 2 => string_of(m),
+        _ => {
+            return Err(LineProblem::corrupt(
+                "not an envelope: id is not a non-empty string",
+            ))
+        }
+    };
+    let payload = match payload {
+        Some(m) if m.kind == Kind::Object => m.value,
+        _ => {
+            return Err(LineProblem::corrupt(
+                "not an envelope: payload is not an object",
+            ))
+        }
+    };
+    let ts = match ts {
+        Some(m) if m.kind == Kind::String => string_of(m),
+        _ => return Err(LineProblem::corrupt("not an envelope: ts is not a string")),
+    };
+    let type_ = match type_ {
+        Some(m) if m.kind == Kind::String => string_of(m),
+        _ => {
+            return Err(LineProblem::corrupt(
+                "not an envelope: type is not a string",
+            ))
+        }
+    };
+    Ok(EnvelopeRef {
+        id,
+        type_,
+        ts,
+        payload,
+    })
+}
+
+/// A line with some key outside the five: the reference's dict, built for real.
+fn check_envelope_general<'a>(
+    raw: &'a [u8],
+    parsed: &Parsed,
+) -> Result<EnvelopeRef<'a>, LineProblem> {
+    let mut by_key: HashMap<Cow<'a, str>, &Member> = HashMap::with_capacity(parsed.members.len());
+    for m in &parsed.members {
+        by_key.insert(decode_str(raw, m.key), m);
     }
     if let Some(v) = by_key.get("v") {
-        // `type(v) is int and v == 1`: JSON has one way to write that integer.
-        if !(v.kind == Kind::Number && slice(raw, v.value) == b"1") {
-            return Err(LineProblem {
-                kind: FailureKind::Version,
-                reason: format!(
-                    "envelope version is not the integer 1 (v is a JSON {}); \
-                     this version reads v=1 only",
-                    v.kind.type_name()
-                ),
-            });
-        }
+        check_version(raw, v)?;
     }
     let has_all = ENVELOPE_KEYS.iter().all(|k| by_key.contains_key(*k));
     if !has_all || by_key.len() != ENVELOPE_KEYS.len() {
@@ -112,7 +224,7 @@ pub fn check_envelope(raw: &[u8], parsed: &Parsed) -> Result<Envelope, LineProbl
         // Python sorts str by code point, which is UTF-8 byte order.
         let mut extra: Vec<&str> = by_key
             .keys()
-            .map(String::as_str)
+            .map(|k| k.as_ref())
             .filter(|k| !ENVELOPE_KEYS.contains(k))
             .collect();
         extra.sort_unstable();
@@ -130,51 +242,76 @@ pub fn check_envelope(raw: &[u8], parsed: &Parsed) -> Result<Envelope, LineProbl
         )));
     }
     let member = |k: &str| by_key.get(k).copied();
-    let string_of = |m: &Member| {
-        let bytes = decode_string(slice(raw, (m.value.0 + 1, m.value.1.saturating_sub(1))));
-        String::from_utf8(bytes).unwrap_or_else(|e| String::from_utf8_lossy(e.as_bytes()).into())
-    };
-    let id = match member("id") {
-        // An empty string is the only one whose token is two bytes long.
-        Some(m) if m.kind == Kind::String && m.value.1 - m.value.0 > 2 => string_of(m),
-        _ => {
-            return Err(LineProblem::corrupt(
-                "not an envelope: id is not a non-empty string",
-            ))
+    envelope_fields(
+        raw,
+        member("id"),
+        member("payload"),
+        member("ts"),
+        member("type"),
+    )
+}
+
+/// The text of a string's content span (between its quotes): borrowed when it has
+/// no escapes. Strings that survive into the value hold no lone surrogate
+/// (`decode_json` refused those), so they are valid UTF-8; a key that does not
+/// survive may, and is compared through its lossy form, which never equals one of
+/// the ASCII envelope keys.
+pub fn decode_str(raw: &[u8], span: Span) -> Cow<'_, str> {
+    let content = slice(raw, span);
+    if memchr::memchr(b'\\', content).is_none() {
+        if let Ok(text) = std::str::from_utf8(content) {
+            return Cow::Borrowed(text);
         }
-    };
-    let payload = match member("payload") {
-        Some(m) if m.kind == Kind::Object => m.value,
-        _ => {
-            return Err(LineProblem::corrupt(
-                "not an envelope: payload is not an object",
-            ))
-        }
-    };
-    let ts = match member("ts") {
-        Some(m) if m.kind == Kind::String => string_of(m),
-        _ => return Err(LineProblem::corrupt("not an envelope: ts is not a string")),
-    };
-    let type_ = match member("type") {
-        Some(m) if m.kind == Kind::String => string_of(m),
-        _ => {
-            return Err(LineProblem::corrupt(
-                "not an envelope: type is not a string",
-            ))
-        }
-    };
-    Ok(Envelope {
-        id,
-        type_,
-        ts,
-        payload,
-    })
+    }
+    match String::from_utf8(decode_string(content)) {
+        Ok(text) => Cow::Owned(text),
+        Err(e) => Cow::Owned(String::from_utf8_lossy(e.as_bytes()).into_owned()),
+    }
 }
 
 /// The reference's `parse_envelope`.
 pub fn parse_envelope(raw: &[u8], line_offset: u64) -> Result<Envelope, LineProblem> {
+    parse_envelope_ref(raw, line_offset).map(EnvelopeRef::into_owned)
+}
+
+/// [`parse_envelope`], borrowing from the line.
+pub fn parse_envelope_ref(raw: &[u8], line_offset: u64) -> Result<EnvelopeRef<'_>, LineProblem> {
     let parsed = decode_json(raw, line_offset)?;
-    check_envelope(raw, &parsed)
+    check_envelope_ref(raw, &parsed)
+}
+
+/// [`parse_envelope_ref`], and the payload's members in file order (duplicates
+/// included), written into `fields` (cleared first; a caller reuses it per line).
+pub fn parse_envelope_fields<'a>(
+    raw: &'a [u8],
+    line_offset: u64,
+    fields: &mut Vec<Entry>,
+) -> Result<EnvelopeRef<'a>, LineProblem> {
+    fields.clear();
+    let parsed = decode_json(raw, line_offset)?;
+    let env = match check_envelope_ref(raw, &parsed) {
+        Ok(env) => env,
+        Err(p) => {
+            recycle(parsed);
+            return Err(p);
+        }
+    };
+    let owner = parsed.members.iter().rposition(|m| m.value == env.payload);
+    fields.extend(
+        parsed
+            .inner
+            .iter()
+            .filter(|(parent, _)| Some(*parent) == owner)
+            .map(|(_, m)| Entry {
+                key: m.key,
+                value: Item {
+                    kind: m.kind,
+                    span: m.value,
+                },
+            }),
+    );
+    recycle(parsed);
+    Ok(env)
 }
 
 /// `s[:n]` in Python: the first `n` characters.

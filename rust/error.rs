@@ -9,6 +9,10 @@ pub enum FailureKind {
     Corrupt,
     Version,
     NotATranscript,
+    /// A compaction or elision naming what the live conversation does not hold.
+    Dangling,
+    /// A settle of an operation that is not pending.
+    UnknownOp,
 }
 
 impl FailureKind {
@@ -17,6 +21,8 @@ impl FailureKind {
             FailureKind::Corrupt => "corrupt",
             FailureKind::Version => "version",
             FailureKind::NotATranscript => "not-a-transcript",
+            FailureKind::Dangling => "dangling",
+            FailureKind::UnknownOp => "unknown-op",
         }
     }
 }

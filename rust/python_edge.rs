@@ -7,6 +7,7 @@
 //! calls, `LineProblem` (a `ValueError`) for one line's verdict.
 
 use std::io;
+use std::sync::Arc;
 
 use pyo3::create_exception;
 use pyo3::exceptions::{PyMemoryError, PyOSError, PyValueError};
@@ -16,9 +17,17 @@ use pyo3::types::{PyBytes, PyType};
 
 use crate::envelope::parse_envelope;
 use crate::error::CoreError;
-use crate::file_io::BorrowedFile;
+use crate::file_io::{BorrowedFile, Source};
 use crate::json_grammar::classify;
+use pyo3::types::{PyList, PyTuple};
+
+use crate::lazy_events::{self, LineIndex};
+use crate::py_build;
+use crate::py_replay;
 use crate::repair_copy;
+use crate::replay as replay_core;
+use crate::replay::fold::LineRef;
+use crate::scan as scan_core;
 use crate::tail;
 
 create_exception!(
@@ -97,6 +106,8 @@ fn tail_check<'py>(
             return tail::tail_check(&[][..], 0);
         }
         let file = BorrowedFile::new(fd)?;
+        // Like the reference, a file shorter than `size` is read as far as it goes.
+        let size = size.min(file.size()?);
         tail::tail_check(&*file, size)
     });
     let v = verdict.map_err(|e| to_pyerr(py, e))?;
@@ -117,8 +128,157 @@ fn copy_prefix(py: Python<'_>, src_fd: i32, dst_fd: i32, length: u64) -> PyResul
     .map_err(|e| to_pyerr(py, e))
 }
 
+/// Replay the first `size` bytes of `fd`: `(meta, ids, messages, grants, pending,
+/// settled, sections, section_lines, events)`, or `CoreFailure`. The byte work
+/// (read, validate, fold) runs without the GIL; then only the survivors are built.
+#[pyfunction]
+fn replay<'py>(py: Python<'py>, fd: i32, size: u64) -> PyResult<Bound<'py, PyTuple>> {
+    let folded = py.allow_threads(move || {
+        if size == 0 {
+            // Like the reference, an empty read never touches the descriptor.
+            return replay_core::replay(&[][..], 0);
+        }
+        let file = BorrowedFile::new(fd)?;
+        // Like the reference, a file shorter than `size` is read as far as it goes.
+        let size = size.min(file.size()?);
+        replay_core::replay(&*file, size)
+    });
+    let fold = folded.map_err(|e| to_pyerr(py, e))?;
+    let file = BorrowedFile::new(fd).map_err(|e| os_error(py, e))?;
+    // Lazy parts read through a descriptor of their own; where none can be had
+    // (no `/proc`), everything is built now.
+    let own = lazy_events::reopen(fd).ok().map(Arc::new);
+    let parts = py_replay::materialise(py, &file, &fold, own.clone())?;
+    let events = match own {
+        Some(own) => Bound::new(py, LineIndex::events(own, fold.events))?.into_any(),
+        None => all_events(py, &file, fold.events)?,
+    };
+    let (meta, ids, messages, grants, pending, settled, sections, section_lines) = parts;
+    PyTuple::new(
+        py,
+        [
+            meta,
+            ids.into_any(),
+            messages.into_any(),
+            grants,
+            pending.into_any(),
+            settled.into_any(),
+            sections,
+            section_lines.into_any(),
+            events,
+        ],
+    )
+}
+
+/// Every event built now, in a list.
+fn all_events<'py>(
+    py: Python<'py>,
+    file: &std::fs::File,
+    lines: Vec<LineRef>,
+) -> PyResult<Bound<'py, PyAny>> {
+    let list = PyList::empty(py);
+    let mut b = py_build::Builder::new(py);
+    for at in lines {
+        list.append(lazy_events::event_at(&mut b, file, at)?)?;
+    }
+    Ok(list.into_any())
+}
+
+/// The lenient scan of `[start, size)`: `(events, spans, problems, end, first_type,
+/// messages, bad_roles, ids)`; `events` and `messages` are built on access.
+#[pyfunction]
+#[pyo3(signature = (fd, start, size, final_line=false, want_ids=false))]
+fn scan<'py>(
+    py: Python<'py>,
+    fd: i32,
+    start: u64,
+    size: u64,
+    final_line: bool,
+    want_ids: bool,
+) -> PyResult<Bound<'py, PyTuple>> {
+    let scanned = py.allow_threads(move || {
+        if size == 0 || start >= size {
+            // The reference's `end` for an empty range: `start`.
+            return scan_core::scan(&[][..], 0, 0, final_line, want_ids).map(|mut s| {
+                s.end = start;
+                s
+            });
+        }
+        let file = BorrowedFile::new(fd)?;
+        let size = size.min(file.size()?);
+        if start >= size {
+            return scan_core::scan(&[][..], 0, 0, final_line, want_ids).map(|mut s| {
+                s.end = start;
+                s
+            });
+        }
+        scan_core::scan(&*file, start, size, final_line, want_ids)
+    });
+    let s = scanned.map_err(|e| to_pyerr(py, e))?;
+    let spans = PyList::empty(py);
+    let mut message_lines = Vec::new();
+    let bad_roles = PyList::empty(py);
+    for f in &s.found {
+        spans.append((f.line, f.at.offset, f.at.len))?;
+        match f.message_role {
+            Some(true) => message_lines.push(f.at),
+            Some(false) => bad_roles.append((f.line, f.at.offset))?,
+            None => {}
+        }
+    }
+    let problems = PyList::empty(py);
+    for (line, offset, len, reason) in &s.problems {
+        problems.append((*line, *offset, *len, reason))?;
+    }
+    let lines: Vec<LineRef> = s.found.iter().map(|f| f.at).collect();
+    let (events, messages) = if s.found.is_empty() {
+        (PyList::empty(py).into_any(), PyList::empty(py).into_any())
+    } else {
+        let file = BorrowedFile::new(fd).map_err(|e| os_error(py, e))?;
+        match lazy_events::reopen(fd).map(Arc::new) {
+            Ok(own) => (
+                Bound::new(py, LineIndex::events(own.clone(), lines))?.into_any(),
+                Bound::new(py, LineIndex::messages(own, message_lines))?.into_any(),
+            ),
+            Err(_) => {
+                let events = all_events(py, &file, lines)?;
+                let list = PyList::empty(py);
+                let mut b = py_build::Builder::new(py);
+                for at in message_lines {
+                    let raw = lazy_events::read_line(&file, at)?;
+                    let mut fields = Vec::new();
+                    crate::envelope::parse_envelope_fields(&raw, at.offset, &mut fields)
+                        .map_err(|p| PyValueError::new_err(p.reason))?;
+                    list.append(lazy_events::message_from_fields(
+                        &mut b, &raw, &fields, None,
+                    )?)?;
+                }
+                (events, list.into_any())
+            }
+        }
+    };
+    let ids = PyList::new(py, &s.ids)?;
+    PyTuple::new(
+        py,
+        [
+            events,
+            spans.into_any(),
+            problems.into_any(),
+            s.end.into_pyobject(py)?.into_any(),
+            s.first_type.into_pyobject(py)?.into_any(),
+            messages,
+            bad_roles.into_any(),
+            ids.into_any(),
+        ],
+    )
+}
+
 #[pymodule]
 fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_function(wrap_pyfunction!(replay, m)?)?;
+    m.add_function(wrap_pyfunction!(scan, m)?)?;
+    m.add_class::<LineIndex>()?;
+    m.add_class::<lazy_events::SectionTexts>()?;
     let py = m.py();
     m.add_function(wrap_pyfunction!(classify_line, m)?)?;
     m.add_function(wrap_pyfunction!(parse_envelope_check, m)?)?;

@@ -343,9 +343,10 @@ def test_size_smaller_than_the_file(tmp_path: Any) -> None:
 
 
 def test_size_past_the_end_of_the_file(tmp_path: Any) -> None:
+    """A file that shrank under the caller is read as far as it goes (never mapped)."""
     got, want = tail_outcomes(tmp_path / "t.jsonl", META + b"\n", len(META) + 5)
     assert got == want
-    assert got[0] == "ValueError"
+    assert got[0] == "ok"
 
 
 def test_bad_descriptor() -> None:

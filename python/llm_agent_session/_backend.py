@@ -1,8 +1,11 @@
 """Which core runs: the native extension or the pure-Python reference.
 
 Both implement one small interface (see ``Core``): ``tail_check``, ``copy_prefix``,
-``replay`` and ``scan``. ``LLM_AGENT_SESSION_BACKEND=pure|native`` picks one at
-import; unset, native is used where it is built and pure (with a warning) where not.
+``replay`` and ``scan`` (which answers a ``Scanned``). The native ``replay`` and
+``scan`` answer in the pure core's terms through the thin glue below (the native
+events, peek messages and section texts are built on access).
+``LLM_AGENT_SESSION_BACKEND=pure|native`` picks one at import; unset, native is used
+where it is built and pure (with a warning) where not.
 Asking for native where it is missing is an error, never a silent fallback.
 """
 
@@ -11,10 +14,14 @@ from __future__ import annotations
 import os
 import warnings
 from types import ModuleType
-from typing import Any, Callable, List, NamedTuple, Optional
+from typing import Any, Callable, List, NamedTuple, Optional, Sequence, Tuple
 
+from ._events import LazyList, LazyTexts
 from ._pure import replay as _pure_replay
 from ._pure import tail as _pure_tail
+from ._pure.fold import FoldState, message_from_payload
+from ._pure.replay import Problem, Span
+from .messages import Event, Message
 
 ENV_VAR = "LLM_AGENT_SESSION_BACKEND"
 
@@ -27,6 +34,79 @@ class Core(NamedTuple):
     scan: Callable[..., Any]
     # Which of the four the native extension runs (the rest are the pure reference).
     native_parts: tuple
+
+
+class Scanned(NamedTuple):
+    """What the lenient scan of peek, salvage and fork found (``_pure.replay.scan``, plus
+    the facts about each envelope that they need, so the native core can answer them
+    without building every envelope)."""
+
+    events: Sequence[Event]
+    spans: Sequence[Span]
+    problems: List[Problem]
+    end: int
+    # The first envelope's type, None when there is none.
+    first_type: Optional[str]
+    # The Message of every message envelope with a string role, in file order.
+    messages: Sequence[Message]
+    # (line, offset) of every message envelope without a string role.
+    bad_roles: List[Tuple[int, int]]
+    # The envelopes' ids, when asked for (else empty).
+    ids: Sequence[str]
+
+
+def _pure_scan(fd: int, start: int, size: int, final_line: bool = False, want_ids: bool = False) -> Scanned:
+    events, spans, problems, end = _pure_replay.scan(fd, start, size, final_line)
+    messages: List[Message] = []
+    bad_roles: List[Tuple[int, int]] = []
+    for event, (line, off, _) in zip(events, spans):
+        if event.type == "message":
+            if isinstance(event.payload.get("role"), str):
+                messages.append(message_from_payload(event.payload))
+            else:
+                bad_roles.append((line, off))
+    return Scanned(
+        events,
+        spans,
+        problems,
+        end,
+        events[0].type if events else None,
+        messages,
+        bad_roles,
+        [e.id for e in events] if want_ids else [],
+    )
+
+
+def _native_replay(mod: ModuleType) -> Callable[[int, int], Tuple[FoldState, Sequence[Event]]]:
+    def replay(fd: int, size: int) -> Tuple[FoldState, Sequence[Event]]:
+        meta, ids, messages, grants, pending, settled, sections, section_lines, events = mod.replay(fd, size)
+        if not isinstance(sections, dict):
+            sections = LazyTexts(sections)
+        state = FoldState.from_parts(
+            meta, ids, messages, grants, pending, settled, sections, section_lines  # type: ignore[arg-type]
+        )
+        return state, (events if isinstance(events, list) else LazyList(events))
+
+    return replay
+
+
+def _native_scan(mod: ModuleType) -> Callable[..., Scanned]:
+    def scan(fd: int, start: int, size: int, final_line: bool = False, want_ids: bool = False) -> Scanned:
+        events, spans, problems, end, first_type, messages, bad_roles, ids = mod.scan(
+            fd, start, size, final_line, want_ids
+        )
+        return Scanned(
+            events if isinstance(events, list) else LazyList(events),
+            spans,
+            problems,
+            end,
+            first_type,
+            messages if isinstance(messages, list) else LazyList(messages),
+            bad_roles,
+            ids,
+        )
+
+    return scan
 
 
 def _load_native() -> Optional[ModuleType]:
@@ -42,17 +122,22 @@ PURE = Core(
     _pure_tail.tail_check,
     _pure_tail.copy_prefix,
     _pure_replay.replay,
-    _pure_replay.scan,
+    _pure_scan,
     (),
 )
 
 
 def _native_core(mod: ModuleType) -> Core:
     parts = {}
-    for name in ("tail_check", "copy_prefix", "replay", "scan"):
+    for name in ("tail_check", "copy_prefix"):
         fn = getattr(mod, name, None)
         if fn is not None:
             parts[name] = fn
+    # replay and scan answer in Python's terms through thin glue.
+    if hasattr(mod, "replay"):
+        parts["replay"] = _native_replay(mod)
+    if hasattr(mod, "scan"):
+        parts["scan"] = _native_scan(mod)
     return Core(
         "native",
         parts.get("tail_check", PURE.tail_check),

@@ -1,10 +1,57 @@
-"""``Session.events``: every envelope in file order, read lazily where the core allows."""
+"""What the native core builds on access: ``Session.events``, peek's sequences and the
+run-context section texts of a replay."""
 
 from __future__ import annotations
 
-from typing import Any, Iterator, List, Sequence, Union, overload
+from typing import Any, Dict, Iterator, List, Mapping, Optional, Sequence, TypeVar, Union, overload
 
 from .messages import Event
+
+T = TypeVar("T")
+
+
+class LazyList(Sequence[T]):
+    """A list-like view of a native index whose items are built on access.
+
+    The native index (``_native.LineIndex``) answers ``len`` and integer indexing;
+    this adds slices (lists), iteration and equality with any sequence, so peek's
+    ``envelopes`` and ``messages`` compare equal to the lists the pure core returns.
+    """
+
+    __slots__ = ("_index",)
+
+    def __init__(self, index: Any) -> None:
+        self._index = index
+
+    def __len__(self) -> int:
+        return len(self._index)
+
+    @overload
+    def __getitem__(self, i: int) -> T: ...
+
+    @overload
+    def __getitem__(self, i: slice) -> List[T]: ...
+
+    def __getitem__(self, i: Union[int, slice]) -> Union[T, List[T]]:
+        if isinstance(i, slice):
+            index = self._index
+            return [index[j] for j in range(*i.indices(len(index)))]
+        return self._index[i]  # type: ignore[no-any-return]
+
+    def __iter__(self) -> Iterator[T]:
+        index = self._index
+        for j in range(len(index)):
+            yield index[j]
+
+    def __eq__(self, other: Any) -> bool:
+        if not isinstance(other, Sequence) or isinstance(other, (str, bytes)):
+            return NotImplemented
+        return len(self) == len(other) and all(a == b for a, b in zip(self, other))
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def __repr__(self) -> str:
+        return f"<LazyList of {len(self)} items, built on access>"
 
 
 class EventLog(Sequence[Event]):
@@ -54,3 +101,48 @@ class EventLog(Sequence[Event]):
 
     def __repr__(self) -> str:
         return f"<EventLog of {len(self)} events>"
+
+
+class LazyTexts(Mapping[str, str]):
+    """``FoldState.sections`` (digest -> text) after a native replay: texts the file
+    holds are read from their lines when first asked for; texts appended since are
+    kept here. Supports what the fold and the session use (``get``, ``setdefault``)
+    and the rest of a read-only mapping."""
+
+    __slots__ = ("_index", "_added")
+
+    def __init__(self, index: Any) -> None:
+        self._index = index  # _native.SectionTexts
+        self._added: Dict[str, str] = {}
+
+    def get(self, digest: str, default: Any = None) -> Any:  # type: ignore[override]
+        if digest in self._added:
+            return self._added[digest]
+        text: Optional[str] = self._index.get(digest) if isinstance(digest, str) else None
+        return default if text is None else text
+
+    def __getitem__(self, digest: str) -> str:
+        text = self.get(digest)
+        if text is None:
+            raise KeyError(digest)
+        return text  # type: ignore[no-any-return]
+
+    def setdefault(self, digest: str, text: str) -> str:
+        known = self.get(digest)
+        if known is not None:
+            return known  # type: ignore[no-any-return]
+        self._added[digest] = text
+        return text
+
+    def __contains__(self, digest: object) -> bool:
+        return isinstance(digest, str) and self.get(digest) is not None
+
+    def __iter__(self) -> Iterator[str]:
+        yield from self._index.keys()
+        yield from self._added
+
+    def __len__(self) -> int:
+        return len(self._index) + len(self._added)
+
+    def __repr__(self) -> str:
+        return f"<LazyTexts of {len(self)} section texts, read on access>"

@@ -1,12 +1,16 @@
 """The native core (Rust, PyO3): same verdicts and errors as ``_pure.lines``/``_pure.tail``."""
 
-from typing import Tuple
+from typing import Any, Dict, List, Optional, Tuple, final
 
 __all__ = [
     "classify_line",
     "parse_envelope_check",
     "tail_check",
     "copy_prefix",
+    "replay",
+    "scan",
+    "LineIndex",
+    "SectionTexts",
     "LineProblem",
     "MAX_READ_DEPTH",
 ]
@@ -27,3 +31,32 @@ def tail_check(fd: int, size: int) -> Tuple[str, int, int, bytes]:
 
 def copy_prefix(src_fd: int, dst_fd: int, length: int) -> None:
     """Copy bytes ``[0, length)`` of ``src_fd`` to ``dst_fd`` verbatim (``_pure.tail.copy_prefix``)."""
+
+@final
+class LineIndex:
+    """Envelopes (or the Messages of message envelopes) built from their lines on access."""
+
+    def __len__(self) -> int: ...
+    def __getitem__(self, key: int, /) -> Any: ...
+
+@final
+class SectionTexts:
+    """Run-context section texts (digest -> text), each read from its line on access."""
+
+    def __len__(self) -> int: ...
+    def keys(self) -> List[str]: ...
+    def get(self, digest: str) -> Optional[str]: ...
+
+def replay(
+    fd: int, size: int
+) -> Tuple[Dict[str, Any], List[str], List[Any], Dict[str, Any], List[Any], List[str], Any, Dict[str, str], Any]:
+    """``(meta, ids, messages, grants, pending, settled, sections, section_lines, events)``
+    for ``FoldState.from_parts``, or ``CoreFailure`` (``_pure.replay.replay``); ``sections`` is a
+    ``SectionTexts`` and ``events`` a ``LineIndex`` (a dict and a list where a descriptor of
+    its own cannot be opened)."""
+
+def scan(
+    fd: int, start: int, size: int, final_line: bool = False, want_ids: bool = False
+) -> Tuple[Any, List[Tuple[int, int, int]], List[Tuple[int, int, int, str]], int, Optional[str], Any, List[Tuple[int, int]], List[str]]:
+    """``(events, spans, problems, end, first_type, messages, bad_roles, ids)``
+    (``_pure.replay.scan`` plus what peek, salvage and fork need of each envelope)."""

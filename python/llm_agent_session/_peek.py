@@ -3,11 +3,10 @@
 from __future__ import annotations
 
 import os
+import stat
 from typing import Any, Dict, List, Optional, Tuple
 
 from . import _backend
-from ._pure.fold import message_from_payload
-from .messages import Event, Message
 
 
 def describe(line: int, offset: int, numbered: bool) -> str:
@@ -30,12 +29,16 @@ def peek(path: str, *, offset: int = 0, identity: Optional[Tuple[int, int]] = No
         "restarted": False,
     }
     try:
-        fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
+        # O_NONBLOCK: opening a FIFO planted at the path must not hang the viewer.
+        fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC | os.O_NONBLOCK)
     except OSError as e:
         result["error"] = f"cannot open {path}: {e.strerror}"
         return result
     try:
         st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            result["error"] = f"{path} is not a regular file, so not a transcript"
+            return result
         size = st.st_size
         ident = (st.st_dev, st.st_ino)
         start = offset
@@ -43,45 +46,40 @@ def peek(path: str, *, offset: int = 0, identity: Optional[Tuple[int, int]] = No
             # Another file now (a repair renamed one over it) or shorter: read it all again.
             result["restarted"] = True
             start = 0
-        events, spans, problems, end = _backend.core.scan(fd, start, size)
+        found = _backend.core.scan(fd, start, size)
     finally:
         os.close(fd)
+    end = found.end
     result.update(size=size, identity=ident, end=end, pending=size - end)
     numbered = start == 0
     notes: List[Tuple[int, str]] = [
-        (off, f"{describe(line, off, numbered)}: {reason}; skipped") for line, off, _, reason in problems
+        (off, f"{describe(line, off, numbered)}: {reason}; skipped") for line, off, _, reason in found.problems
     ]
     if start == 0:
-        error = _first_line_error(events, spans, problems, size, end)
+        error = _first_line_error(found, size)
         if error is not None:
             result["error"] = error
             result["warnings"] = [text for _, text in notes]
             return result
-        result["meta"] = events[0].payload
-    messages: List[Message] = []
-    for event, (line, off, _) in zip(events, spans):
-        if event.type == "message":
-            if isinstance(event.payload.get("role"), str):
-                messages.append(message_from_payload(event.payload))
-            else:
-                notes.append((off, f"{describe(line, off, numbered)}: message payload has no string role; skipped"))
+        result["meta"] = found.events[0].payload
+    for line, off in found.bad_roles:
+        notes.append((off, f"{describe(line, off, numbered)}: message payload has no string role; skipped"))
     notes.sort(key=lambda n: n[0])
-    result["envelopes"] = events
-    result["messages"] = messages
+    result["envelopes"] = found.events
+    result["messages"] = found.messages
     result["warnings"] = [text for _, text in notes]
     return result
 
 
-def _first_line_error(
-    events: List[Event], spans: List[Tuple[int, int, int]], problems: List[Any], size: int, end: int
-) -> Optional[str]:
+def _first_line_error(found: "_backend.Scanned", size: int) -> Optional[str]:
     if size == 0:
         return "the file is empty"
+    problems, spans, end = found.problems, found.spans, found.end
     first_problem = problems[0] if problems else None
-    if events and (first_problem is None or spans[0][1] < first_problem[1]):
-        if events[0].type == "session-meta":
+    if found.first_type is not None and (first_problem is None or spans[0][1] < first_problem[1]):
+        if found.first_type == "session-meta":
             return None
-        return f"the first line is a {events[0].type[:40]} envelope, not a session-meta"
+        return f"the first line is a {found.first_type[:40]} envelope, not a session-meta"
     if first_problem is not None:
         return f"the first line is not a session-meta envelope ({first_problem[3]})"
     if end < size:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import os
-from typing import Any, Dict, List, Mapping, Optional, Tuple
+from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 
 from . import _backend
 from ._files import publish_new, write_all
@@ -16,17 +16,17 @@ from .messages import Event
 COPY_CHUNK = 1 << 20
 
 
-def _read_source(path: str, final_line: bool) -> Tuple[int, int, Any]:
+def _read_source(path: str, final_line: bool) -> Tuple[int, int, "_backend.Scanned"]:
     fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
     try:
         size = os.fstat(fd).st_size
-        return fd, size, _backend.core.scan(fd, 0, size, final_line)
+        return fd, size, _backend.core.scan(fd, 0, size, final_line, True)
     except BaseException:
         os.close(fd)
         raise
 
 
-def _copy_lines(src: int, spans: List[Span]) -> Any:
+def _copy_lines(src: int, spans: Sequence[Span]) -> Any:
     """A writer for publish_new: each span's bytes, verbatim, each followed by ``\\n``."""
 
     def write(dst: int) -> None:
@@ -46,20 +46,20 @@ def _copy_lines(src: int, spans: List[Span]) -> Any:
 
 
 def salvage(path: str, out: str) -> Dict[str, Any]:
-    fd, size, (events, spans, problems, _) = _read_source(path, final_line=True)
+    fd, size, found = _read_source(path, final_line=True)
     try:
         dropped: List[Dict[str, Any]] = [
             {"line": line, "start": off, "end": off + length, "reason": reason}
-            for line, off, length, reason in problems
+            for line, off, length, reason in found.problems
         ]
         kept: List[Span] = []
         seen = set()
-        for event, span in zip(events, spans):
-            if event.id in seen:
+        for id_, span in zip(found.ids, found.spans):
+            if id_ in seen:
                 line, off, length = span
-                dropped.append({"line": line, "start": off, "end": off + length, "reason": duplicate_reason(event.id)})
+                dropped.append({"line": line, "start": off, "end": off + length, "reason": duplicate_reason(id_)})
                 continue
-            seen.add(event.id)
+            seen.add(id_)
             kept.append(span)
         dropped.sort(key=lambda d: d["start"])
         verdict: Dict[str, Any] = {"loads": False, "error": None}
@@ -88,15 +88,16 @@ def salvage(path: str, out: str) -> Dict[str, Any]:
 
 def fork(
     path: str, out: str, through_id: str, meta: Optional[Mapping[str, Any]]
-) -> Tuple[int, FoldState, List[Event]]:
+) -> Tuple[int, FoldState, Sequence[Event]]:
     """Publish the fork at `out`; return its locked descriptor and replayed state."""
     if not isinstance(through_id, str):
         raise TypeError(f"through_id must be a str, not {type(through_id).__name__}")
-    fd, size, (events, spans, problems, _) = _read_source(path, final_line=False)
+    fd, size, found = _read_source(path, final_line=False)
+    events, spans, problems = found.events, found.spans, found.problems
     try:
-        if not events or events[0].type != "session-meta" or (problems and problems[0][1] < spans[0][1]):
+        if found.first_type != "session-meta" or (problems and problems[0][1] < spans[0][1]):
             raise NotATranscript(f"{path}: the first line is not a session-meta envelope; nothing to fork")
-        index = next((i for i, e in enumerate(events) if e.id == through_id), None)
+        index = next((i for i, id_ in enumerate(found.ids) if id_ == through_id), None)
         if index is None or index == 0:
             raise DanglingReference(
                 f"{path}: no envelope after the meta line has id {through_id!r}; fork names the last "

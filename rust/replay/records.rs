@@ -1,0 +1,281 @@
+//! One line as the fold sees it: validated like the reference's `parse_envelope`,
+//! then reduced to the few payload facts `FoldState.check`/`apply` look at.
+//!
+//! Nothing here builds a Python object or copies a payload: a record holds the
+//! line's place in the file, its id, and spans (relative to the line) of what the
+//! materialisation will need if the value survives the fold.
+
+use std::borrow::Cow;
+
+use crate::envelope::{chars, parse_envelope_fields, LineProblem};
+use crate::json_grammar::{Kind, Span};
+use crate::json_view::{self, Entry, Item};
+
+/// One envelope line, reduced.
+#[derive(Clone, Debug)]
+pub struct Record {
+    /// 1-based line number (within the range read; the fold adds the offset).
+    pub line: u64,
+    /// Byte offset of the line's first byte, and its length without the `\n`.
+    pub offset: u64,
+    pub len: u64,
+    pub id: String,
+    pub type_: Cow<'static, str>,
+    /// The payload object's span in the line.
+    pub payload: Span,
+    pub body: Body,
+}
+
+/// A line that is not an envelope: where, and why.
+#[derive(Clone, Debug)]
+pub struct BadLine {
+    pub line: u64,
+    pub offset: u64,
+    pub len: u64,
+    pub problem: LineProblem,
+}
+
+/// What `FoldState.check`/`apply` need of a payload, per type. `Err` holds the
+/// reason a shape check refuses it (those come before any state check).
+#[derive(Clone, Debug)]
+pub enum Body {
+    Message(Result<MessageFacts, &'static str>),
+    Compaction(Result<CompactionFacts, &'static str>),
+    Elision(Result<Vec<ElisionItem>, &'static str>),
+    Grants(Result<Span, &'static str>),
+    Dispatched(Result<String, &'static str>),
+    Settled(Result<SettledFacts, &'static str>),
+    RunContext(Vec<Section>),
+    /// `session-meta` and every type the fold leaves alone.
+    Other,
+}
+
+#[derive(Clone, Debug)]
+pub struct MessageFacts {
+    /// `tool_call_id`, when it is a string.
+    pub tool_call_id: Option<String>,
+    /// `Message.is_sticky`: `sticky is True or sysprompt is True or depth is not None`.
+    pub sticky: bool,
+}
+
+#[derive(Clone, Debug)]
+pub struct CompactionFacts {
+    pub through: String,
+    /// The summary string's token.
+    pub summary: Span,
+}
+
+/// One elision item: `None` when it is not an object with a string id and a stub
+/// (checked in order, after the items before it resolved).
+pub type ElisionItem = Option<(String, Span)>;
+
+#[derive(Clone, Debug)]
+pub struct SettledFacts {
+    pub op_id: String,
+    /// Why `artifact` is refused, checked after the operation is known pending.
+    pub artifact_problem: Option<String>,
+}
+
+/// A run-context section that carries its text.
+#[derive(Clone, Debug)]
+pub struct Section {
+    pub digest: String,
+    /// The text string's token.
+    pub text: Span,
+}
+
+const OUTCOMES: [&str; 3] = ["completed", "failed", "outcome-unknown"];
+const NAME_MAX: usize = 255;
+
+thread_local! {
+    static FIELDS: std::cell::Cell<Vec<Entry>> = const { std::cell::Cell::new(Vec::new()) };
+}
+
+const KNOWN_TYPES: [&str; 8] = [
+    "session-meta",
+    "message",
+    "grants",
+    "compaction",
+    "elision",
+    "tool-dispatched",
+    "tool-settled",
+    "run-context",
+];
+
+/// The type, without an allocation for the types this version knows.
+fn known_type(type_: Cow<'_, str>) -> Cow<'static, str> {
+    match KNOWN_TYPES.iter().find(|k| **k == type_) {
+        Some(k) => Cow::Borrowed(k),
+        None => Cow::Owned(type_.into_owned()),
+    }
+}
+
+/// Validate one non-blank line and reduce it to a record.
+pub fn record_of(raw: &[u8], line: u64, offset: u64) -> Result<Record, BadLine> {
+    let bad = |problem| BadLine {
+        line,
+        offset,
+        len: raw.len() as u64,
+        problem,
+    };
+    FIELDS.with(|cell| {
+        // Reused per thread: one allocation per line fewer.
+        let mut fields = cell.take();
+        let result = parse_envelope_fields(raw, offset, &mut fields).map(|env| {
+            let body = body_of(raw, &env.type_, &fields);
+            Record {
+                line,
+                offset,
+                len: raw.len() as u64,
+                id: env.id.into_owned(),
+                type_: known_type(env.type_),
+                payload: env.payload,
+                body,
+            }
+        });
+        cell.set(fields);
+        result.map_err(bad)
+    })
+}
+
+fn body_of(raw: &[u8], type_: &str, entries: &[Entry]) -> Body {
+    let get = |key: &str| json_view::get(raw, entries, key);
+    let text = |item: Option<Item>| {
+        item.and_then(|i| json_view::text(raw, i))
+            .map(|t| t.into_owned())
+    };
+    match type_ {
+        "message" => Body::Message(match get("role") {
+            Some(role) if role.kind == Kind::String => Ok(MessageFacts {
+                tool_call_id: text(get("tool_call_id")),
+                sticky: json_view::is_true(raw, get("sticky"))
+                    || json_view::is_true(raw, get("sysprompt"))
+                    || json_view::is_set(get("depth")),
+            }),
+            _ => Err("message payload has no string role"),
+        }),
+        "grants" => Body::Grants(match get("grants") {
+            Some(g) if g.kind == Kind::Object => Ok(g.span),
+            _ => Err("grants payload has no object under grants"),
+        }),
+        "compaction" => {
+            Body::Compaction(compaction(raw, get("summary"), get("replaces-through-id")))
+        }
+        "elision" => Body::Elision(elision(raw, get("items"))),
+        "tool-dispatched" => Body::Dispatched(match (text(get("call-id")), get("tool")) {
+            (None, _) => Err("tool-dispatched has no string call-id"),
+            (Some(_), t) if t.map(|t| t.kind) != Some(Kind::String) => {
+                Err("tool-dispatched has no string tool")
+            }
+            (Some(call_id), _) => Ok(call_id),
+        }),
+        "tool-settled" => Body::Settled(settled(raw, entries)),
+        "run-context" => Body::RunContext(sections(raw, get("sections"))),
+        _ => Body::Other,
+    }
+}
+
+fn compaction(
+    raw: &[u8],
+    summary: Option<Item>,
+    through: Option<Item>,
+) -> Result<CompactionFacts, &'static str> {
+    let summary = match summary {
+        Some(s) if s.kind == Kind::String => s.span,
+        _ => return Err("compaction has no string summary"),
+    };
+    match through.and_then(|t| json_view::text(raw, t)) {
+        Some(through) => Ok(CompactionFacts {
+            through: through.into_owned(),
+            summary,
+        }),
+        None => Err("compaction has no string replaces-through-id"),
+    }
+}
+
+fn elision(raw: &[u8], items: Option<Item>) -> Result<Vec<ElisionItem>, &'static str> {
+    let items = match items {
+        Some(i) if i.kind == Kind::Array => json_view::elements(raw, i).unwrap_or_default(),
+        _ => return Err("elision has no items list"),
+    };
+    Ok(items
+        .into_iter()
+        .map(|item| {
+            let entries = json_view::members(raw, item)?;
+            let id = json_view::get(raw, &entries, "id").and_then(|i| json_view::text(raw, i))?;
+            let stub = json_view::get(raw, &entries, "stub")?;
+            Some((id.into_owned(), stub.span))
+        })
+        .collect())
+}
+
+fn settled(raw: &[u8], entries: &[Entry]) -> Result<SettledFacts, &'static str> {
+    let get = |key: &str| json_view::get(raw, entries, key);
+    let op_id = get("op-id")
+        .and_then(|i| json_view::text(raw, i))
+        .ok_or("tool-settled has no string op-id")?;
+    let outcome = get("outcome").and_then(|i| json_view::text(raw, i));
+    if !outcome.is_some_and(|o| OUTCOMES.contains(&o.as_ref())) {
+        return Err("tool-settled outcome is not completed, failed or outcome-unknown");
+    }
+    let artifact_problem = match get("artifact") {
+        None => None,
+        Some(a) if a.kind == Kind::Null => None,
+        Some(a) if a.kind != Kind::Object => {
+            Some("tool-settled artifact is not an object".to_owned())
+        }
+        Some(a) => {
+            let fields = json_view::members(raw, a).unwrap_or_default();
+            let file = json_view::get(raw, &fields, "file");
+            artifact_name_problem(file.and_then(|f| json_view::text(raw, f)).as_deref())
+        }
+    };
+    Ok(SettledFacts {
+        op_id: op_id.into_owned(),
+        artifact_problem,
+    })
+}
+
+/// The reference's `artifact_name_problem` (`None`: the file is not a string).
+pub fn artifact_name_problem(name: Option<&str>) -> Option<String> {
+    let Some(name) = name else {
+        return Some("artifact file is not a string".to_owned());
+    };
+    if matches!(name, "" | "." | "..") {
+        return Some(format!("artifact file '{name}' is not a file name"));
+    }
+    if name.contains(['/', '\\', '\0']) {
+        return Some("artifact file is a path, not a plain basename".to_owned());
+    }
+    if name.len() > NAME_MAX {
+        return Some(format!(
+            "artifact file name is longer than {NAME_MAX} bytes"
+        ));
+    }
+    None
+}
+
+fn sections(raw: &[u8], sections: Option<Item>) -> Vec<Section> {
+    let Some(list) = sections.filter(|s| s.kind == Kind::Array) else {
+        return Vec::new();
+    };
+    json_view::elements(raw, list)
+        .unwrap_or_default()
+        .into_iter()
+        .filter_map(|section| {
+            let fields = json_view::members(raw, section)?;
+            let digest =
+                json_view::get(raw, &fields, "digest").and_then(|d| json_view::text(raw, d))?;
+            let text = json_view::get(raw, &fields, "text").filter(|t| t.kind == Kind::String)?;
+            Some(Section {
+                digest: digest.into_owned(),
+                text: text.span,
+            })
+        })
+        .collect()
+}
+
+/// `s[:n]` of an id or reference, as the reference's reasons show it.
+pub fn shown(s: &str, n: usize) -> String {
+    chars(s, n)
+}

@@ -49,6 +49,16 @@ pub fn too_deep_reason() -> String {
 /// The keys every envelope has, sorted.
 const ENVELOPE_KEYS: [&str; 5] = ["id", "payload", "ts", "type", "v"];
 
+/// Why a line holding zero bytes is refused: a power loss (or OS crash) leaves the
+/// pages the OS had not written as zeros, which no writer of JSON produces.
+pub const POWER_LOSS_LINE: &str =
+    "not a JSON value: it holds zero bytes, the mark of a probable power \
+     loss (data the OS had not yet written to disk)";
+
+/// The same, added to another reason for a line that also holds zero bytes.
+pub const POWER_LOSS_TOO: &str = ", and it holds zero bytes, the mark of a probable power loss \
+     (data the OS had not yet written to disk)";
+
 /// The reference's `decode_json`: the parse of a non-blank line, or why not.
 /// `line_offset` is the line's byte offset in the file (for the UTF-8 reason).
 pub fn decode_json(raw: &[u8], line_offset: u64) -> Result<Parsed, LineProblem> {
@@ -57,10 +67,16 @@ pub fn decode_json(raw: &[u8], line_offset: u64) -> Result<Parsed, LineProblem> 
     let parsed = parse(raw, Mode::Strict).map_err(|p| {
         if let Err(e) = std::str::from_utf8(raw) {
             let at = line_offset.saturating_add(e.valid_up_to() as u64);
+            if memchr::memchr(0, raw).is_some() {
+                return LineProblem::corrupt(format!("invalid UTF-8 at byte {at}{POWER_LOSS_TOO}"));
+            }
             return LineProblem::corrupt(format!("invalid UTF-8 at byte {at}"));
         }
         match p {
             ParseProblem::TooDeep => LineProblem::corrupt(too_deep_reason()),
+            ParseProblem::Malformed if memchr::memchr(0, raw).is_some() => {
+                LineProblem::corrupt(POWER_LOSS_LINE)
+            }
             ParseProblem::Malformed => {
                 LineProblem::corrupt("not a JSON value (malformed or cut short)")
             }

@@ -37,7 +37,7 @@ pub struct TailVerdict {
     pub kind: TailKind,
     /// Where the torn line starts (the repaired size), else the file size.
     pub cut: u64,
-    /// 1-based number of the last non-blank line.
+    /// 1-based number of the torn line; 0 when the last line is whole (not counted).
     pub line: u64,
     /// The torn line's first bytes (empty unless torn).
     pub excerpt: Vec<u8>,
@@ -299,10 +299,16 @@ pub fn tail_check<S: Source + Sync + ?Sized>(src: &S, size: u64) -> CoreResult<T
         excerpt: Vec::new(),
     };
     if start == first_start {
-        return Ok(whole(first_line_no));
+        return Ok(whole(0));
+    }
+    let verdict = classify(&raw);
+    if verdict == Verdict::Whole {
+        // A whole last line needs no number: counting every newline of the file
+        // was 35 ms of a 320 ms load of 256 MB.
+        return Ok(whole(0));
     }
     let line = first_line_no + bytes.count_newlines(first_start, start)?;
-    match classify(&raw) {
+    match verdict {
         Verdict::TooDeep => {
             return Err(CoreError::failure(
                 FailureKind::Corrupt,
@@ -311,8 +317,7 @@ pub fn tail_check<S: Source + Sync + ?Sized>(src: &S, size: u64) -> CoreResult<T
                 too_deep_reason(),
             ))
         }
-        Verdict::Whole => return Ok(whole(line)),
-        Verdict::Torn => {}
+        Verdict::Whole | Verdict::Torn => {}
     }
 
     // Torn. A crash tears only the last line: if the one before is bad too, this is
@@ -332,15 +337,22 @@ pub fn tail_check<S: Source + Sync + ?Sized>(src: &S, size: u64) -> CoreResult<T
                 ))
             }
             Verdict::Torn => {
+                let zeros = memchr::memchr(0, &prev).is_some() || memchr::memchr(0, &raw).is_some();
+                let why = if zeros {
+                    ", but zero bytes like these are the mark of a probable power loss (data the OS \
+                     had not yet written to disk)"
+                } else {
+                    ", so this is damage, not a crash tail"
+                };
                 return Err(CoreError::failure(
                     FailureKind::Corrupt,
                     p_line,
                     p_start,
                     format!(
                         "not a JSON value, and neither is the last line (line {line}); a crash \
-                         tears only the last line, so this is damage, not a crash tail"
+                         tears only the last line{why}"
                     ),
-                ))
+                ));
             }
             Verdict::Whole => {}
         }
@@ -399,13 +411,13 @@ mod tests {
     fn verdicts() {
         let ok = |k: &str, cut: usize, line: u64| Ok((k.to_string(), cut as u64, line, vec![]));
         let f = format!("{META}\n{MSG}\n");
-        assert_eq!(check(f.as_bytes()), ok("clean", f.len(), 2));
+        assert_eq!(check(f.as_bytes()), ok("clean", f.len(), 0));
         let f = format!("{META}\n{MSG}");
-        assert_eq!(check(f.as_bytes()), ok("no-newline", f.len(), 2));
+        assert_eq!(check(f.as_bytes()), ok("no-newline", f.len(), 0));
         let f = format!("\r\n \t\n{META}\r\n\n \r\n");
-        assert_eq!(check(f.as_bytes()), ok("clean", f.len(), 3));
+        assert_eq!(check(f.as_bytes()), ok("clean", f.len(), 0));
         let f = format!("{META}\n{MSG}\n \n\t");
-        assert_eq!(check(f.as_bytes()), ok("no-newline", f.len(), 2));
+        assert_eq!(check(f.as_bytes()), ok("no-newline", f.len(), 0));
 
         let torn = format!("{META}\n{MSG}\n{}", &MSG[..30]);
         let cut = META.len() + MSG.len() + 2;

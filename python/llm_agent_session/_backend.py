@@ -83,7 +83,7 @@ def _native_replay(mod: ModuleType) -> Callable[[int, int], Tuple[FoldState, Seq
         if not isinstance(sections, dict):
             sections = LazyTexts(sections)
         state = FoldState.from_parts(
-            meta, ids, messages, grants, pending, settled, sections, section_lines  # type: ignore[arg-type]
+            meta, ids, messages, grants, pending, settled, sections, section_lines
         )
         return state, (events if isinstance(events, list) else LazyList(events))
 

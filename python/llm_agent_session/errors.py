@@ -121,6 +121,12 @@ _ADVICE = {
 }
 
 
+_POWER_LOSS_ADVICE = (
+    "The lines before it are intact. Nothing was changed; `Session.salvage(path, out)` copies "
+    "every line that still parses into a new file."
+)
+
+
 def public_error(failure: CoreFailure, path: str) -> TranscriptError:
     """The public exception for a core failure met while reading ``path``."""
     where = f"{path}: line {failure.line} (byte {failure.offset})"
@@ -137,6 +143,8 @@ def public_error(failure: CoreFailure, path: str) -> TranscriptError:
         "version": UnsupportedVersion,
     }.get(failure.kind, CorruptTranscript)
     advice = _ADVICE.get(failure.kind, _ADVICE["corrupt"])
+    if "power loss" in failure.reason:
+        advice = _POWER_LOSS_ADVICE
     return cls(
         f"{where}: {failure.reason}. {advice}",
         path=path,

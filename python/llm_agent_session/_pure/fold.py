@@ -8,7 +8,7 @@ is what makes "the state after an append equals a load of the same file" true.
 
 from __future__ import annotations
 
-from typing import Any, Dict, Iterable, List, Optional, Tuple
+from typing import Any, Dict, Iterable, List, MutableMapping, Optional, Tuple
 
 from ..messages import Message, PendingToolOperation
 
@@ -68,7 +68,8 @@ class FoldState:
         self.pending: Dict[str, PendingToolOperation] = {}  # insertion order = file order
         self.settled: set = set()
         self.waiting_by_call: Dict[str, List[str]] = {}  # call id -> pending op ids still "dispatched"
-        self.sections: Dict[str, str] = {}  # digest -> text, from lines that carry it
+        # digest -> text, from lines that carry it (after a native load: built on access)
+        self.sections: MutableMapping[str, str] = {}
         self.section_lines: Dict[str, str] = {}  # digest -> id of the first line carrying it
 
     @classmethod
@@ -80,7 +81,7 @@ class FoldState:
         grants: Dict[str, Any],
         pending: List[PendingToolOperation],
         settled: Iterable[str],
-        sections: Dict[str, str],
+        sections: MutableMapping[str, str],
         section_lines: Dict[str, str],
     ) -> "FoldState":
         """The state a replay done elsewhere (the native core) ended in."""

@@ -33,6 +33,17 @@ _SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F]")
 ENVELOPE_KEYS = frozenset(("id", "payload", "ts", "type", "v"))
 
 
+# A power loss (or OS crash) leaves the pages the OS had not written as zeros, which no
+# writer of JSON produces: say so, rather than blame an edit.
+POWER_LOSS_LINE = (
+    "not a JSON value: it holds zero bytes, the mark of a probable power loss "
+    "(data the OS had not yet written to disk)"
+)
+POWER_LOSS_TOO = (
+    ", and it holds zero bytes, the mark of a probable power loss (data the OS had not yet written to disk)"
+)
+
+
 class LineProblem(Exception):
     """Why a line is not an envelope. ``kind`` is ``corrupt`` or ``version``."""
 
@@ -126,7 +137,8 @@ def decode_json(raw: bytes, line_offset: int) -> Any:
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError as e:
-        raise LineProblem("corrupt", f"invalid UTF-8 at byte {line_offset + e.start}") from None
+        also = POWER_LOSS_TOO if b"\0" in raw else ""
+        raise LineProblem("corrupt", f"invalid UTF-8 at byte {line_offset + e.start}{also}") from None
     if nesting_depth(raw) > MAX_READ_DEPTH:
         raise LineProblem("corrupt", too_deep_reason())
     try:
@@ -140,6 +152,8 @@ def decode_json(raw: bytes, line_offset: int) -> Any:
                 text, parse_int=str_to_int, parse_float=_checked_float, parse_constant=_refuse_constant
             )
     except (json.JSONDecodeError, _NotJSON):
+        if b"\0" in raw:
+            raise LineProblem("corrupt", POWER_LOSS_LINE) from None
         raise LineProblem("corrupt", "not a JSON value (malformed or cut short)") from None
     except OverflowError:
         raise LineProblem("corrupt", "a number too large to represent") from None

@@ -26,7 +26,8 @@ COPY_CHUNK = 1 << 20
 
 # (kind, cut, line, excerpt): kind is "clean", "no-newline" or "torn"; `cut` is where
 # the torn line starts (the repaired size), else the file size; `line` is the 1-based
-# number of the last non-blank line; `excerpt` is the torn line's first bytes.
+# number of the torn line (0 when the last line is whole: nothing to report, and
+# counting every newline of a large file is not free); `excerpt` is its first bytes.
 TailVerdict = Tuple[str, int, int, bytes]
 
 
@@ -103,14 +104,14 @@ def _tail_check(buf: Any, size: int) -> TailVerdict:
     start, end = last
     whole_kind = "clean" if buf[size - 1 : size] == b"\n" else "no-newline"
     if start == first_start:
-        return whole_kind, size, line_number(buf, start), b""
+        return whole_kind, size, 0, b""
     raw = buf[start:end]
     verdict = classify(raw)
+    if verdict not in (TOO_DEEP, TORN):
+        return whole_kind, size, 0, b""  # a whole last line needs no number
     line = line_number(buf, start)
     if verdict == TOO_DEEP:
         raise CoreFailure("corrupt", line, start, too_deep_reason())
-    if verdict != TORN:
-        return whole_kind, size, line, b""
     prev = last_line_span(buf, start - 1)
     assert prev is not None  # the first line is before it
     p_start, p_end = prev
@@ -120,12 +121,19 @@ def _tail_check(buf: Any, size: int) -> TailVerdict:
         if p_verdict == TOO_DEEP:
             raise CoreFailure("corrupt", p_line, p_start, too_deep_reason())
         if p_verdict == TORN:
+            if b"\0" in buf[p_start:p_end] or b"\0" in raw:
+                why = (
+                    ", but zero bytes like these are the mark of a probable power loss "
+                    "(data the OS had not yet written to disk)"
+                )
+            else:
+                why = ", so this is damage, not a crash tail"
             raise CoreFailure(
                 "corrupt",
                 p_line,
                 p_start,
                 f"not a JSON value, and neither is the last line (line {line}); a crash tears "
-                "only the last line, so this is damage, not a crash tail",
+                f"only the last line{why}",
             )
     return "torn", start, line, excerpt(raw)
 

@@ -76,21 +76,23 @@ def test_second_process_is_locked_out_of_a_live_writer(tmp_path):
         acked = []
 
         def write() -> None:
-            while not stop.is_set():
+            while not stop.wait(0.0005):  # a steady writer, not a file that grows by GBs
                 acked.append(s.append_message(user_message("still here")))
 
-        writer = threading.Thread(target=write)
+        writer = threading.Thread(target=write, daemon=True)
         writer.start()
-        out = subprocess.run(
-            [sys.executable, "-c", KNOCKER, path, str(tries)],
-            env=dict(os.environ, LLM_AGENT_SESSION_BACKEND=backend),
-            capture_output=True,
-            text=True,
-            timeout=300,
-        )
-        stop.set()
-        writer.join()
-        s.close()
+        try:
+            out = subprocess.run(
+                [sys.executable, "-c", KNOCKER, path, str(tries)],
+                env=dict(os.environ, LLM_AGENT_SESSION_BACKEND=backend),
+                capture_output=True,
+                text=True,
+                timeout=300,
+            )
+        finally:
+            stop.set()
+            writer.join()
+            s.close()
         if out.stdout.strip() != str(tries):
             problems.append((backend, "not SessionLocked every time", out.stdout, out.stderr[-300:]))
         with Session.load(path) as t:

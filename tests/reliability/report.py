@@ -72,17 +72,23 @@ def main() -> int:
         f"pytest exit status: {run.returncode} ({'all passed' if run.returncode == 0 else 'FAILURES: see the run'}).",
         "",
     ]
-    area = None
-    for row in rows:
-        if row["area"] != area:
-            area = row["area"]
-            out += ["", f"## {area}", "", "| figure | value | target |", "|---|---|---|"]
-        out.append(f"| {row['figure']} | {row['value']} | {row['target']} |")
+    areas: dict = {}
+    for row in rows:  # grouped by area, in the order areas first report
+        areas.setdefault(row["area"], []).append(row)
+
+    def cell(value: object) -> str:
+        return str(value).replace("|", "\\|")
+
+    for area, group in areas.items():
+        out += ["", f"## {area}", "", "| figure | value | target |", "|---|---|---|"]
+        out += [f"| {cell(r['figure'])} | {cell(r['value'])} | {cell(r['target'])} |" for r in group]
     out += [
         "",
         "## Not covered yet",
         "",
-        "See the open issue for the parts of the battery that are still to be built.",
+        "- Coverage-guided fuzzing (cargo fuzz on the Rust core, atheris on the pure core,",
+        "  differential between them): only the random-damage smoke test above exists.",
+        "- The long tier as a whole (`--long`): run so far for the kill-inside tests only.",
         "",
     ]
     os.makedirs(os.path.dirname(DOC), exist_ok=True)

@@ -10,11 +10,48 @@ from .messages import Event
 T = TypeVar("T")
 
 
-class LazyList(Sequence[T]):
+class _ListLike(Sequence[T]):
+    """Slices (as lists), iteration and equality with any sequence, from ``__len__`` and
+    ``_at`` (a non-negative index in range): what both list-like views share."""
+
+    __slots__ = ()
+
+    def _at(self, i: int) -> T:
+        raise NotImplementedError
+
+    @overload
+    def __getitem__(self, i: int) -> T: ...
+
+    @overload
+    def __getitem__(self, i: slice) -> List[T]: ...
+
+    def __getitem__(self, i: Union[int, slice]) -> Union[T, List[T]]:
+        n = len(self)
+        if isinstance(i, slice):
+            return [self._at(j) for j in range(*i.indices(n))]
+        if i < 0:
+            i += n
+        if not 0 <= i < n:
+            raise IndexError("index out of range")
+        return self._at(i)
+
+    def __iter__(self) -> Iterator[T]:
+        for j in range(len(self)):
+            yield self._at(j)
+
+    def __eq__(self, other: Any) -> bool:
+        if not isinstance(other, Sequence) or isinstance(other, (str, bytes)):
+            return NotImplemented
+        return len(self) == len(other) and all(a == b for a, b in zip(self, other))
+
+    __hash__ = None  # type: ignore[assignment]
+
+
+class LazyList(_ListLike[T]):
     """A list-like view of a native index whose items are built on access.
 
     The native index (``_native.LineIndex``) answers ``len`` and integer indexing;
-    this adds slices (lists), iteration and equality with any sequence, so peek's
+    this adds slices, iteration and equality with any sequence, so peek's
     ``envelopes`` and ``messages`` compare equal to the lists the pure core returns.
     """
 
@@ -26,35 +63,14 @@ class LazyList(Sequence[T]):
     def __len__(self) -> int:
         return len(self._index)
 
-    @overload
-    def __getitem__(self, i: int) -> T: ...
-
-    @overload
-    def __getitem__(self, i: slice) -> List[T]: ...
-
-    def __getitem__(self, i: Union[int, slice]) -> Union[T, List[T]]:
-        if isinstance(i, slice):
-            index = self._index
-            return [index[j] for j in range(*i.indices(len(index)))]
+    def _at(self, i: int) -> T:
         return self._index[i]  # type: ignore[no-any-return]
-
-    def __iter__(self) -> Iterator[T]:
-        index = self._index
-        for j in range(len(index)):
-            yield index[j]
-
-    def __eq__(self, other: Any) -> bool:
-        if not isinstance(other, Sequence) or isinstance(other, (str, bytes)):
-            return NotImplemented
-        return len(self) == len(other) and all(a == b for a, b in zip(self, other))
-
-    __hash__ = None  # type: ignore[assignment]
 
     def __repr__(self) -> str:
         return f"<LazyList of {len(self)} items, built on access>"
 
 
-class EventLog(Sequence[Event]):
+class EventLog(_ListLike[Event]):
     """What replay read (a list, or the native core's lazy index) plus what was appended since.
 
     Indexing, slicing, ``len`` and iteration work as on a list; items the native
@@ -71,33 +87,9 @@ class EventLog(Sequence[Event]):
     def __len__(self) -> int:
         return len(self._read) + len(self._appended)
 
-    @overload
-    def __getitem__(self, i: int) -> Event: ...
-
-    @overload
-    def __getitem__(self, i: slice) -> List[Event]: ...
-
-    def __getitem__(self, i: Union[int, slice]) -> Union[Event, List[Event]]:
-        if isinstance(i, slice):
-            return [self[j] for j in range(*i.indices(len(self)))]
-        n = len(self)
-        if i < 0:
-            i += n
-        if not 0 <= i < n:
-            raise IndexError("event index out of range")
+    def _at(self, i: int) -> Event:
         k = len(self._read)
         return self._read[i] if i < k else self._appended[i - k]
-
-    def __iter__(self) -> Iterator[Event]:
-        yield from self._read
-        yield from self._appended
-
-    def __eq__(self, other: Any) -> bool:
-        if not isinstance(other, Sequence) or isinstance(other, (str, bytes)):
-            return NotImplemented
-        return len(self) == len(other) and all(a == b for a, b in zip(self, other))
-
-    __hash__ = None  # type: ignore[assignment]
 
     def __repr__(self) -> str:
         return f"<EventLog of {len(self)} events>"

@@ -14,7 +14,7 @@ import sys
 import threading
 import time
 from datetime import datetime, timezone
-from typing import Any, Dict, List
+from typing import Any, List
 
 # Containers deeper than this (counting the payload itself as 1) are refused on write.
 MAX_WRITE_DEPTH = 100
@@ -172,11 +172,6 @@ _big_int_encoder = json.encoder._make_iterencode(  # type: ignore[attr-defined]
 )
 
 
-def canonical_bytes(value: Any, what: str = "value") -> bytes:
-    validate(value, what)
-    return dumps(value).encode("utf-8")
-
-
 def sha256_digest(data: bytes) -> str:
     return "sha256:" + hashlib.sha256(data).hexdigest()
 
@@ -242,10 +237,6 @@ def _refuse_constant(name: str) -> Any:
     raise ValueError(f"{name} is not JSON")
 
 
-def digest_of_value(value: Any, what: str) -> str:
-    return sha256_digest(canonical_bytes(value, what))
-
-
 def copy_json(value: Any) -> Any:
     """A fresh copy of a validated JSON value (what a reader would get back)."""
     if isinstance(value, dict):
@@ -254,5 +245,3 @@ def copy_json(value: Any) -> Any:
         return [copy_json(v) for v in value]
     return value
 
-
-Payload = Dict[str, Any]

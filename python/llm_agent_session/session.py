@@ -290,7 +290,9 @@ class Session:
                 validate(args, "arguments")
             except (TypeError, ValueError):
                 args = arguments  # parsed into something unstorable: keep the string itself
-        validate(args, "arguments")
+                validate(args, "arguments")
+        else:
+            validate(args, "arguments")
         payload = {
             "call-id": call_id,
             "tool": tool,

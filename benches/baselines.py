@@ -23,10 +23,9 @@ except ImportError:  # a bench-only dependency: pip install 'llm-agent-session[b
 CHUNK = 1 << 20
 
 
-def json_lines(path: str, offset: int = 0) -> List[Any]:
+def _parsed_lines(path: str, loads: Any, offset: int) -> List[Any]:
     out = []
     append = out.append
-    loads = json.loads
     with open(path, "rb") as fh:
         if offset:
             fh.seek(offset)
@@ -34,19 +33,14 @@ def json_lines(path: str, offset: int = 0) -> List[Any]:
             if line.strip():
                 append(loads(line))
     return out
+
+
+def json_lines(path: str, offset: int = 0) -> List[Any]:
+    return _parsed_lines(path, json.loads, offset)
 
 
 def orjson_lines(path: str, offset: int = 0) -> List[Any]:
-    out = []
-    append = out.append
-    loads = orjson.loads
-    with open(path, "rb") as fh:
-        if offset:
-            fh.seek(offset)
-        for line in fh:
-            if line.strip():
-                append(loads(line))
-    return out
+    return _parsed_lines(path, orjson.loads, offset)
 
 
 def limit_read(path: str, offset: int = 0) -> int:

@@ -227,14 +227,19 @@ def parse_arguments(arguments: Any) -> Any:
     """SPEC 2.6: a string that parses as JSON is stored parsed; anything else as given."""
     if isinstance(arguments, str):
         try:
-            return json.loads(arguments, parse_constant=_refuse_constant)
+            return json.loads(arguments, parse_constant=refuse_constant)
         except (ValueError, RecursionError):
             return arguments
     return arguments
 
 
-def _refuse_constant(name: str) -> Any:
-    raise ValueError(f"{name} is not JSON")
+class NotJSON(ValueError):
+    """NaN, Infinity and -Infinity: Python's json reads them, JSON has no such thing."""
+
+
+def refuse_constant(name: str) -> Any:
+    """``parse_constant`` for json.loads: refuse what JSON does not have."""
+    raise NotJSON(f"{name} is not JSON")
 
 
 def copy_json(value: Any) -> Any:

@@ -19,7 +19,7 @@ import json
 import re
 from typing import Any, Dict, Optional, Tuple
 
-from ..canonical import str_to_int
+from ..canonical import NotJSON, refuse_constant, str_to_int
 
 MAX_READ_DEPTH = 512
 BLANK_BYTES = b" \t\r"
@@ -82,14 +82,6 @@ def _zero(_: str) -> int:
     return 0
 
 
-class _NotJSON(ValueError):
-    """NaN, Infinity and -Infinity: Python's json reads them, JSON has no such thing."""
-
-
-def _refuse_constant(name: str) -> Any:
-    raise _NotJSON(f"{name} is not JSON")
-
-
 def classify(raw: bytes) -> str:
     """WHOLE, TORN or TOO_DEEP: the tail check's verdict on one non-blank line."""
     try:
@@ -100,7 +92,7 @@ def classify(raw: bytes) -> str:
         return TOO_DEEP
     try:
         # parse_int/parse_float stubs: grammar only, no value limits.
-        json.loads(text, parse_int=_zero, parse_float=_zero, parse_constant=_refuse_constant)
+        json.loads(text, parse_int=_zero, parse_float=_zero, parse_constant=refuse_constant)
     except (ValueError, RecursionError):
         return TORN
     return WHOLE
@@ -143,15 +135,15 @@ def decode_json(raw: bytes, line_offset: int) -> Any:
         raise LineProblem("corrupt", too_deep_reason())
     try:
         try:
-            value = json.loads(text, parse_float=_checked_float, parse_constant=_refuse_constant)
+            value = json.loads(text, parse_float=_checked_float, parse_constant=refuse_constant)
         except ValueError as e:
-            if type(e) is not ValueError:  # JSONDecodeError, _NotJSON
+            if type(e) is not ValueError:  # JSONDecodeError, NotJSON
                 raise
             # An int past CPython's 4300-digit limit: parse again, exact digits (rare, slower).
             value = json.loads(
-                text, parse_int=str_to_int, parse_float=_checked_float, parse_constant=_refuse_constant
+                text, parse_int=str_to_int, parse_float=_checked_float, parse_constant=refuse_constant
             )
-    except (json.JSONDecodeError, _NotJSON):
+    except (json.JSONDecodeError, NotJSON):
         if b"\0" in raw:
             raise LineProblem("corrupt", POWER_LOSS_LINE) from None
         raise LineProblem("corrupt", "not a JSON value (malformed or cut short)") from None

@@ -9,7 +9,7 @@
 use std::borrow::Cow;
 
 use crate::envelope::decode_str;
-use crate::json_grammar::{skip_plain_string_bytes, Kind, Span};
+use crate::json_grammar::{Kind, Span};
 
 /// One value inside a line: its JSON type and its whole token.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -46,21 +46,30 @@ fn skip_ws(s: &[u8], mut i: usize) -> usize {
 }
 
 /// The index just past the string whose opening quote is at `i`.
-fn skip_string(s: &[u8], i: usize) -> Option<usize> {
+///
+/// The next quote not escaped, found with memchr: a quote is escaped when an odd run
+/// of backslashes comes right before it. Stopping at every escape instead (a
+/// byte-class scan) made skipping escape-dense text (tool output, JSON in strings)
+/// a quarter of iterating a 256 MB peek's messages.
+pub fn skip_string(s: &[u8], i: usize) -> Option<usize> {
     let mut at = i + 1;
     loop {
-        // Control bytes cannot occur in a validated string; treated as ordinary.
-        at = skip_plain_string_bytes(s, at);
-        match s.get(at)? {
-            b'"' => return Some(at + 1),
-            b'\\' => at += 2, // a backslash and the byte it escapes
-            _ => at += 1,
+        let quote = at + memchr::memchr(b'"', s.get(at..)?)?;
+        let backslashes = s
+            .get(i + 1..quote)?
+            .iter()
+            .rev()
+            .take_while(|&&b| b == b'\\')
+            .count();
+        if backslashes % 2 == 0 {
+            return Some(quote + 1);
         }
+        at = quote + 1;
     }
 }
 
 /// The value starting at `i` (no leading whitespace): its kind and end.
-fn skip_value(s: &[u8], i: usize) -> Option<Item> {
+pub fn skip_value(s: &[u8], i: usize) -> Option<Item> {
     let kind = kind_of(*s.get(i)?)?;
     let end = match kind {
         Kind::String => skip_string(s, i)?,

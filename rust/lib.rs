@@ -20,6 +20,7 @@
 //! `python_edge` is the module and the one place errors become exceptions.
 
 pub mod envelope;
+pub mod envelope_skim;
 pub mod error;
 pub mod file_io;
 pub mod json_grammar;

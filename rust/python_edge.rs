@@ -150,7 +150,7 @@ fn replay<'py>(py: Python<'py>, fd: i32, size: u64) -> PyResult<Bound<'py, PyTup
     let own = lazy_events::reopen(fd).ok().map(Arc::new);
     let parts = py_replay::materialise(py, &file, &fold, own.clone())?;
     let events = match own {
-        Some(own) => Bound::new(py, LineIndex::events(own, fold.events))?.into_any(),
+        Some(own) => Bound::new(py, LineIndex::events(own, fold.events, Vec::new()))?.into_any(),
         None => all_events(py, &file, fold.events)?,
     };
     let (meta, ids, messages, grants, pending, settled, sections, section_lines) = parts;
@@ -217,11 +217,15 @@ fn scan<'py>(
     let s = scanned.map_err(|e| to_pyerr(py, e))?;
     let spans = PyList::empty(py);
     let mut message_lines = Vec::new();
+    let mut message_payloads = Vec::new();
     let bad_roles = PyList::empty(py);
     for f in &s.found {
         spans.append((f.line, f.at.offset, f.at.len))?;
         match f.message_role {
-            Some(true) => message_lines.push(f.at),
+            Some(true) => {
+                message_lines.push(f.at);
+                message_payloads.push(f.payload);
+            }
             Some(false) => bad_roles.append((f.line, f.at.offset))?,
             None => {}
         }
@@ -231,14 +235,19 @@ fn scan<'py>(
         problems.append((*line, *offset, *len, reason))?;
     }
     let lines: Vec<LineRef> = s.found.iter().map(|f| f.at).collect();
+    let payloads: Vec<(u32, u32)> = s.found.iter().map(|f| f.payload).collect();
     let (events, messages) = if s.found.is_empty() {
         (PyList::empty(py).into_any(), PyList::empty(py).into_any())
     } else {
         let file = BorrowedFile::new(fd).map_err(|e| os_error(py, e))?;
         match lazy_events::reopen(fd).map(Arc::new) {
             Ok(own) => (
-                Bound::new(py, LineIndex::events(own.clone(), lines))?.into_any(),
-                Bound::new(py, LineIndex::messages(own, message_lines))?.into_any(),
+                Bound::new(py, LineIndex::events(own.clone(), lines, payloads))?.into_any(),
+                Bound::new(
+                    py,
+                    LineIndex::messages(own, message_lines, message_payloads),
+                )?
+                .into_any(),
             ),
             Err(_) => {
                 let events = all_events(py, &file, lines)?;
@@ -278,6 +287,8 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(replay, m)?)?;
     m.add_function(wrap_pyfunction!(scan, m)?)?;
     m.add_class::<LineIndex>()?;
+    m.add_class::<lazy_events::LineIter>()?;
+    m.add_class::<lazy_events::Deferred>()?;
     m.add_class::<lazy_events::SectionTexts>()?;
     let py = m.py();
     m.add_function(wrap_pyfunction!(classify_line, m)?)?;

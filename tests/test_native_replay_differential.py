@@ -409,3 +409,92 @@ def test_peek_sequences_behave_like_lists(tmp_path: Any) -> None:
         )
 
     assert on_backend("native", view) == on_backend("pure", view)
+
+
+def test_event_payloads_are_built_on_first_access(tmp_path: Any) -> None:
+    """Native events carry their header at once and build the payload when it is first
+    read; equality, repr, copies, pickles and dataclass helpers see the built payload."""
+    import copy
+    import dataclasses
+    import pickle
+
+    path = tmp_path / "lazy.jsonl"
+    path.write_bytes(representative())
+
+    def views() -> Any:
+        out = []
+        for events in (list(Session.peek(path)["envelopes"]), Session.load(path).events):
+            for e in events:
+                out.append((e.id, e.type, e.ts, e.v, repr(e), pickle.loads(pickle.dumps(e)), copy.copy(e),
+                            copy.deepcopy(e), dataclasses.asdict(e), dataclasses.replace(e, ts="x"), e))
+        for m in Session.peek(path)["messages"]:
+            out.append((m.role, m.is_sticky, m.to_dict(), repr(m), pickle.loads(pickle.dumps(m)), copy.copy(m),
+                        copy.deepcopy(m), dataclasses.asdict(m), m.with_content("x"), m))
+        return out
+
+    def deferred() -> Tuple[bool, ...]:
+        view = Session.peek(path)
+        e, m = view["envelopes"][1], view["messages"][0]
+        before = "payload" not in vars(e) and "content" not in vars(m)
+        e.payload, m.content
+        after = "payload" in vars(e) and "content" in vars(m)
+        return before, after, not any(k.startswith("_deferred") for k in {**vars(e), **vars(m)})
+
+    assert on_backend("native", views) == on_backend("pure", views)
+    assert on_backend("native", deferred) == (True, True, True)
+
+
+def test_header_of_every_shape_of_envelope(tmp_path: Any) -> None:
+    """The header skim takes only the canonical shape; every other shape (key order,
+    spacing, escaped keys and ids, duplicates, extra keys) is parsed in full, and both
+    backends agree on what each line says."""
+    shapes = [
+        b'{"v":1,"type":"message","ts":"t","payload":{"role":"user","content":"a"},"id":"k1"}',
+        b' { "id" : "k2" , "payload" : { "role" : "user" } , "ts" : "t" , "type" : "message" , "v" : 1 } \r',
+        b'{"id":"k\\u0033","payload":{"role":"user","content":"}{\\"]["},"ts":"t\\n","type":"mess\\u0061ge","v":1}',
+        b'{"i\\u0064":"k4","payload":{"role":"user"},"ts":"t","type":"message","v":1}',
+        b'{"id":"dup","id":"k5","payload":{"role":"user"},"ts":"t","type":"message","v":1}',
+        b'{"id":"k6","payload":{"role":"a"},"payload":{"role":"user"},"ts":"t","type":"message","v":1}',
+        b'{"id":"k7","payload":{"role":"user"},"ts":"t","type":"message","v":1,"extra":[1,{"v":2}]}',
+        b'{"id":"k8","payload":{"role":"user","content":"\xc3\xa9\\ud83d\\ude00"},"ts":"t","type":"message","v":1}',
+        b'{"id":"k9","payload":{"role":"user"},"ts":"t","type":"message","v":1.0}',
+        b'{"id":"k10","payload":{"role":"user"},"ts":"t","type":"message","v":10}',
+        b'{"id":"k11","payload":[],"ts":"t","type":"message","v":1}',
+    ]
+    data = line("m0", "session-meta", {}) + b"\n".join(shapes) + b"\n"
+    assert_same_peek(tmp_path, data)
+    for shape in shapes:  # each alone after the meta: load and peek agree, line by line
+        assert_same_load(tmp_path, line("m0", "session-meta", {}) + shape + b"\n")
+        assert_same_peek(tmp_path, line("m0", "session-meta", {}) + shape + b"\n")
+
+
+def test_a_payload_changed_under_a_peek_is_an_error_not_wrong_data(tmp_path: Any) -> None:
+    """A file rewritten in place or cut short after a peek (no writer of this library does
+    that): the payload or content built later is refused with ValueError, never a panic."""
+    path = tmp_path / "changed.jsonl"
+    data = representative()
+    path.write_bytes(data)
+
+    def run() -> Any:
+        events = Session.peek(path)["envelopes"]
+        first = events[1]
+        with open(path, "r+b") as f:  # same length, the second line's payload broken
+            start = data.index(b"\n") + 1
+            f.seek(start + data[start:].index(b'"payload":{') + len(b'"payload":'))
+            f.write(b"[")
+        with pytest.raises(ValueError, match="changed under a lazy read"):
+            first.payload
+        return True
+
+    assert on_backend("native", run)
+    path.write_bytes(data)
+
+    def run_message() -> Any:
+        message = Session.peek(path)["messages"][-1]
+        with open(path, "r+b") as f:
+            f.truncate(len(data) // 2)
+        with pytest.raises(ValueError, match="shorter than when it was read"):
+            message.content
+        return True
+
+    assert on_backend("native", run_message)

@@ -66,6 +66,9 @@ class LazyList(_ListLike[T]):
     def _at(self, i: int) -> T:
         return self._index[i]  # type: ignore[no-any-return]
 
+    def __iter__(self) -> Iterator[T]:
+        return iter(self._index)  # native: reads a window of lines at a time
+
     def __repr__(self) -> str:
         return f"<LazyList of {len(self)} items, built on access>"
 
@@ -90,6 +93,10 @@ class EventLog(_ListLike[Event]):
     def _at(self, i: int) -> Event:
         k = len(self._read)
         return self._read[i] if i < k else self._appended[i - k]
+
+    def __iter__(self) -> Iterator[Event]:
+        yield from self._read
+        yield from self._appended
 
     def __repr__(self) -> str:
         return f"<EventLog of {len(self)} events>"

@@ -10,6 +10,8 @@ __all__ = [
     "replay",
     "scan",
     "LineIndex",
+    "LineIter",
+    "Deferred",
     "SectionTexts",
     "LineProblem",
     "MAX_READ_DEPTH",
@@ -38,6 +40,22 @@ class LineIndex:
 
     def __len__(self) -> int: ...
     def __getitem__(self, key: int, /) -> Any: ...
+    def __iter__(self) -> LineIter: ...
+
+@final
+class LineIter:
+    """Iterating a ``LineIndex``: its lines read a window at a time."""
+
+    def __iter__(self) -> LineIter: ...
+    def __next__(self) -> Any: ...
+
+@final
+class Deferred:
+    """What an Event holds instead of its payload (a peek Message instead of its
+    content) until first read: ``build`` reads the line again, validates it and
+    builds the value (``messages._build_deferred``)."""
+
+    def build(self) -> Any: ...
 
 @final
 class SectionTexts:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 from typing import Any, Dict, List, Mapping, Optional, Tuple, Union
 
@@ -18,12 +19,50 @@ MESSAGE_KEYS: Tuple[str, ...] = (
 )
 
 
+class _BuiltOnAccess:
+    """A field the native core may leave to build on first access.
+
+    Peek and load build Events (and peek its Messages) from their lines when asked;
+    the payload of an Event and the content of a peek Message are most of a line and
+    are built later still: the instance's `__dict__` then holds `_deferred_<name>`,
+    whose `build()` runs once (ValueError if the file changed under an unlocked
+    reader). A non-data descriptor is only reached when `__dict__` has no value, so
+    every other instance reads its field at plain attribute speed; equality, repr,
+    copies, pickles and dataclass helpers all read the attribute and see the value.
+    """
+
+    def __init__(self, default: Any = dataclasses.MISSING) -> None:
+        self.default = default
+
+    def __set_name__(self, owner: type, name: str) -> None:
+        self.name = name
+
+    def __get__(self, instance: Any, owner: Optional[type] = None) -> Any:
+        if instance is None:  # the class's own default (dataclasses asks this way)
+            if self.default is dataclasses.MISSING:
+                raise AttributeError(self.name)
+            return self.default
+        fields = instance.__dict__
+        source = fields.get("_deferred_" + self.name)
+        if source is None:
+            raise AttributeError(f"{type(instance).__name__!r} object has no attribute {self.name!r}")
+        built = source.build()
+        fields[self.name] = built
+        fields.pop("_deferred_" + self.name, None)
+        return built
+
+
+def _built_on_access(default: Any = dataclasses.MISSING) -> Any:
+    """A dataclass field default that is a `_BuiltOnAccess` (typed as the field's type)."""
+    return _BuiltOnAccess(default)
+
+
 @dataclass(frozen=True)
 class Message:
     """One conversation message; immutable and equal by value."""
 
     role: str
-    content: Any = None
+    content: Any = _built_on_access(None)
     tool_calls: Optional[List[Any]] = None
     tool_call_id: Optional[str] = None
     name: Optional[str] = None
@@ -97,8 +136,12 @@ class Message:
         """The same message with other content (what an elision does)."""
         new = object.__new__(Message)
         new.__dict__.update(self.__dict__)
+        new.__dict__.pop("_deferred_content", None)
         object.__setattr__(new, "content", content)
         return new
+
+    def __getstate__(self) -> Dict[str, Any]:
+        return {key: getattr(self, key) for key in MESSAGE_KEYS}
 
 
 MessageLike = Union[Message, Mapping[str, Any]]
@@ -129,7 +172,10 @@ class Event:
     type: str
     ts: str
     v: int
-    payload: Dict[str, Any]
+    payload: Dict[str, Any] = _built_on_access()
+
+    def __getstate__(self) -> Dict[str, Any]:
+        return {"id": self.id, "type": self.type, "ts": self.ts, "v": self.v, "payload": self.payload}
 
 
 @dataclass(frozen=True)

@@ -18,7 +18,7 @@ use crate::replay::records::{record_of, BadLine, Record};
 pub const CHUNK: usize = 1 << 20;
 
 /// Below this a second thread costs more than it saves.
-const SPLIT_MIN: u64 = 8 << 20;
+pub const SPLIT_MIN: u64 = 8 << 20;
 
 /// The lines of bytes `[start, end)` of a source, in order.
 pub struct LineReader<'a, S: Source + ?Sized> {

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field
-from typing import Any, Dict, List, Optional, Sequence, Tuple
+from typing import Any, Dict, Iterator, List, Optional, Sequence, Tuple
 
 from .. import Event, Message
 
@@ -107,44 +107,56 @@ def pretty_arguments(args: str) -> str:
 
 class Survey:
     """One pass over a peek's envelopes (no replay): counts by type, pending tool operations
-    with their state (SPEC 2.6), and how many messages replay would give (compactions folded)."""
+    with their state (SPEC 2.6), and how many messages replay would give (compactions folded).
 
-    def __init__(self, envelopes: Sequence[Event]) -> None:
+    Message envelopes are read through the peek's ``messages`` (roles and flags, the
+    content never built), so surveying a big transcript costs about what iterating its
+    envelopes costs; the payloads read are those of the small envelope types.
+    """
+
+    def __init__(self, envelopes: Sequence[Event], messages: Sequence[Message]) -> None:
+        # `messages` holds the message envelopes with a string role, in order; when some
+        # message envelope has none (peek warned of it), each message payload is read.
+        if not self._survey(envelopes, iter(messages), len(messages)):
+            self._survey(envelopes, None, 0)
+
+    def _survey(self, envelopes: Sequence[Event], messages: Optional[Iterator[Message]], expected: int) -> bool:
         self.counts: Dict[str, int] = {}
         self.replay_problem: Optional[str] = None
-        open_ops: Dict[str, Dict[str, Any]] = {}
-        by_call: Dict[str, List[str]] = {}
+        open_ops: Dict[str, Tuple[int, Event]] = {}  # op id -> (position, its envelope)
+        last_result: Dict[str, int] = {}  # tool_call_id -> position of the last tool message
         live: List[Tuple[str, bool]] = []
         where: Dict[str, int] = {}
         counts = self.counts
-        for e in envelopes:
+        seen_messages = 0
+        role: Any
+        for n, e in enumerate(envelopes):
             type_ = e.type
             counts[type_] = counts.get(type_, 0) + 1
-            p = e.payload
             if type_ == "message":
-                if isinstance(p.get("role"), str):
-                    where[e.id] = len(live)
+                if messages is not None:
+                    m = next(messages, None)
+                    if m is None:
+                        return False
+                    role, sticky, call_id = m.role, m.is_sticky, m.tool_call_id
+                else:
+                    p = e.payload
+                    role = p.get("role")
+                    if not isinstance(role, str):
+                        continue
                     sticky = p.get("sticky") is True or p.get("sysprompt") is True or p.get("depth") is not None
-                    live.append((e.id, sticky))
-                    if p["role"] == "tool":
-                        for op in by_call.get(str(p.get("tool_call_id")), ()):
-                            if op in open_ops:
-                                open_ops[op]["state"] = "result-recorded"
+                    call_id = p.get("tool_call_id")
+                seen_messages += 1
+                where[e.id] = len(live)
+                live.append((e.id, sticky))
+                if role == "tool":
+                    last_result[str(call_id)] = n
             elif type_ == "tool-dispatched":
-                open_ops[e.id] = {
-                    "op-id": e.id,
-                    "call-id": p.get("call-id"),
-                    "tool": p.get("tool"),
-                    "arguments": p.get("arguments"),
-                    "idempotency": p.get("idempotency"),
-                    "dispatched-at": e.ts,
-                    "state": "dispatched",
-                }
-                by_call.setdefault(str(p.get("call-id")), []).append(e.id)
+                open_ops[e.id] = (n, e)  # its payload is read only if it stays open
             elif type_ == "tool-settled":
-                open_ops.pop(p.get("op-id"), None)  # type: ignore[arg-type]
+                open_ops.pop(e.payload.get("op-id"), None)  # type: ignore[arg-type]
             elif type_ == "compaction" and self.replay_problem is None:
-                through = p.get("replaces-through-id")
+                through = e.payload.get("replaces-through-id")
                 i = where.get(through) if isinstance(through, str) else None
                 if i is None:
                     self.replay_problem = (
@@ -152,9 +164,25 @@ class Survey:
                     )
                     continue
                 live = [x for x in live[: i + 1] if x[1]] + [(e.id, False)] + live[i + 1 :]
-                where = {id_: n for n, (id_, _) in enumerate(live)}
-        self.pending = list(open_ops.values())
+                where = {id_: k for k, (id_, _) in enumerate(live)}
+        if messages is not None and seen_messages != expected:
+            return False
+        self.pending = []
+        for at, e in open_ops.values():
+            p = e.payload
+            # SPEC 2.6: a tool message with the call id after the dispatch: only the settle is missing.
+            recorded = last_result.get(str(p.get("call-id")), -1) > at
+            self.pending.append({
+                "op-id": e.id,
+                "call-id": p.get("call-id"),
+                "tool": p.get("tool"),
+                "arguments": p.get("arguments"),
+                "idempotency": p.get("idempotency"),
+                "dispatched-at": e.ts,
+                "state": "result-recorded" if recorded else "dispatched",
+            })
         self.live_messages: Optional[int] = None if self.replay_problem else len(live)
+        return True
 
 
 def envelope_summary(e: Event, width: int = 100) -> str:

@@ -14,7 +14,7 @@ from .reading import peek, require_file
 def summarise(path: str) -> Dict[str, Any]:
     view = peek(path)
     envelopes = view["envelopes"]
-    survey = Survey(envelopes)
+    survey = Survey(envelopes, view["messages"])
     live, replay_problem = (survey.live_messages, survey.replay_problem) if "error" not in view else (None, None)
     report: Dict[str, Any] = {
         "path": path,

@@ -625,13 +625,7 @@ impl Parser<'_> {
                 while mask != 0 {
                     let at = block + mask.trailing_zeros() as usize;
                     match special(s, at, &mut lone)? {
-                        Special::End(end) => {
-                            self.i = end;
-                            if lone {
-                                self.lone_seen = true;
-                            }
-                            return Ok(lone);
-                        }
+                        Special::End(end) => return Ok(self.string_ends(end, lone)),
                         Special::Next(after) => {
                             let used = after - block;
                             if used >= 16 {
@@ -647,16 +641,17 @@ impl Parser<'_> {
             }
             i = skip_ascii_string_bytes(s, i);
             match special(s, i, &mut lone)? {
-                Special::End(end) => {
-                    self.i = end;
-                    if lone {
-                        self.lone_seen = true;
-                    }
-                    return Ok(lone);
-                }
+                Special::End(end) => return Ok(self.string_ends(end, lone)),
                 Special::Next(after) => i = after,
             }
         }
+    }
+
+    #[inline]
+    fn string_ends(&mut self, end: usize, lone: bool) -> bool {
+        self.i = end;
+        self.lone_seen |= lone;
+        lone
     }
 
     /// A number starting at `-` or a digit (CPython's `_match_number_unicode`; its

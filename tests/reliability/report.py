@@ -86,8 +86,8 @@ def main() -> int:
         "",
         "## Not covered yet",
         "",
-        "- Coverage-guided fuzzing (cargo fuzz on the Rust core, atheris on the pure core,",
-        "  differential between them): only the random-damage smoke test above exists.",
+        "- Coverage-guided fuzzing in the fast tier is a smoke run (seconds a target); the",
+        "  10 minutes a target are the long tier's (`--long`).",
         "- The long tier as a whole (`--long`): run so far for the kill-inside tests only.",
         "",
     ]

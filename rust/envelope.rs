@@ -274,7 +274,14 @@ fn check_envelope_general<'a>(
 /// the ASCII envelope keys.
 pub fn decode_str(raw: &[u8], span: Span) -> Cow<'_, str> {
     let content = slice(raw, span);
-    if memchr::memchr(b'\\', content).is_none() {
+    // Keys, ids and types are short: a plain loop beats a memchr call on them (the
+    // call was ~8% of a replay's instructions, callgrind).
+    let no_escape = if content.len() <= 32 {
+        !content.contains(&b'\\')
+    } else {
+        memchr::memchr(b'\\', content).is_none()
+    };
+    if no_escape {
         if let Ok(text) = std::str::from_utf8(content) {
             return Cow::Borrowed(text);
         }

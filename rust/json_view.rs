@@ -189,9 +189,12 @@ pub fn get(s: &[u8], entries: &[Entry], key: &str) -> Option<Item> {
 /// Whether the key at `span` (escapes allowed) spells `key`.
 pub fn key_is(s: &[u8], span: Span, key: &str) -> bool {
     match s.get(span.0..span.1) {
-        Some(raw) if raw == key.as_bytes() => true,
-        Some(raw) if memchr::memchr(b'\\', raw).is_some() => decode_str(s, span) == key,
-        _ => false,
+        // An escape makes the raw key longer than what it decodes to, so a raw key
+        // no longer than `key` matches only byte for byte: no scan for escapes on
+        // the keys that miss (most of them; callgrind: ~6% of a replay).
+        Some(raw) if raw.len() <= key.len() => raw == key.as_bytes(),
+        Some(raw) => raw.contains(&b'\\') && decode_str(s, span) == key,
+        None => false,
     }
 }
 

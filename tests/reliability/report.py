@@ -108,6 +108,7 @@ def main() -> int:
     with tempfile.TemporaryDirectory() as tmp:
         env = dict(os.environ, LLM_AGENT_SESSION_TIER=tier, LLM_AGENT_SESSION_TEETH="1")
         started = datetime.datetime.now(datetime.timezone.utc)
+        commit = _commit()  # what runs is what the tree holds now
         if args.jobs > 1:
             files = sorted(glob.glob(os.path.join(HERE, "test_*.py")))
             returncode, figure_files = _run_files(files, args.jobs, env, tmp, args.pytest_args)
@@ -139,7 +140,7 @@ def main() -> int:
         "",
         f"Tier: **{tier}** (`--long` for the long tier). Backends: {backends}. "
         f"Run: {started:%Y-%m-%d %H:%M} UTC, {(finished - started).total_seconds() / 60:.0f} min"
-        f", commit {_commit()}"
+        f", commit {commit}"
         f"{f' ({args.jobs} test files at a time)' if args.jobs > 1 else ''}, on {_machine()}. "
         f"pytest exit status: {returncode} ({'all passed' if returncode == 0 else 'FAILURES: see the run'}).",
         "",

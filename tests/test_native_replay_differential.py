@@ -498,3 +498,17 @@ def test_a_payload_changed_under_a_peek_is_an_error_not_wrong_data(tmp_path: Any
         return True
 
     assert on_backend("native", run_message)
+
+
+def test_iterating_reads_windows_across_long_lines(tmp_path: Any) -> None:
+    """Iteration reads 256 KiB windows: lines that straddle a window's end, a line longer
+    than a window, and the messages' sparser lines all come out as the pure core's."""
+    body = [line("m0", "session-meta", {})]
+    for i in range(3000):
+        size = 300_000 if i == 1500 else 40 + (i * 37) % 400
+        body.append(line(f"u{i}", "message", {"role": "user", "content": "é" * (size // 2)}))
+        if i % 7 == 0:
+            body.append(line(f"g{i}", "grants", {"grants": {"n": i}}))
+    data = b"".join(body)
+    assert_same_peek(tmp_path, data, offsets=[len(body[0]), len(b"".join(body[: len(body) // 2]))])
+    assert_same_load(tmp_path, data)

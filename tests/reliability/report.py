@@ -136,7 +136,7 @@ def main() -> int:
         "backend, and records what happened. Every figure below is from one run of the command",
         "under it; regenerate the whole page with",
         "",
-        f"    python tests/reliability/report.py{' --long' if args.long else ''}",
+        f"    python tests/reliability/report.py{' --long' if args.long else ''}{f' --jobs {args.jobs}' if args.jobs > 1 else ''}",
         "",
         f"Tier: **{tier}** (`--long` for the long tier). Backends: {backends}. "
         f"Run: {started:%Y-%m-%d %H:%M} UTC, {(finished - started).total_seconds() / 60:.0f} min"

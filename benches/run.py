@@ -368,6 +368,62 @@ def build_tables(res: Dict[Tuple[str, int, str], Dict[str, Any]], sizes: List[in
     return main, base, rss_table
 
 
+def targets_table(res: Dict[Tuple[str, int, str], Dict[str, Any]],
+                  rss: Dict[Tuple[str, int, str], Dict[str, Any]], file_sizes: Dict[int, int]) -> str:
+    """The speed and memory targets of the native core (issue #4), at the largest size
+    measured, each with the figures it is computed from and whether this run met it."""
+    sizes = sorted({k[1] for k in res if k[0] == "load"})
+    if not sizes:
+        return "(no load measured)"
+    size = sizes[-1]
+    label = generate.size_label(size)
+
+    def t(op: str, impl: str, at: int = size) -> Optional[float]:
+        r = res.get((op, at, impl))
+        return r["median"] if r else None
+
+    rows: List[List[str]] = []
+
+    def row(what: str, figure: Optional[float], target: str, met: Optional[bool], how: str) -> None:
+        shown = "—" if figure is None else f"{figure:.2f}x"
+        rows.append([what, shown, target, "—" if met is None else ("yes" if met else "**no**"), how])
+
+    def ratio(a: Optional[float], b: Optional[float]) -> Optional[float]:
+        return a / b if a and b else None
+
+    load, pure, orj, read = t("load", "native"), t("load", "pure"), t("load", "orjson"), t("load", "limit")
+    x = ratio(pure, load)
+    row(f"load {label}: faster than pure", x, ">= 15x", None if x is None else x >= 15, "pure / native")
+    x = ratio(orj, load)
+    row(f"load {label}: faster than orjson per line", x, ">= 5x", None if x is None else x >= 5, "orjson / native")
+    x = ratio(load, read)
+    row(f"load {label}: of read+count newlines", x, "<= 4x", None if x is None else x <= 4, "native / limit")
+    x = ratio(t("peek", "pure"), t("peek", "native"))
+    row(f"peek {label} (every envelope): faster than pure", x, ">= 10x", None if x is None else x >= 10, "pure / native")
+    since = [v for v in (t("peek-since", "native", at) for at in sorted({k[1] for k in res if k[0] == "peek-since"})) if v]
+    x = max(since) / min(since) if len(since) > 1 else None
+    row("peek from an offset: slowest / fastest over the sizes", x, "<= 1.5x (flat, within noise)",
+        None if x is None else x <= 1.5, "same bytes after the offset at every size")
+    torn, torn_limit = t("load-torn", "native"), t("load-torn", "limit")
+    copy_and_load = (torn_limit - read + load) if torn_limit and read and load else None
+    x = ratio(torn, copy_and_load)
+    row(f"repair {label}: of copying the file plus a clean load", x, "<= 1.5x", None if x is None else x <= 1.5,
+        "load-torn native / (copy+fsync+rename limit - read limit + clean load native)")
+    r_native, r_pure = rss.get(("load", size, "native")), rss.get(("load", size, "pure"))
+    if r_native and file_sizes.get(size):
+        x = r_native["peak"] / file_sizes[size]
+        row(f"load {label}: peak RSS of the file size", x, "<= 1.25x", x <= 1.25, "VmHWM / file bytes")
+    if r_native and r_pure:
+        x = r_native["peak"] / r_pure["peak"]
+        row(f"load {label}: peak RSS of pure's", x, "<= 1x", x <= 1, "VmHWM native / pure")
+    for op in APPEND_OPS:
+        for at in sorted({k[1] for k in res if k[0] == op}):
+            x = ratio(t(op, "native", at), t(op, "pure", at))
+            row(f"{op} (session of {generate.size_label(at)}): native time of pure's", x, "<= 1x (within noise: 1.1)",
+                None if x is None else x <= 1.1, "native / pure; the ratio to a raw os.write is in the table above")
+    return md_table(["target", "this run", "wanted", "met", "computed as"], rows)
+
+
 def main(argv: Optional[List[str]] = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--sizes", default="1MB,16MB,256MB", help="default 1MB,16MB,256MB")
@@ -441,6 +497,7 @@ def main(argv: Optional[List[str]] = None) -> int:
     except OSError:
         pass
     main_t, base_t, rss_t = build_tables(res, sizes, rss, file_sizes)
+    targets_t = targets_table(res, rss, file_sizes)
     elapsed = time.time() - t_start
     print()
     print(main_t)
@@ -449,20 +506,22 @@ def main(argv: Optional[List[str]] = None) -> int:
     print()
     print("Peak RSS in MiB (+ growth over the process after import):")
     print(rss_t)
+    print()
+    print(targets_t)
     print(f"\n{len(res)} benchmarks in {elapsed / 60:.1f} min; pytest exit status {rc}")
 
     if not args.no_write:
         cmdline = "python benches/run.py" + ("" if args.sizes == "1MB,16MB,256MB" else f" --sizes {args.sizes}") \
             + (" --gb" if args.gb else "") + (f" --backends {args.backends}" if args.backends else "") \
             + (f" --append-sizes {args.append_sizes}" if args.append_sizes else "")
-        write_results(args.results, info, cmdline, main_t, base_t, rss_t, elapsed, rc)
+        write_results(args.results, info, cmdline, main_t, base_t, rss_t, targets_t, elapsed, rc)
         print("wrote", os.path.relpath(args.results))
     shutil.rmtree(tmpdir, ignore_errors=True)
     return rc
 
 
 def write_results(path: str, info: Dict[str, str], cmdline: str, main_t: str, base_t: str,
-                  rss_t: str, elapsed: float, rc: int) -> None:
+                  rss_t: str, targets_t: str, elapsed: float, rc: int) -> None:
     machine = "\n".join(f"- **{k}**: {v}" for k, v in info.items())
     failed = "" if rc == 0 else (
         f"\n> **Note:** pytest exited with status {rc}: some benchmarks failed or were skipped; "
@@ -475,6 +534,14 @@ command to regenerate this file.
 ## Machine
 
 {machine}
+
+## Targets of the native core
+
+The speed and memory targets (issue #4) at the largest size, computed from the tables
+below in this same run. Wall times on a shared machine vary by 10-15% between runs:
+read a near miss with the load averages above.
+
+{targets_t}
 
 ## Time per operation, and ratios
 

@@ -400,7 +400,16 @@ impl LineIter {
             None => {
                 let len =
                     usize::try_from(at.len).map_err(|_| PyValueError::new_err("line too long"))?;
-                self.window.resize(len.max(WINDOW), 0);
+                // A window, but no further than the last line ends (a peek of the
+                // last turn reads ~67 KiB; zeroing 256 KiB for it cost more).
+                let to_last = index
+                    .lines
+                    .last()
+                    .and_then(|l| {
+                        usize::try_from((l.offset + l.len).saturating_sub(at.offset)).ok()
+                    })
+                    .unwrap_or(WINDOW);
+                self.window.resize(len.max(WINDOW.min(to_last)), 0);
                 let got = read_full(&*index.file, &mut self.window, at.offset)?;
                 if got < len {
                     return Err(PyValueError::new_err(

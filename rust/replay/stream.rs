@@ -81,14 +81,18 @@ impl<'a, S: Source + ?Sized> LineReader<'a, S> {
         self.base += self.at as u64;
         self.filled -= self.at;
         self.at = 0;
-        let want_room = CHUNK.max(self.filled * 2);
+        let left = usize::try_from(self.end - read_to).unwrap_or(usize::MAX);
+        // No bigger than what is left to read: zeroing a whole CHUNK for a small
+        // range (a peek of the last turn, a small file) cost more than reading it.
+        let want_room = CHUNK
+            .max(self.filled * 2)
+            .min(self.filled.saturating_add(left));
         if self.buf.len() < want_room {
             self.buf
                 .try_reserve_exact(want_room - self.buf.len())
                 .map_err(|_| CoreError::Io(std::io::ErrorKind::OutOfMemory.into()))?;
             self.buf.resize(want_room, 0);
         }
-        let left = usize::try_from(self.end - read_to).unwrap_or(usize::MAX);
         let room = (self.buf.len() - self.filled).min(left);
         let dst = self
             .buf

@@ -16,7 +16,7 @@ use std::borrow::Cow;
 
 use crate::envelope::EnvelopeRef;
 use crate::json_grammar::{decode_string, parse, skip_plain_string_bytes, Kind, Mode, Span};
-use crate::json_view::{skip_string, skip_value, Item};
+use crate::json_view::{skip_string, skip_value, skip_ws, Item};
 
 /// The header of `raw` (one line, its line end included or not), or `None` when the
 /// line is not of the common shape (then parse it in full). `payload`, where the
@@ -108,13 +108,6 @@ pub fn skim_header(raw: &[u8], payload: Option<Span>) -> Option<EnvelopeRef<'_>>
         ts: ts?,
         payload: payload?,
     })
-}
-
-fn skip_ws(raw: &[u8], mut at: usize) -> usize {
-    while matches!(raw.get(at), Some(b' ' | b'\t' | b'\r' | b'\n')) {
-        at += 1;
-    }
-    at
 }
 
 /// A string at `at` without escapes or control bytes: its content bytes and the

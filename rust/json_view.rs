@@ -38,7 +38,7 @@ fn kind_of(b: u8) -> Option<Kind> {
 }
 
 #[inline]
-fn skip_ws(s: &[u8], mut i: usize) -> usize {
+pub fn skip_ws(s: &[u8], mut i: usize) -> usize {
     while let Some(b' ' | b'\t' | b'\n' | b'\r') = s.get(i) {
         i += 1;
     }

@@ -62,15 +62,25 @@ pub fn reopen(fd: i32) -> std::io::Result<File> {
 
 /// The bytes of one line.
 pub fn read_line(file: &File, at: LineRef) -> PyResult<Vec<u8>> {
-    let len = usize::try_from(at.len).map_err(|_| PyValueError::new_err("line too long"))?;
-    let mut buf = vec![0u8; len];
-    let got = read_full(file, &mut buf, at.offset)?;
-    if got < len {
+    let mut buf = vec![0u8; line_len(at)?];
+    read_covering(file, &mut buf, at)?;
+    Ok(buf)
+}
+
+fn line_len(at: LineRef) -> PyResult<usize> {
+    usize::try_from(at.len).map_err(|_| PyValueError::new_err("line too long"))
+}
+
+/// Fill `buf` from the line `at` on (as far as the file goes); how many bytes came,
+/// never fewer than the line's own.
+fn read_covering(file: &File, buf: &mut [u8], at: LineRef) -> PyResult<usize> {
+    let got = read_full(file, buf, at.offset)?;
+    if got < line_len(at)? {
         return Err(PyValueError::new_err(
             "the transcript is shorter than when it was read (truncated under a lazy read)",
         ));
     }
-    Ok(buf)
+    Ok(got)
 }
 
 /// `Message(...)` of a message payload (the reference's `message_from_payload`):
@@ -398,8 +408,7 @@ impl LineIter {
         let raw = match in_window {
             Some(raw) => raw,
             None => {
-                let len =
-                    usize::try_from(at.len).map_err(|_| PyValueError::new_err("line too long"))?;
+                let len = line_len(at)?;
                 // A window, but no further than the last line ends (a peek of the
                 // last turn reads ~67 KiB; zeroing 256 KiB for it cost more).
                 let to_last = index
@@ -410,12 +419,7 @@ impl LineIter {
                     })
                     .unwrap_or(WINDOW);
                 self.window.resize(len.max(WINDOW.min(to_last)), 0);
-                let got = read_full(&*index.file, &mut self.window, at.offset)?;
-                if got < len {
-                    return Err(PyValueError::new_err(
-                        "the transcript is shorter than when it was read (truncated under a lazy read)",
-                    ));
-                }
+                let got = read_covering(&index.file, &mut self.window, at)?;
                 self.window.truncate(got);
                 self.window_at = at.offset;
                 self.window.get(..len).unwrap_or_default()

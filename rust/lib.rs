@@ -13,7 +13,8 @@
 //! * `tail`, `repair_copy`: the tail check and the verbatim repair copy;
 //! * `replay`: stream the file in bounded buffers (two threads for big files),
 //!   reduce each line to a record, fold the records;
-//! * `scan`: the lenient scan of peek, salvage and fork.
+//! * `scan`: the lenient scan of peek, salvage and fork;
+//! * `survey`: peek's counts, live-message count and open tool operations.
 //!
 //! With it, `py_build` turns validated JSON into Python objects, `py_replay` builds
 //! what survived the fold, `lazy_events` builds envelopes on access, and
@@ -28,6 +29,7 @@ pub mod json_view;
 pub mod repair_copy;
 pub mod replay;
 pub mod scan;
+pub mod survey;
 pub mod tail;
 
 #[cfg(feature = "python")]

@@ -185,9 +185,10 @@ fn all_events<'py>(
 }
 
 /// The lenient scan of `[start, size)`: `(events, spans, problems, end, first_type,
-/// messages, bad_roles, ids)`; `events` and `messages` are built on access.
+/// messages, bad_roles, ids, survey)`; `events` and `messages` are built on access;
+/// `survey` is `(counts, live, problem, open)` (see `survey::Survey`) or None.
 #[pyfunction]
-#[pyo3(signature = (fd, start, size, final_line=false, want_ids=false))]
+#[pyo3(signature = (fd, start, size, final_line=false, want_ids=false, want_survey=false))]
 fn scan<'py>(
     py: Python<'py>,
     fd: i32,
@@ -195,11 +196,16 @@ fn scan<'py>(
     size: u64,
     final_line: bool,
     want_ids: bool,
+    want_survey: bool,
 ) -> PyResult<Bound<'py, PyTuple>> {
+    let want = scan_core::Wanted {
+        ids: want_ids,
+        survey: want_survey,
+    };
     let scanned = py.allow_threads(move || {
         if size == 0 || start >= size {
             // The reference's `end` for an empty range: `start`.
-            return scan_core::scan(&[][..], 0, 0, final_line, want_ids).map(|mut s| {
+            return scan_core::scan(&[][..], 0, 0, final_line, want).map(|mut s| {
                 s.end = start;
                 s
             });
@@ -207,12 +213,12 @@ fn scan<'py>(
         let file = BorrowedFile::new(fd)?;
         let size = size.min(file.size()?);
         if start >= size {
-            return scan_core::scan(&[][..], 0, 0, final_line, want_ids).map(|mut s| {
+            return scan_core::scan(&[][..], 0, 0, final_line, want).map(|mut s| {
                 s.end = start;
                 s
             });
         }
-        scan_core::scan(&*file, start, size, final_line, want_ids)
+        scan_core::scan(&*file, start, size, final_line, want)
     });
     let s = scanned.map_err(|e| to_pyerr(py, e))?;
     let spans = PyList::empty(py);
@@ -267,6 +273,12 @@ fn scan<'py>(
         }
     };
     let ids = PyList::new(py, &s.ids)?;
+    let survey = match s.survey {
+        Some(v) => (v.counts, v.live, v.problem, v.open)
+            .into_pyobject(py)?
+            .into_any(),
+        None => py.None().into_bound(py),
+    };
     PyTuple::new(
         py,
         [
@@ -278,6 +290,7 @@ fn scan<'py>(
             messages,
             bad_roles.into_any(),
             ids.into_any(),
+            survey,
         ],
     )
 }

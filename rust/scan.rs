@@ -10,6 +10,7 @@ use crate::json_grammar::{is_blank, Kind};
 use crate::json_view;
 use crate::replay::fold::LineRef;
 use crate::replay::stream::{line_start_after, LineReader, SPLIT_MIN};
+use crate::survey::{Facts, Survey};
 
 /// One envelope the scan found.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -27,6 +28,15 @@ pub struct Found {
 /// One line that did not parse: line number, offset, length, reason.
 pub type Problem = (u64, u64, u64, String);
 
+/// What a scan collects beyond the envelopes' places.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Wanted {
+    /// Every envelope's id (salvage and fork).
+    pub ids: bool,
+    /// Peek's survey (see `survey`).
+    pub survey: bool,
+}
+
 #[derive(Debug, Default)]
 pub struct Scanned {
     pub found: Vec<Found>,
@@ -36,6 +46,9 @@ pub struct Scanned {
     pub problems: Vec<Problem>,
     /// Just past the last `\n` at or after `start` (or `start`).
     pub end: u64,
+    /// When asked for.
+    pub survey: Option<Survey>,
+    facts: Option<Facts>,
 }
 
 /// Scan bytes `[start, size)`; the bytes after the last `\n` are left alone unless
@@ -45,9 +58,9 @@ pub fn scan<S: Source + Sync + ?Sized>(
     start: u64,
     size: u64,
     final_line: bool,
-    want_ids: bool,
+    want: Wanted,
 ) -> CoreResult<Scanned> {
-    scan_split_from(src, start, size, final_line, want_ids, SPLIT_MIN)
+    scan_split_from(src, start, size, final_line, want, SPLIT_MIN)
 }
 
 /// [`scan`], on two threads when the range holds at least `split_min` bytes: the
@@ -59,7 +72,7 @@ pub fn scan_split_from<S: Source + Sync + ?Sized>(
     start: u64,
     size: u64,
     final_line: bool,
-    want_ids: bool,
+    want: Wanted,
     split_min: u64,
 ) -> CoreResult<Scanned> {
     let end = end_of_last_line(src, start, size)?;
@@ -69,25 +82,35 @@ pub fn scan_split_from<S: Source + Sync + ?Sized>(
     } else {
         stop
     };
+    let facts = || want.survey.then(Facts::default);
     let mut out = Scanned {
         end,
+        facts: facts(),
         ..Default::default()
     };
     if split >= stop {
-        scan_range(src, start, stop, want_ids, &mut out)?;
+        scan_range(src, start, stop, want.ids, &mut out)?;
+        out.survey = out.facts.take().map(Facts::fold);
         return Ok(out);
     }
-    let mut second = Scanned::default();
+    let mut second = Scanned {
+        facts: facts(),
+        ..Default::default()
+    };
     let (first_lines, second_done) = std::thread::scope(|scope| {
-        let worker = scope.spawn(|| scan_range(src, split, stop, want_ids, &mut second));
+        let worker = scope.spawn(|| scan_range(src, split, stop, want.ids, &mut second));
         (
-            scan_range(src, start, split, want_ids, &mut out),
+            scan_range(src, start, split, want.ids, &mut out),
             worker.join(),
         )
     });
     let first_lines = first_lines?;
     second_done
         .map_err(|_| CoreError::Io(std::io::Error::other("the scan's second thread failed")))??;
+    if let (Some(facts), Some(later)) = (out.facts.as_mut(), second.facts) {
+        facts.extend(later, out.found.len());
+    }
+    out.survey = out.facts.take().map(Facts::fold);
     out.found.extend(second.found.into_iter().map(|mut f| {
         f.line += first_lines;
         f
@@ -125,6 +148,11 @@ fn scan_range<S: Source + ?Sized>(
                 let message_role = (env.type_ == "message").then(|| {
                     json_view::get(raw, &fields, "role").is_some_and(|r| r.kind == Kind::String)
                 });
+                if let Some(facts) = out.facts.as_mut() {
+                    let index = out.found.len();
+                    let role = message_role == Some(true);
+                    facts.note(index, &env.type_, &env.id, role, raw, &fields);
+                }
                 if out.first_type.is_none() {
                     out.first_type = Some(env.type_.into_owned());
                 }
@@ -170,10 +198,19 @@ fn end_of_last_line<S: Source + ?Sized>(src: &S, start: u64, size: u64) -> CoreR
 mod tests {
     use super::*;
 
+    const IDS: Wanted = Wanted {
+        ids: true,
+        survey: false,
+    };
+    const ALL: Wanted = Wanted {
+        ids: true,
+        survey: true,
+    };
+
     #[test]
     fn collects_problems_and_leaves_the_unfinished_line() {
         let data = b"{\"id\":\"m\",\"payload\":{},\"ts\":\"t\",\"type\":\"session-meta\",\"v\":1}\n\nnot json\n{\"id\":\"a\",\"payload\":{\"role\":1},\"ts\":\"t\",\"type\":\"message\",\"v\":1}\n{\"id\":";
-        let s = scan(&data[..], 0, data.len() as u64, false, true).unwrap();
+        let s = scan(&data[..], 0, data.len() as u64, false, IDS).unwrap();
         assert_eq!(s.ids, vec!["m", "a"]);
         assert_eq!(s.first_type.as_deref(), Some("session-meta"));
         assert_eq!(s.found[1].line, 4);
@@ -181,25 +218,24 @@ mod tests {
         assert_eq!(s.problems.len(), 1);
         assert_eq!(s.problems[0].0, 3);
         assert_eq!(s.end, data.len() as u64 - 6);
-        let s = scan(&data[..], 0, data.len() as u64, true, false).unwrap();
+        let s = scan(&data[..], 0, data.len() as u64, true, Wanted::default()).unwrap();
         assert_eq!(s.problems.len(), 2);
     }
 
     #[test]
     fn two_threads_find_what_one_finds() {
         let data = b"{\"id\":\"m\",\"payload\":{},\"ts\":\"t\",\"type\":\"session-meta\",\"v\":1}\n\nnot json\n{\"id\":\"a\",\"payload\":{\"role\":1},\"ts\":\"t\",\"type\":\"message\",\"v\":1}\nx\n{\"id\":\"b\",\"payload\":{},\"ts\":\"t\",\"type\":\"message\",\"v\":1}\n{\"id\":";
-        let view = |s: Scanned| (s.found, s.ids, s.first_type, s.problems, s.end);
+        let view = |s: Scanned| (s.found, s.ids, s.first_type, s.problems, s.end, s.survey);
         let size = data.len() as u64;
         for start in [0, 1, 30, 70] {
             for final_line in [false, true] {
                 let one = || {
                     view(
-                        scan_split_from(&data[..], start, size, final_line, true, u64::MAX)
-                            .unwrap(),
+                        scan_split_from(&data[..], start, size, final_line, ALL, u64::MAX).unwrap(),
                     )
                 };
                 for split_min in [1, 2, 40] {
-                    let two = scan_split_from(&data[..], start, size, final_line, true, split_min)
+                    let two = scan_split_from(&data[..], start, size, final_line, ALL, split_min)
                         .unwrap();
                     assert_eq!(view(two), one());
                 }

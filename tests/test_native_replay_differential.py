@@ -2,8 +2,9 @@
 
 `Session.load`, `Session.peek`, `Session.salvage` and `Session.fork` run on both
 backends over the same bytes and must give equal results (messages, ids, grants,
-events, pending operations, warnings, run-context sections, peek fields, salvage
-reports and output bytes) or the same exception class with the same text and line.
+events, pending operations, warnings, run-context sections, peek fields and survey,
+salvage reports and output bytes) or the same exception class with the same text and
+line; and peek's survey must say what load gives wherever load reads what peek reads.
 Inputs: hypothesis-generated transcripts and damaged variants of them (cut at random
 offsets, inside multi-byte characters, bytes flipped, garbage or duplicate lines
 inserted, ids broken), and one representative transcript cut at every byte offset.
@@ -235,10 +236,28 @@ def peek_outcome(path: Any, **kw: Any) -> Any:
 def assert_same_peek(tmp_path: Any, data: bytes, offsets: List[int] = ()) -> None:
     path = tmp_path / "p.jsonl"
     path.write_bytes(data)
-    for kw in [{}] + [{"offset": o} for o in offsets]:
+    for kw in [{}, {"survey": True}] + [{"offset": o} for o in offsets]:
         want = on_backend("pure", lambda: peek_outcome(path, **kw))
         got = on_backend("native", lambda: peek_outcome(path, **kw))
         assert got == want, (kw, data[-300:])
+
+
+def assert_survey_matches_load(tmp_path: Any, data: bytes) -> None:
+    """Where load reads every line as peek does, the survey says what load gives."""
+    path = tmp_path / "v.jsonl"
+    path.write_bytes(data)
+    view = Session.peek(path, survey=True)
+    if "error" in view or view["warnings"] or view["pending"]:
+        return
+    try:
+        s = Session.load(path)
+    except Exception:  # noqa: BLE001 - the survey is lenient where load refuses
+        return
+    with s:
+        survey = view["survey"]
+        assert survey["live_messages"] == len(s.messages), data[-300:]
+        assert survey["pending_tool_operations"] == s.pending_tool_operations(), data[-300:]
+        assert sum(survey["counts"].values()) == len(s.events)
 
 
 def salvage_outcome(tmp_path: Any, data: bytes) -> Any:
@@ -270,6 +289,7 @@ def fork_outcome(tmp_path: Any, data: bytes, through: str) -> Any:
 
 def assert_same_everything(tmp_path: Any, data: bytes) -> None:
     assert_same_load(tmp_path, data)
+    on_backend("native", lambda: assert_survey_matches_load(tmp_path, data))
     nl = [i + 1 for i, b in enumerate(data) if b == 0x0A]
     assert_same_peek(tmp_path, data, nl[:1] + nl[len(nl) // 2 : len(nl) // 2 + 1] + [len(data) + 5])
     assert on_backend("native", lambda: salvage_outcome(tmp_path, data)) == on_backend(
@@ -345,6 +365,8 @@ def test_a_transcript_big_enough_for_two_threads_agrees(tmp_path: Any) -> None:
     data = b"".join(body)
     assert len(data) > 9 << 20
     assert_same_load(tmp_path, data)
+    assert_same_peek(tmp_path, data)  # with the survey, its facts from both halves
+    on_backend("native", lambda: assert_survey_matches_load(tmp_path, data))
     lines = data.splitlines(keepends=True)
     for at in (5, len(lines) // 2 - 1, len(lines) // 2 + 3, len(lines) - 2):
         broken = b"".join(lines[:at] + [lines[1]] + lines[at:])  # a duplicate id

@@ -18,6 +18,7 @@ from typing import Any, Callable, List, NamedTuple, Optional, Sequence, Tuple
 
 from ._events import LazyList, LazyTexts
 from ._pure import replay as _pure_replay
+from ._pure import survey as _pure_survey
 from ._pure import tail as _pure_tail
 from ._pure.fold import FoldState, message_from_payload
 from ._pure.replay import Problem, Span
@@ -53,9 +54,13 @@ class Scanned(NamedTuple):
     bad_roles: List[Tuple[int, int]]
     # The envelopes' ids, when asked for (else empty).
     ids: Sequence[str]
+    # Peek's survey of the envelopes, when asked for (else None).
+    survey: Optional[_pure_survey.SurveyCounts]
 
 
-def _pure_scan(fd: int, start: int, size: int, final_line: bool = False, want_ids: bool = False) -> Scanned:
+def _pure_scan(
+    fd: int, start: int, size: int, final_line: bool = False, want_ids: bool = False, want_survey: bool = False
+) -> Scanned:
     events, spans, problems, end = _pure_replay.scan(fd, start, size, final_line)
     messages: List[Message] = []
     bad_roles: List[Tuple[int, int]] = []
@@ -74,6 +79,7 @@ def _pure_scan(fd: int, start: int, size: int, final_line: bool = False, want_id
         messages,
         bad_roles,
         [e.id for e in events] if want_ids else [],
+        _pure_survey.survey(events) if want_survey else None,
     )
 
 
@@ -91,9 +97,11 @@ def _native_replay(mod: ModuleType) -> Callable[[int, int], Tuple[FoldState, Seq
 
 
 def _native_scan(mod: ModuleType) -> Callable[..., Scanned]:
-    def scan(fd: int, start: int, size: int, final_line: bool = False, want_ids: bool = False) -> Scanned:
-        events, spans, problems, end, first_type, messages, bad_roles, ids = mod.scan(
-            fd, start, size, final_line, want_ids
+    def scan(
+        fd: int, start: int, size: int, final_line: bool = False, want_ids: bool = False, want_survey: bool = False
+    ) -> Scanned:
+        events, spans, problems, end, first_type, messages, bad_roles, ids, survey = mod.scan(
+            fd, start, size, final_line, want_ids, want_survey
         )
         return Scanned(
             events if isinstance(events, list) else LazyList(events),
@@ -104,6 +112,7 @@ def _native_scan(mod: ModuleType) -> Callable[..., Scanned]:
             messages if isinstance(messages, list) else LazyList(messages),
             bad_roles,
             ids,
+            None if survey is None else _pure_survey.SurveyCounts(*survey),
         )
 
     return scan

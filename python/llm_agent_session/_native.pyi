@@ -74,7 +74,18 @@ def replay(
     its own cannot be opened)."""
 
 def scan(
-    fd: int, start: int, size: int, final_line: bool = False, want_ids: bool = False
-) -> Tuple[Any, List[Tuple[int, int, int]], List[Tuple[int, int, int, str]], int, Optional[str], Any, List[Tuple[int, int]], List[str]]:
-    """``(events, spans, problems, end, first_type, messages, bad_roles, ids)``
-    (``_pure.replay.scan`` plus what peek, salvage and fork need of each envelope)."""
+    fd: int, start: int, size: int, final_line: bool = False, want_ids: bool = False, want_survey: bool = False
+) -> Tuple[
+    Any,
+    List[Tuple[int, int, int]],
+    List[Tuple[int, int, int, str]],
+    int,
+    Optional[str],
+    Any,
+    List[Tuple[int, int]],
+    List[str],
+    Optional[Tuple[List[Tuple[str, int]], int, Optional[int], List[Tuple[int, bool]]]],
+]:
+    """``(events, spans, problems, end, first_type, messages, bad_roles, ids, survey)``
+    (``_pure.replay.scan`` plus what peek, salvage and fork need of each envelope);
+    ``survey`` is ``_pure.survey.SurveyCounts`` as a tuple, when asked for."""

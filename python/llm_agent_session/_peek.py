@@ -7,15 +7,24 @@ import stat
 from typing import Any, Dict, List, Optional, Tuple
 
 from . import _backend
+from ._pure.survey import SurveyCounts
+from .messages import Event, PendingToolOperation
 
 
 def describe(line: int, offset: int, numbered: bool) -> str:
     return f"line {line} (byte {offset})" if numbered else f"byte {offset}"
 
 
-def peek(path: str, *, offset: int = 0, identity: Optional[Tuple[int, int]] = None) -> Dict[str, Any]:
+def peek(
+    path: str, *, offset: int = 0, identity: Optional[Tuple[int, int]] = None, survey: bool = False
+) -> Dict[str, Any]:
     if not isinstance(offset, int) or isinstance(offset, bool) or offset < 0:
         raise ValueError(f"offset must be an int >= 0, not {offset!r}")
+    if survey and offset:
+        raise ValueError(
+            "survey=True needs the whole file: a compaction or a settle may refer to lines before "
+            f"offset {offset}; peek with offset=0 to survey"
+        )
     result: Dict[str, Any] = {
         "path": path,
         "size": 0,
@@ -28,6 +37,8 @@ def peek(path: str, *, offset: int = 0, identity: Optional[Tuple[int, int]] = No
         "identity": None,
         "restarted": False,
     }
+    if survey:
+        result["survey"] = _survey_of(None, [], [])
     try:
         # O_NONBLOCK: opening a FIFO planted at the path must not hang the viewer.
         fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC | os.O_NONBLOCK)
@@ -46,7 +57,7 @@ def peek(path: str, *, offset: int = 0, identity: Optional[Tuple[int, int]] = No
             # Another file now (a repair renamed one over it) or shorter: read it all again.
             result["restarted"] = True
             start = 0
-        found = _backend.core.scan(fd, start, size)
+        found = _backend.core.scan(fd, start, size, want_survey=survey)
     finally:
         os.close(fd)
     end = found.end
@@ -68,7 +79,48 @@ def peek(path: str, *, offset: int = 0, identity: Optional[Tuple[int, int]] = No
     result["envelopes"] = found.events
     result["messages"] = found.messages
     result["warnings"] = [text for _, text in notes]
+    if survey:
+        result["survey"] = _survey_of(found.survey, found.events, found.spans)
     return result
+
+
+def _survey_of(counts: Optional[SurveyCounts], events: Any, spans: Any) -> Dict[str, Any]:
+    """``peek(..., survey=True)["survey"]`` from what the core counted (by envelope index)."""
+    if counts is None:
+        return {"counts": {}, "live_messages": None, "replay_problem": None, "pending_tool_operations": []}
+    problem = None
+    if counts.problem is not None:
+        e: Event = events[counts.problem]
+        line, off, _ = spans[counts.problem]
+        through = e.payload.get("replaces-through-id")
+        problem = f"{describe(line, off, True)}: compaction {e.id[:80]} " + (
+            f"replaces-through-id {through[:80]} names no message in the live conversation"
+            if isinstance(through, str)
+            else "has no string replaces-through-id"
+        )
+    return {
+        "counts": dict(counts.counts),
+        "live_messages": None if problem else counts.live,
+        "replay_problem": problem,
+        "pending_tool_operations": [_pending(events[i], answered) for i, answered in counts.open],
+    }
+
+
+def _pending(e: Event, answered: bool) -> PendingToolOperation:
+    """As ``Session.pending_tool_operations`` gives it, read leniently (a value may be of any type)."""
+    get = e.payload.get
+    return PendingToolOperation(
+        op_id=e.id,
+        call_id=get("call-id"),  # type: ignore[arg-type]
+        tool=get("tool"),  # type: ignore[arg-type]
+        arguments=get("arguments"),
+        arguments_digest=get("arguments-digest"),  # type: ignore[arg-type]
+        idempotency=get("idempotency"),
+        run_id=get("run-id"),
+        round=get("round"),
+        dispatched_at=e.ts,
+        state="result-recorded" if answered else "dispatched",
+    )
 
 
 def _first_line_error(found: "_backend.Scanned", size: int) -> Optional[str]:

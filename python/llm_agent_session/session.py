@@ -136,11 +136,18 @@ class Session:
         return cls(path, fd, state, events, warnings, fsync)
 
     @staticmethod
-    def peek(path: Any, *, offset: int = 0, identity: Optional[Tuple[int, int]] = None) -> Dict[str, Any]:
-        """What the file says, without writing, locking or repairing (SPEC 5)."""
+    def peek(
+        path: Any, *, offset: int = 0, identity: Optional[Tuple[int, int]] = None, survey: bool = False
+    ) -> Dict[str, Any]:
+        """What the file says, without writing, locking or repairing (SPEC 5).
+
+        ``survey=True`` (beyond SPEC 5; only with ``offset=0``) adds ``survey``: envelope
+        counts by type, how many messages replay would give, and the tool operations
+        left open with their state, computed in the same pass over the file.
+        """
         from ._peek import peek
 
-        return peek(os.fspath(path), offset=offset, identity=identity)
+        return peek(os.fspath(path), offset=offset, identity=identity, survey=survey)
 
     @staticmethod
     def salvage(path: Any, out: Any) -> Dict[str, Any]:

@@ -1,13 +1,13 @@
 """What the viewers need beyond ``Session.messages``: which message is a compaction summary,
-which content is an elision stub, which extras a message line carried; and, from a peek
-(no replay), pending tool operations and how many messages the model would be sent.
+which content is an elision stub, which extras a message line carried; and one-line
+summaries of envelopes (for ``tail`` and ``show --raw``).
 """
 
 from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field
-from typing import Any, Dict, Iterator, List, Optional, Sequence, Tuple
+from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 from .. import Event, Message
 
@@ -100,89 +100,6 @@ def pretty_arguments(args: str) -> str:
     if isinstance(value, dict):
         return json.dumps(value, ensure_ascii=False, indent=2, sort_keys=True)
     return args
-
-
-# --------------------------------------------------------------------------- from a peek
-
-
-class Survey:
-    """One pass over a peek's envelopes (no replay): counts by type, pending tool operations
-    with their state (SPEC 2.6), and how many messages replay would give (compactions folded).
-
-    Message envelopes are read through the peek's ``messages`` (roles and flags, the
-    content never built), so surveying a big transcript costs about what iterating its
-    envelopes costs; the payloads read are those of the small envelope types.
-    """
-
-    def __init__(self, envelopes: Sequence[Event], messages: Sequence[Message]) -> None:
-        # `messages` holds the message envelopes with a string role, in order; when some
-        # message envelope has none (peek warned of it), each message payload is read.
-        if not self._survey(envelopes, iter(messages), len(messages)):
-            self._survey(envelopes, None, 0)
-
-    def _survey(self, envelopes: Sequence[Event], messages: Optional[Iterator[Message]], expected: int) -> bool:
-        self.counts: Dict[str, int] = {}
-        self.replay_problem: Optional[str] = None
-        open_ops: Dict[str, Tuple[int, Event]] = {}  # op id -> (position, its envelope)
-        last_result: Dict[str, int] = {}  # tool_call_id -> position of the last tool message
-        live: List[Tuple[str, bool]] = []
-        where: Dict[str, int] = {}
-        counts = self.counts
-        seen_messages = 0
-        role: Any
-        for n, e in enumerate(envelopes):
-            type_ = e.type
-            counts[type_] = counts.get(type_, 0) + 1
-            if type_ == "message":
-                if messages is not None:
-                    m = next(messages, None)
-                    if m is None:
-                        return False
-                    role, sticky, call_id = m.role, m.is_sticky, m.tool_call_id
-                else:
-                    p = e.payload
-                    role = p.get("role")
-                    if not isinstance(role, str):
-                        continue
-                    sticky = p.get("sticky") is True or p.get("sysprompt") is True or p.get("depth") is not None
-                    call_id = p.get("tool_call_id")
-                seen_messages += 1
-                where[e.id] = len(live)
-                live.append((e.id, sticky))
-                if role == "tool":
-                    last_result[str(call_id)] = n
-            elif type_ == "tool-dispatched":
-                open_ops[e.id] = (n, e)  # its payload is read only if it stays open
-            elif type_ == "tool-settled":
-                open_ops.pop(e.payload.get("op-id"), None)  # type: ignore[arg-type]
-            elif type_ == "compaction" and self.replay_problem is None:
-                through = e.payload.get("replaces-through-id")
-                i = where.get(through) if isinstance(through, str) else None
-                if i is None:
-                    self.replay_problem = (
-                        f"compaction {e.id} names {through!r}, which the live conversation does not hold"
-                    )
-                    continue
-                live = [x for x in live[: i + 1] if x[1]] + [(e.id, False)] + live[i + 1 :]
-                where = {id_: k for k, (id_, _) in enumerate(live)}
-        if messages is not None and seen_messages != expected:
-            return False
-        self.pending = []
-        for at, e in open_ops.values():
-            p = e.payload
-            # SPEC 2.6: a tool message with the call id after the dispatch: only the settle is missing.
-            recorded = last_result.get(str(p.get("call-id")), -1) > at
-            self.pending.append({
-                "op-id": e.id,
-                "call-id": p.get("call-id"),
-                "tool": p.get("tool"),
-                "arguments": p.get("arguments"),
-                "idempotency": p.get("idempotency"),
-                "dispatched-at": e.ts,
-                "state": "result-recorded" if recorded else "dispatched",
-            })
-        self.live_messages: Optional[int] = None if self.replay_problem else len(live)
-        return True
 
 
 def envelope_summary(e: Event, width: int = 100) -> str:

@@ -6,31 +6,43 @@ import argparse
 import json
 from typing import Any, Dict
 
-from .conversation import Survey
 from .output import CliError, Out, human_bytes
 from .reading import peek, require_file
 
 
 def summarise(path: str) -> Dict[str, Any]:
-    view = peek(path)
-    envelopes = view["envelopes"]
-    survey = Survey(envelopes, view["messages"])
-    live, replay_problem = (survey.live_messages, survey.replay_problem) if "error" not in view else (None, None)
+    # The library surveys in the scan's own pass: no envelope is built here but the
+    # open tool operations (a Python loop over every envelope took 2.4 s of 3 s at 1 GB).
+    view = peek(path, survey=True)
+    survey = view["survey"]
     report: Dict[str, Any] = {
         "path": path,
         "size": view["size"],
         "end": view["end"],
         "pending-bytes": view["pending"],
         "meta": view["meta"],
-        "envelopes": len(envelopes),
-        "counts": dict(sorted(survey.counts.items())),
+        "envelopes": len(view["envelopes"]),
+        "counts": dict(sorted(survey["counts"].items())),
         "messages": len(view["messages"]),
-        "live-messages": live,
-        "pending-tool-operations": survey.pending,
+        "live-messages": survey["live_messages"],
+        "pending-tool-operations": [
+            {
+                "op-id": op.op_id,
+                "call-id": op.call_id,
+                "tool": op.tool,
+                "arguments": op.arguments,
+                "idempotency": op.idempotency,
+                "run-id": op.run_id,
+                "round": op.round,
+                "dispatched-at": op.dispatched_at,
+                "state": op.state,
+            }
+            for op in survey["pending_tool_operations"]
+        ],
         "warnings": list(view["warnings"]),
     }
-    if replay_problem:
-        report["replay-problem"] = replay_problem
+    if survey["replay_problem"]:
+        report["replay-problem"] = survey["replay_problem"]
     if "error" in view:
         report["error"] = view["error"]
     return report

@@ -3,8 +3,8 @@
 One input is a whole file's bytes. :func:`observe` writes them to a file (on tmpfs when
 there is one) and runs what a caller can: ``Session.load`` (events, messages, warnings,
 meta, grants, pending operations, run-context sections, and the bytes the file holds
-after it, since load may repair), ``Session.peek`` and ``Session.salvage`` (its report
-and the bytes it wrote), each on fresh bytes. :func:`check` does so under the pure and
+after it, since load may repair), ``Session.peek`` (with its survey) and
+``Session.salvage`` (its report and the bytes it wrote), each on fresh bytes. :func:`check` does so under the pure and
 the native backend and says what is wrong:
 
 * ``outside-spec``: load raised something other than the spec's ``TranscriptError``
@@ -142,10 +142,11 @@ def observe(backend: str, data: bytes, workdir: str) -> Dict[str, Any]:
 
     fresh()
     try:
-        view = Session.peek(path)
+        view = Session.peek(path, survey=True)
         view.pop("identity")  # (st_dev, st_ino): a new file each time
         view["envelopes"] = [_event(e) for e in view["envelopes"]]
         view["messages"] = [repr(m) for m in view["messages"]]
+        view["survey"]["pending_tool_operations"] = [repr(op) for op in view["survey"]["pending_tool_operations"]]
         seen["peek"] = view
     except Exception as e:
         raise Outside("peek", e) from None

@@ -24,7 +24,7 @@ use _native::json_grammar::{classify, is_blank, Span, Verdict};
 use _native::repair_copy::copy_prefix;
 use _native::replay::fold::{Fold, LineRef, MessageSource, ValueRef};
 use _native::replay::stream::replay_split_from;
-use _native::scan::{scan as lenient_scan, scan_split_from, Scanned};
+use _native::scan::{scan as lenient_scan, scan_split_from, Scanned, Wanted};
 use _native::tail::{tail_check, TailKind, TailVerdict, EXCERPT_BYTES};
 
 fn newlines(data: &[u8]) -> u64 {
@@ -301,7 +301,7 @@ fn check_fold(data: &[u8], fold: &Fold, what: &str) {
     );
 
     // Every line replayed, so every line is an envelope to the lenient scan too.
-    let scanned = lenient_scan(data, 0, size, true, true).expect("scan of bytes in memory");
+    let scanned = lenient_scan(data, 0, size, true, EVERYTHING).expect("scan of bytes in memory");
     assert!(
         scanned.problems.is_empty(),
         "{what}: replay accepted lines the lenient scan refuses: {:?}",
@@ -312,7 +312,30 @@ fn check_fold(data: &[u8], fold: &Fold, what: &str) {
         found, fold.events,
         "{what}: scan and replay see different envelopes"
     );
+    // And peek's survey says what the replay ended in.
+    let survey = scanned.survey.as_ref().expect("a survey was asked for");
+    assert_eq!(
+        (survey.problem, survey.live),
+        (None, fold.live.len() as u64),
+        "{what}: the survey's live count is not replay's"
+    );
+    let open: Vec<(LineRef, bool)> = survey
+        .open
+        .iter()
+        .map(|&(i, answered)| (scanned.found[i].at, answered))
+        .collect();
+    let pending: Vec<(LineRef, bool)> = fold.pending().map(|op| (op.line, op.recorded)).collect();
+    assert_eq!(
+        open, pending,
+        "{what}: the survey's open operations are not replay's pending ones"
+    );
 }
+
+/// What the lenient scans ask for: the ids (salvage, fork) and peek's survey.
+const EVERYTHING: Wanted = Wanted {
+    ids: true,
+    survey: true,
+};
 
 /// Replay `data` on one thread and on two (split after the first line past the
 /// middle): the same fold or the same refusal, and either one consistent.
@@ -453,12 +476,12 @@ fn check_scanned(data: &[u8], s: &Scanned, start: u64, stop: u64, what: &str) {
 
 fn scanned(data: &[u8], start: u64, final_line: bool, what: &str) -> Scanned {
     let size = data.len() as u64;
-    let s = lenient_scan(data, start, size, final_line, true)
+    let s = lenient_scan(data, start, size, final_line, EVERYTHING)
         .unwrap_or_else(|e| panic!("{what}: scan of bytes in memory failed: {e}"));
     check_scanned(data, &s, start, if final_line { size } else { s.end }, what);
     // Big files are scanned on two threads split at a line boundary: forced here on
     // every input, the halves must join into what one thread finds.
-    let two = scan_split_from(data, start, size, final_line, true, 1)
+    let two = scan_split_from(data, start, size, final_line, EVERYTHING, 1)
         .unwrap_or_else(|e| panic!("{what}: two-thread scan of bytes in memory failed: {e}"));
     let view = |s: &Scanned| {
         (
@@ -467,6 +490,7 @@ fn scanned(data: &[u8], start: u64, final_line: bool, what: &str) -> Scanned {
             s.first_type.clone(),
             s.problems.clone(),
             s.end,
+            s.survey.clone(),
         )
     };
     assert_eq!(

@@ -1,0 +1,78 @@
+"""Peek's survey (``Session.peek(path, survey=True)``): the reference of
+``rust/survey.rs``, over the envelopes a scan found.
+
+Counts by type; how many messages replay would give (compactions folded as replay
+folds them: the sticky messages up to the one named, then the summary, then the
+rest); and the ``tool-dispatched`` operations without a ``tool-settled``, each with
+whether a message answered it (SPEC 2.6). Lenient, like peek: a value of the wrong
+type is passed over rather than refused; only a compaction naming nothing in the
+live conversation stops the count, since the count would be wrong past it.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Dict, List, NamedTuple, Optional, Sequence, Tuple
+
+from ..messages import Event
+
+
+class SurveyCounts(NamedTuple):
+    """What the survey found, by envelope index (the scan's ``events``)."""
+
+    counts: List[Tuple[str, int]]  # envelopes per type, in the order each type first appears
+    live: int  # messages replay would give; meaningless when `problem` is set
+    problem: Optional[int]  # the first compaction naming nothing live
+    open: List[Tuple[int, bool]]  # (dispatch, answered by a message), in first-dispatch order
+
+
+def _string(payload: Dict[str, Any], key: str) -> Optional[str]:
+    value = payload.get(key)
+    return value if isinstance(value, str) else None
+
+
+def survey(events: Sequence[Event]) -> SurveyCounts:
+    counts: Dict[str, int] = {}
+    live: List[Tuple[str, bool]] = []  # (id, sticky)
+    position: Dict[str, int] = {}
+    problem: Optional[int] = None
+    open_ops: Dict[str, List[Any]] = {}  # op id -> [index, call id, answered]; dict order = first dispatch
+    waiting: Dict[str, List[str]] = {}  # call id -> op ids dispatched with it, not yet answered
+    for index, e in enumerate(events):
+        type_ = e.type
+        counts[type_] = counts.get(type_, 0) + 1
+        if type_ == "message":
+            p = e.payload
+            if not isinstance(p.get("role"), str):
+                continue
+            sticky = p.get("sticky") is True or p.get("sysprompt") is True or p.get("depth") is not None
+            position[e.id] = len(live)
+            live.append((e.id, sticky))
+            answers = _string(p, "tool_call_id")
+            if answers is not None:
+                for op_id in waiting.pop(answers, ()):
+                    op = open_ops.get(op_id)
+                    if op is not None and op[1] == answers:
+                        op[2] = True
+        elif type_ == "tool-dispatched":
+            call = _string(e.payload, "call-id")
+            open_ops[e.id] = [index, call, False]  # a repeated id keeps its first place
+            if call is not None:
+                waiting.setdefault(call, []).append(e.id)
+        elif type_ == "tool-settled":
+            settles = _string(e.payload, "op-id")
+            if settles is not None:
+                open_ops.pop(settles, None)
+        elif type_ == "compaction" and problem is None:
+            through = _string(e.payload, "replaces-through-id")
+            cut = position.get(through) if through is not None else None
+            if cut is None:
+                problem = index
+                continue
+            live = [x for x in live[: cut + 1] if x[1]] + [(e.id, False)] + live[cut + 1 :]
+            position = {id_: k for k, (id_, _) in enumerate(live)}
+    return SurveyCounts(
+        list(counts.items()),
+        len(live),
+        problem,
+        [(index, answered) for index, _, answered in open_ops.values()],
+    )

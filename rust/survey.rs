@@ -1,0 +1,325 @@
+//! Peek's survey (`Session.peek(path, survey=True)`): counts by type, how many
+//! messages replay would give, and the tool operations left open with their state,
+//! without building the envelopes. The reference is `survey` in `_pure/survey.py`;
+//! the differential tests hold the two together.
+//!
+//! The scan notes the few facts the survey reads while each line is still in hand
+//! ([`Facts::note`]); the fold runs once over those facts, in file order, after the
+//! scan's threads have joined ([`Facts::fold`]): a compaction refers to messages
+//! anywhere before it, so the fold cannot be split like the scan.
+
+use std::collections::HashMap;
+
+use crate::json_grammar::Kind;
+use crate::json_view::{self, Entry};
+
+/// What one envelope tells the survey fold (envelopes of other types only count).
+#[derive(Clone, Debug, PartialEq, Eq)]
+enum Fact {
+    /// A message with a string role: its id, whether it is sticky (SPEC 2.2) and its
+    /// `tool_call_id` when that is a string.
+    Message {
+        id: String,
+        sticky: bool,
+        call_id: Option<String>,
+    },
+    /// Its `call-id` when that is a string.
+    Dispatched { id: String, call_id: Option<String> },
+    /// Its `op-id` when that is a string.
+    Settled { op_id: Option<String> },
+    /// Its `replaces-through-id` when that is a string.
+    Compaction { id: String, through: Option<String> },
+}
+
+/// The survey facts of a stretch of lines, in file order.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Facts {
+    /// Envelopes per type, in the order each type first appears.
+    counts: Vec<(String, u64)>,
+    /// (index of the envelope among those the scan found, what it says).
+    facts: Vec<(usize, Fact)>,
+}
+
+/// What the survey found.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Survey {
+    /// Envelopes per type, in the order each type first appears.
+    pub counts: Vec<(String, u64)>,
+    /// How many messages replay would give; meaningless when `problem` is set.
+    pub live: u64,
+    /// The index of the first compaction whose `replaces-through-id` names nothing
+    /// in the live conversation (replay would fail there).
+    pub problem: Option<usize>,
+    /// (envelope index, a tool message answered it) of every `tool-dispatched`
+    /// without a `tool-settled`, in the order they were first dispatched.
+    pub open: Vec<(usize, bool)>,
+}
+
+fn string_of(raw: &[u8], fields: &[Entry], key: &str) -> Option<String> {
+    json_view::get(raw, fields, key)
+        .and_then(|item| json_view::text(raw, item))
+        .map(|s| s.into_owned())
+}
+
+fn is_true(raw: &[u8], fields: &[Entry], key: &str) -> bool {
+    json_view::get(raw, fields, key).is_some_and(|item| {
+        item.kind == Kind::Bool && raw.get(item.span.0..item.span.1) == Some(b"true")
+    })
+}
+
+impl Facts {
+    /// Note envelope number `index` (of type `type_`, id `id`, payload members
+    /// `fields` of `raw`). `string_role` is whether a message has a string role.
+    pub fn note(
+        &mut self,
+        index: usize,
+        type_: &str,
+        id: &str,
+        string_role: bool,
+        raw: &[u8],
+        fields: &[Entry],
+    ) {
+        match self.counts.iter_mut().find(|(t, _)| t == type_) {
+            Some((_, n)) => *n += 1,
+            None => self.counts.push((type_.to_owned(), 1)),
+        }
+        let fact = match type_ {
+            "message" if string_role => Fact::Message {
+                id: id.to_owned(),
+                sticky: is_true(raw, fields, "sticky")
+                    || is_true(raw, fields, "sysprompt")
+                    || json_view::get(raw, fields, "depth").is_some_and(|d| d.kind != Kind::Null),
+                call_id: string_of(raw, fields, "tool_call_id"),
+            },
+            "tool-dispatched" => Fact::Dispatched {
+                id: id.to_owned(),
+                call_id: string_of(raw, fields, "call-id"),
+            },
+            "tool-settled" => Fact::Settled {
+                op_id: string_of(raw, fields, "op-id"),
+            },
+            "compaction" => Fact::Compaction {
+                id: id.to_owned(),
+                through: string_of(raw, fields, "replaces-through-id"),
+            },
+            _ => return,
+        };
+        self.facts.push((index, fact));
+    }
+
+    /// Append the facts of the lines after these; their indexes count from `shift`.
+    pub fn extend(&mut self, later: Facts, shift: usize) {
+        for (type_, n) in later.counts {
+            match self.counts.iter_mut().find(|(t, _)| *t == type_) {
+                Some((_, m)) => *m += n,
+                None => self.counts.push((type_, n)),
+            }
+        }
+        self.facts
+            .extend(later.facts.into_iter().map(|(i, f)| (i + shift, f)));
+    }
+
+    /// Fold the facts in file order (the reference's loop, step for step).
+    pub fn fold(self) -> Survey {
+        let mut live: Vec<(&str, bool)> = Vec::new();
+        let mut position: HashMap<&str, usize> = HashMap::new();
+        let mut problem = None;
+        // Open operations in first-dispatch order, as a Python dict keeps them: a
+        // slot per op id, emptied when settled (a later dispatch of it gets a new one).
+        let mut slots: Vec<Option<Open<'_>>> = Vec::new();
+        let mut slot_of: HashMap<&str, usize> = HashMap::new();
+        let mut waiting: HashMap<&str, Vec<&str>> = HashMap::new(); // call id -> op ids
+        for (index, fact) in &self.facts {
+            match fact {
+                Fact::Message {
+                    id,
+                    sticky,
+                    call_id,
+                } => {
+                    position.insert(id, live.len());
+                    live.push((id, *sticky));
+                    let Some(call) = call_id.as_deref() else {
+                        continue;
+                    };
+                    for op_id in waiting.remove(call).unwrap_or_default() {
+                        let open = slot_of
+                            .get(op_id)
+                            .and_then(|&s| slots.get_mut(s))
+                            .and_then(Option::as_mut);
+                        if let Some(op) = open {
+                            if op.call_id == Some(call) {
+                                op.recorded = true;
+                            }
+                        }
+                    }
+                }
+                Fact::Dispatched { id, call_id } => {
+                    let op = Open {
+                        index: *index,
+                        call_id: call_id.as_deref(),
+                        recorded: false,
+                    };
+                    match slot_of.get(id.as_str()).and_then(|&s| slots.get_mut(s)) {
+                        Some(slot) => *slot = Some(op),
+                        None => {
+                            slot_of.insert(id, slots.len());
+                            slots.push(Some(op));
+                        }
+                    }
+                    if let Some(call) = call_id {
+                        waiting.entry(call).or_default().push(id);
+                    }
+                }
+                Fact::Settled { op_id } => {
+                    let slot = op_id.as_deref().and_then(|op| slot_of.remove(op));
+                    if let Some(s) = slot.and_then(|s| slots.get_mut(s)) {
+                        *s = None;
+                    }
+                }
+                Fact::Compaction { id, through } => {
+                    if problem.is_some() {
+                        continue;
+                    }
+                    let Some(&cut) = through.as_deref().and_then(|t| position.get(t)) else {
+                        problem = Some(*index);
+                        continue;
+                    };
+                    let rest = live.split_off(cut + 1);
+                    live.retain(|&(_, sticky)| sticky);
+                    live.push((id, false));
+                    live.extend(rest);
+                    position = live
+                        .iter()
+                        .enumerate()
+                        .map(|(k, &(id, _))| (id, k))
+                        .collect();
+                }
+            }
+        }
+        Survey {
+            live: live.len() as u64,
+            problem,
+            open: slots
+                .into_iter()
+                .flatten()
+                .map(|op| (op.index, op.recorded))
+                .collect(),
+            counts: self.counts,
+        }
+    }
+}
+
+struct Open<'a> {
+    index: usize,
+    call_id: Option<&'a str>,
+    recorded: bool,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::envelope::parse_envelope_fields;
+
+    fn survey(lines: &[&str]) -> Survey {
+        let mut facts = Facts::default();
+        let mut fields = Vec::new();
+        for (i, line) in lines.iter().enumerate() {
+            let env = parse_envelope_fields(line.as_bytes(), 0, &mut fields).unwrap();
+            let role = json_view::get(line.as_bytes(), &fields, "role")
+                .is_some_and(|r| r.kind == Kind::String);
+            facts.note(i, &env.type_, &env.id, role, line.as_bytes(), &fields);
+        }
+        facts.fold()
+    }
+
+    fn env(id: &str, type_: &str, payload: &str) -> String {
+        format!(r#"{{"id":"{id}","payload":{payload},"ts":"t","type":"{type_}","v":1}}"#)
+    }
+
+    #[test]
+    fn folds_compactions_and_tool_operations() {
+        let lines = [
+            env("m", "session-meta", "{}"),
+            env("s", "message", r#"{"role":"system","sysprompt":true}"#),
+            env("u", "message", r#"{"role":"user","depth":null}"#),
+            env("d1", "tool-dispatched", r#"{"call-id":"c1","tool":"t"}"#),
+            env("d2", "tool-dispatched", r#"{"call-id":"c2","tool":"t"}"#),
+            env("d3", "tool-dispatched", r#"{"call-id":["c3"],"tool":"t"}"#),
+            env(
+                "r",
+                "message",
+                r#"{"role":"tool","tool_call_id":"c\u0031"}"#,
+            ),
+            env("x", "message", r#"{"role":7}"#),
+            env("k", "compaction", r#"{"replaces-through-id":"u"}"#),
+            env("z", "tool-settled", r#"{"op-id":"d2"}"#),
+            env("q", "tool-settled", r#"{"op-id":{}}"#),
+        ];
+        let refs: Vec<&str> = lines.iter().map(String::as_str).collect();
+        let s = survey(&refs);
+        let count = |t: &str| s.counts.iter().find(|(k, _)| k == t).map(|c| c.1);
+        assert_eq!(count("message"), Some(4));
+        assert_eq!(s.counts[0], ("session-meta".to_owned(), 1));
+        // s (sticky) + k's summary + r; u was not sticky (depth null), x has no role.
+        assert_eq!((s.live, s.problem), (3, None));
+        assert_eq!(s.open, vec![(3, true), (5, false)]);
+    }
+
+    #[test]
+    fn a_compaction_naming_nothing_live_is_the_problem() {
+        let lines = [
+            env("m", "session-meta", "{}"),
+            env("a", "message", r#"{"role":"user"}"#),
+            env("k1", "compaction", r#"{"replaces-through-id":"a"}"#),
+            env("k2", "compaction", r#"{"replaces-through-id":"a"}"#),
+            env("k3", "compaction", r#"{"replaces-through-id":1}"#),
+        ];
+        let refs: Vec<&str> = lines.iter().map(String::as_str).collect();
+        assert_eq!(survey(&refs).problem, Some(3));
+    }
+
+    #[test]
+    fn a_redispatched_op_keeps_its_place_and_forgets_its_answer() {
+        let lines = [
+            env("m", "session-meta", "{}"),
+            env("d", "tool-dispatched", r#"{"call-id":"c"}"#),
+            env("e", "tool-dispatched", r#"{"call-id":"c"}"#),
+            env("r", "message", r#"{"role":"tool","tool_call_id":"c"}"#),
+            env("d", "tool-dispatched", r#"{"call-id":"c2"}"#),
+            env("e", "tool-settled", r#"{"op-id":"e"}"#),
+            env("e", "tool-dispatched", r#"{"call-id":"c"}"#),
+        ];
+        let refs: Vec<&str> = lines.iter().map(String::as_str).collect();
+        assert_eq!(survey(&refs).open, vec![(4, false), (6, false)]);
+    }
+
+    #[test]
+    fn facts_of_two_stretches_join_into_those_of_one() {
+        let lines = [
+            env("m", "session-meta", "{}"),
+            env("a", "message", r#"{"role":"user"}"#),
+            env("d", "tool-dispatched", r#"{"call-id":"c"}"#),
+            env("x", "other", "{}"),
+            env("r", "message", r#"{"role":"tool","tool_call_id":"c"}"#),
+            env("k", "compaction", r#"{"replaces-through-id":"a"}"#),
+        ];
+        let refs: Vec<&str> = lines.iter().map(String::as_str).collect();
+        let whole = survey(&refs);
+        for cut in 0..=refs.len() {
+            let mut first = Facts::default();
+            let mut second = Facts::default();
+            let mut fields = Vec::new();
+            for (i, line) in refs.iter().enumerate() {
+                let env = parse_envelope_fields(line.as_bytes(), 0, &mut fields).unwrap();
+                let (facts, index) = if i < cut {
+                    (&mut first, i)
+                } else {
+                    (&mut second, i - cut)
+                };
+                facts.note(index, &env.type_, &env.id, true, line.as_bytes(), &fields);
+            }
+            first.extend(second, cut);
+            assert_eq!(first.fold(), whole, "cut at {cut}");
+        }
+    }
+}

@@ -2,12 +2,13 @@
 from the physical limit; rewrite ``benches/RESULTS.md``.
 
     python benches/run.py [--sizes 1MB,16MB,256MB] [--gb] [--backends native,pure]
-                          [--append-sizes 1MB,256MB] [--no-rss] [--no-write]
+                          [--append-sizes 1MB,256MB] [--no-rss] [--cli-size 1GB] [--no-write]
 
 Steps: generate (or reuse from ``benches/.cache``) the transcripts, run the
 pytest-benchmark suites in ``benches/`` (library operations, baselines and limits in
 one run, one group per operation and size), measure the peak RSS of ``load`` and
-``peek`` per backend and size each in a fresh child process, then print the ratio
+``peek`` per backend and size each in a fresh child process, time the command line
+against the library on one big transcript (``cli_times.py``), then print the ratio
 table. Times are medians. Ratios are time ratios: below 1 means native is faster.
 """
 
@@ -30,6 +31,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
 sys.path.insert(0, HERE)
 
+import cli_times  # noqa: E402
 import generate  # noqa: E402
 
 READ_OPS = ["load", "load-torn", "peek", "peek-since", "salvage"]
@@ -432,6 +434,8 @@ def main(argv: Optional[List[str]] = None) -> int:
     ap.add_argument("--append-sizes", default="",
                     help="sizes of the sessions appends go to (default: smallest and largest)")
     ap.add_argument("--no-rss", action="store_true", help="skip the peak-RSS child processes")
+    ap.add_argument("--cli-size", default="1GB",
+                    help="the transcript the command line is timed on (default 1GB; 'none' skips it)")
     ap.add_argument("--no-write", action="store_true", help="do not rewrite benches/RESULTS.md")
     ap.add_argument("--results", default=os.path.join(HERE, "RESULTS.md"))
     ap.add_argument("--json", default="", help="keep the pytest-benchmark JSON here")
@@ -492,6 +496,14 @@ def main(argv: Optional[List[str]] = None) -> int:
             os.unlink(path)
         shutil.rmtree(work, ignore_errors=True)
 
+    cli_t = "(not measured: --cli-size none)"
+    if args.cli_size.lower() != "none":
+        cli_size = generate.parse_size(args.cli_size)
+        cli_path, cli_stats = generate.cached(cli_size)
+        print(f"Command line on {generate.size_label(cli_size)} ({cli_stats['lines']:,} lines), "
+              "fresh processes:", flush=True)
+        cli_t = cli_times.table(cli_times.measure(cli_path, _env()), generate.size_label(cli_size), md_table)
+
     try:
         info["Load average at end"] = " ".join(f"{x:.2f}" for x in os.getloadavg())
     except OSError:
@@ -508,20 +520,23 @@ def main(argv: Optional[List[str]] = None) -> int:
     print(rss_t)
     print()
     print(targets_t)
+    print()
+    print(cli_t)
     print(f"\n{len(res)} benchmarks in {elapsed / 60:.1f} min; pytest exit status {rc}")
 
     if not args.no_write:
         cmdline = "python benches/run.py" + ("" if args.sizes == "1MB,16MB,256MB" else f" --sizes {args.sizes}") \
             + (" --gb" if args.gb else "") + (f" --backends {args.backends}" if args.backends else "") \
-            + (f" --append-sizes {args.append_sizes}" if args.append_sizes else "")
-        write_results(args.results, info, cmdline, main_t, base_t, rss_t, targets_t, elapsed, rc)
+            + (f" --append-sizes {args.append_sizes}" if args.append_sizes else "") \
+            + (f" --cli-size {args.cli_size}" if args.cli_size != "1GB" else "")
+        write_results(args.results, info, cmdline, main_t, base_t, rss_t, targets_t, cli_t, elapsed, rc)
         print("wrote", os.path.relpath(args.results))
     shutil.rmtree(tmpdir, ignore_errors=True)
     return rc
 
 
 def write_results(path: str, info: Dict[str, str], cmdline: str, main_t: str, base_t: str,
-                  rss_t: str, targets_t: str, elapsed: float, rc: int) -> None:
+                  rss_t: str, targets_t: str, cli_t: str, elapsed: float, rc: int) -> None:
     machine = "\n".join(f"- **{k}**: {v}" for k, v in info.items())
     failed = "" if rc == 0 else (
         f"\n> **Note:** pytest exited with status {rc}: some benchmarks failed or were skipped; "
@@ -542,6 +557,16 @@ below in this same run. Wall times on a shared machine vary by 10-15% between ru
 read a near miss with the load averages above.
 
 {targets_t}
+
+## The command line on a big transcript
+
+`llm-agent-session peek` and `show --last 50` (issue #6) against the library calls they
+stand on, each a fresh process (so interpreter start and imports count on both sides),
+best of three. `peek` surveys in the scan's own pass (`Session.peek(path, survey=True)`);
+`show --last 50` shows the conversation as replay leaves it, so it costs a `load`, not a
+peek; `show --raw --last 50` (envelopes in file order, no replay) costs a peek.
+
+{cli_t}
 
 ## Time per operation, and ratios
 

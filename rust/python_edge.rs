@@ -186,7 +186,7 @@ fn all_events<'py>(
 
 /// The lenient scan of `[start, size)`: `(events, spans, problems, end, first_type,
 /// messages, bad_roles, ids, survey)`; `events` and `messages` are built on access;
-/// `survey` is `(counts, live, problem, open)` (see `survey::Survey`) or None.
+/// `survey` is `(types, roles, live, problem, open)` (see `survey::Survey`) or None.
 #[pyfunction]
 #[pyo3(signature = (fd, start, size, final_line=false, want_ids=false, want_survey=false))]
 fn scan<'py>(
@@ -274,7 +274,16 @@ fn scan<'py>(
     };
     let ids = PyList::new(py, &s.ids)?;
     let survey = match s.survey {
-        Some(v) => (v.counts, v.live, v.problem, v.open)
+        Some(v) => (
+            v.types
+                .into_iter()
+                .map(|t| (t.type_, t.lines, t.bytes))
+                .collect::<Vec<_>>(),
+            v.roles,
+            v.live,
+            v.problem,
+            v.open,
+        )
             .into_pyobject(py)?
             .into_any(),
         None => py.None().into_bound(py),

@@ -149,9 +149,7 @@ fn scan_range<S: Source + ?Sized>(
                     json_view::get(raw, &fields, "role").is_some_and(|r| r.kind == Kind::String)
                 });
                 if let Some(facts) = out.facts.as_mut() {
-                    let index = out.found.len();
-                    let role = message_role == Some(true);
-                    facts.note(index, &env.type_, &env.id, role, raw, &fields);
+                    facts.note(out.found.len(), &env, len, raw, &fields);
                 }
                 if out.first_type.is_none() {
                     out.first_type = Some(env.type_.into_owned());

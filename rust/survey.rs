@@ -1,6 +1,6 @@
-//! Peek's survey (`Session.peek(path, survey=True)`): counts by type, how many
-//! messages replay would give, and the tool operations left open with their state,
-//! without building the envelopes. The reference is `survey` in `_pure/survey.py`;
+//! Peek's survey (`Session.peek(path, survey=True)`): lines and bytes by type,
+//! messages by role, how many messages replay would give, and the tool operations
+//! left open with their state, without building the envelopes. The reference is `survey` in `_pure/survey.py`;
 //! the differential tests hold the two together.
 //!
 //! The scan notes the few facts the survey reads while each line is still in hand
@@ -10,6 +10,7 @@
 
 use std::collections::HashMap;
 
+use crate::envelope::EnvelopeRef;
 use crate::json_grammar::Kind;
 use crate::json_view::{self, Entry};
 
@@ -31,11 +32,22 @@ enum Fact {
     Compaction { id: String, through: Option<String> },
 }
 
+/// One envelope type's share of the file.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct TypeCount {
+    pub type_: String,
+    pub lines: u64,
+    /// Bytes of those lines, each with its newline.
+    pub bytes: u64,
+}
+
 /// The survey facts of a stretch of lines, in file order.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Facts {
-    /// Envelopes per type, in the order each type first appears.
-    counts: Vec<(String, u64)>,
+    /// In the order each type first appears.
+    types: Vec<TypeCount>,
+    /// Messages with a string role, per role, in the order each role first appears.
+    roles: Vec<(String, u64)>,
     /// (index of the envelope among those the scan found, what it says).
     facts: Vec<(usize, Fact)>,
 }
@@ -43,8 +55,10 @@ pub struct Facts {
 /// What the survey found.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Survey {
-    /// Envelopes per type, in the order each type first appears.
-    pub counts: Vec<(String, u64)>,
+    /// In the order each type first appears.
+    pub types: Vec<TypeCount>,
+    /// Messages with a string role, per role, in the order each role first appears.
+    pub roles: Vec<(String, u64)>,
     /// How many messages replay would give; meaningless when `problem` is set.
     pub live: u64,
     /// The index of the first compaction whose `replaces-through-id` names nothing
@@ -67,24 +81,50 @@ fn is_true(raw: &[u8], fields: &[Entry], key: &str) -> bool {
     })
 }
 
+fn count(tally: &mut Vec<(String, u64)>, key: &str, n: u64) {
+    match tally.iter_mut().find(|(k, _)| k == key) {
+        Some((_, m)) => *m += n,
+        None => tally.push((key.to_owned(), n)),
+    }
+}
+
+fn count_type(types: &mut Vec<TypeCount>, type_: &str, lines: u64, bytes: u64) {
+    match types.iter_mut().find(|t| t.type_ == type_) {
+        Some(t) => {
+            t.lines += lines;
+            t.bytes += bytes;
+        }
+        None => types.push(TypeCount {
+            type_: type_.to_owned(),
+            lines,
+            bytes,
+        }),
+    }
+}
+
 impl Facts {
-    /// Note envelope number `index` (of type `type_`, id `id`, payload members
-    /// `fields` of `raw`). `string_role` is whether a message has a string role.
+    /// Note envelope number `index`: `env`, read from the line `raw` of `line_len`
+    /// bytes (without its newline), whose payload members are `fields`.
     pub fn note(
         &mut self,
         index: usize,
-        type_: &str,
-        id: &str,
-        string_role: bool,
+        env: &EnvelopeRef<'_>,
+        line_len: u64,
         raw: &[u8],
         fields: &[Entry],
     ) {
-        match self.counts.iter_mut().find(|(t, _)| t == type_) {
-            Some((_, n)) => *n += 1,
-            None => self.counts.push((type_.to_owned(), 1)),
+        let (type_, id) = (&*env.type_, &*env.id);
+        count_type(&mut self.types, type_, 1, line_len + 1);
+        let role = if type_ == "message" {
+            string_of(raw, fields, "role")
+        } else {
+            None
+        };
+        if let Some(role) = &role {
+            count(&mut self.roles, role, 1);
         }
         let fact = match type_ {
-            "message" if string_role => Fact::Message {
+            "message" if role.is_some() => Fact::Message {
                 id: id.to_owned(),
                 sticky: is_true(raw, fields, "sticky")
                     || is_true(raw, fields, "sysprompt")
@@ -109,11 +149,11 @@ impl Facts {
 
     /// Append the facts of the lines after these; their indexes count from `shift`.
     pub fn extend(&mut self, later: Facts, shift: usize) {
-        for (type_, n) in later.counts {
-            match self.counts.iter_mut().find(|(t, _)| *t == type_) {
-                Some((_, m)) => *m += n,
-                None => self.counts.push((type_, n)),
-            }
+        for t in later.types {
+            count_type(&mut self.types, &t.type_, t.lines, t.bytes);
+        }
+        for (role, n) in later.roles {
+            count(&mut self.roles, &role, n);
         }
         self.facts
             .extend(later.facts.into_iter().map(|(i, f)| (i + shift, f)));
@@ -204,7 +244,8 @@ impl Facts {
                 .flatten()
                 .map(|op| (op.index, op.recorded))
                 .collect(),
-            counts: self.counts,
+            types: self.types,
+            roles: self.roles,
         }
     }
 }
@@ -225,9 +266,7 @@ mod tests {
         let mut fields = Vec::new();
         for (i, line) in lines.iter().enumerate() {
             let env = parse_envelope_fields(line.as_bytes(), 0, &mut fields).unwrap();
-            let role = json_view::get(line.as_bytes(), &fields, "role")
-                .is_some_and(|r| r.kind == Kind::String);
-            facts.note(i, &env.type_, &env.id, role, line.as_bytes(), &fields);
+            facts.note(i, &env, line.len() as u64, line.as_bytes(), &fields);
         }
         facts.fold()
     }
@@ -257,9 +296,19 @@ mod tests {
         ];
         let refs: Vec<&str> = lines.iter().map(String::as_str).collect();
         let s = survey(&refs);
-        let count = |t: &str| s.counts.iter().find(|(k, _)| k == t).map(|c| c.1);
-        assert_eq!(count("message"), Some(4));
-        assert_eq!(s.counts[0], ("session-meta".to_owned(), 1));
+        let of = |t: &str| {
+            s.types
+                .iter()
+                .find(|c| c.type_ == t)
+                .map(|c| (c.lines, c.bytes))
+        };
+        let bytes = |from: usize, to: usize| -> u64 {
+            lines[from..to].iter().map(|l| l.len() as u64 + 1).sum()
+        };
+        assert_eq!(of("message"), Some((4, bytes(1, 3) + bytes(6, 8))));
+        assert_eq!(s.types[0].type_, "session-meta");
+        let roles: Vec<(&str, u64)> = s.roles.iter().map(|(r, n)| (r.as_str(), *n)).collect();
+        assert_eq!(roles, [("system", 1), ("user", 1), ("tool", 1)]);
         // s (sticky) + k's summary + r; u was not sticky (depth null), x has no role.
         assert_eq!((s.live, s.problem), (3, None));
         assert_eq!(s.open, vec![(3, true), (5, false)]);
@@ -316,7 +365,7 @@ mod tests {
                 } else {
                     (&mut second, i - cut)
                 };
-                facts.note(index, &env.type_, &env.id, true, line.as_bytes(), &fields);
+                facts.note(index, &env, line.len() as u64, line.as_bytes(), &fields);
             }
             first.extend(second, cut);
             assert_eq!(first.fold(), whole, "cut at {cut}");

@@ -1,5 +1,6 @@
-"""``Session.peek(path, survey=True)``: counts by type, how many messages replay would
-give, and the tool operations left open with their state, from the scan's own pass.
+"""``Session.peek(path, survey=True)``: lines and bytes by type, messages by role, how
+many messages replay would give, and the tool operations left open with their state,
+from the scan's own pass.
 
 Beyond SPEC 5 (which the peek keys without ``survey`` still follow exactly): the
 survey must agree with what ``Session.load`` of the same file gives wherever the load
@@ -8,6 +9,7 @@ succeeds, and read leniently (like peek) where it would not.
 
 from __future__ import annotations
 
+import json
 import os
 
 import pytest
@@ -33,7 +35,7 @@ from helpers import (
 )
 
 SPEC_KEYS = {"path", "size", "meta", "envelopes", "messages", "warnings", "end", "pending", "identity", "restarted"}
-SURVEY_KEYS = {"counts", "live_messages", "replay_problem", "pending_tool_operations"}
+SURVEY_KEYS = {"counts", "bytes", "roles", "live_messages", "replay_problem", "pending_tool_operations"}
 
 
 def test_survey_agrees_with_load_on_a_run_with_every_state(session, tpath):
@@ -61,6 +63,12 @@ def test_survey_agrees_with_load_on_a_run_with_every_state(session, tpath):
     assert list(survey["counts"]) == [
         "session-meta", "message", "tool-dispatched", "tool-settled", "compaction", "grants", "elision"
     ]  # in the order each type first appears
+    by_type: dict = {}
+    for raw in read(tpath).splitlines(keepends=True):
+        type_ = json.loads(raw)["type"]
+        by_type[type_] = by_type.get(type_, 0) + len(raw)
+    assert survey["bytes"] == by_type and sum(by_type.values()) == view["size"]
+    assert survey["roles"] == {"user": 1, "system": 1, "assistant": 1, "tool": 2}
     # The sticky system message, the summary, then the two tool messages after the compaction point.
     assert survey["live_messages"] == len(session.messages) == 4
     assert survey["replay_problem"] is None
@@ -138,6 +146,9 @@ def test_lenient_where_load_refuses(tpath):
     view = Session.peek(tpath, survey=True)
     survey = view["survey"]
     assert survey["counts"] == {"session-meta": 1, "message": 3, "tool-dispatched": 1, "tool-settled": 2}
+    assert survey["roles"] == {"user": 1, "tool": 1}
+    # the malformed line is no envelope's: its bytes are in no type
+    assert sum(survey["bytes"].values()) == view["size"] - len(b"not json\n")
     assert survey["live_messages"] == 2
     [op] = survey["pending_tool_operations"]
     assert (op.op_id, op.call_id, op.tool, op.state) == ("d", ["c"], 1, "dispatched")
@@ -184,6 +195,7 @@ def test_the_unfinished_last_line_is_not_surveyed(session, tpath):
     view = Session.peek(tpath, survey=True)
     assert view["pending"] > 0
     assert view["survey"]["counts"] == {"session-meta": 1, "message": 1}
+    assert sum(view["survey"]["bytes"].values()) == view["end"]
     assert view["survey"]["pending_tool_operations"] == []
 
 
@@ -195,7 +207,8 @@ def test_nothing_to_read_gives_an_empty_survey(tmp_path, content):
     view = Session.peek(path, survey=True)
     assert "error" in view
     assert view["survey"] == {
-        "counts": {}, "live_messages": None, "replay_problem": None, "pending_tool_operations": []
+        "counts": {}, "bytes": {}, "roles": {},
+        "live_messages": None, "replay_problem": None, "pending_tool_operations": [],
     }
 
 

@@ -79,7 +79,7 @@ def _pure_scan(
         messages,
         bad_roles,
         [e.id for e in events] if want_ids else [],
-        _pure_survey.survey(events) if want_survey else None,
+        _pure_survey.survey(events, spans) if want_survey else None,
     )
 
 

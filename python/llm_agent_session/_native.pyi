@@ -84,7 +84,9 @@ def scan(
     Any,
     List[Tuple[int, int]],
     List[str],
-    Optional[Tuple[List[Tuple[str, int]], int, Optional[int], List[Tuple[int, bool]]]],
+    Optional[
+        Tuple[List[Tuple[str, int, int]], List[Tuple[str, int]], int, Optional[int], List[Tuple[int, bool]]]
+    ],
 ]:
     """``(events, spans, problems, end, first_type, messages, bad_roles, ids, survey)``
     (``_pure.replay.scan`` plus what peek, salvage and fork need of each envelope);

@@ -87,7 +87,10 @@ def peek(
 def _survey_of(counts: Optional[SurveyCounts], events: Any, spans: Any) -> Dict[str, Any]:
     """``peek(..., survey=True)["survey"]`` from what the core counted (by envelope index)."""
     if counts is None:
-        return {"counts": {}, "live_messages": None, "replay_problem": None, "pending_tool_operations": []}
+        return {
+            "counts": {}, "bytes": {}, "roles": {},
+            "live_messages": None, "replay_problem": None, "pending_tool_operations": [],
+        }
     problem = None
     if counts.problem is not None:
         e: Event = events[counts.problem]
@@ -99,7 +102,9 @@ def _survey_of(counts: Optional[SurveyCounts], events: Any, spans: Any) -> Dict[
             else "has no string replaces-through-id"
         )
     return {
-        "counts": dict(counts.counts),
+        "counts": {type_: lines for type_, lines, _ in counts.types},
+        "bytes": {type_: size for type_, _, size in counts.types},
+        "roles": dict(counts.roles),
         "live_messages": None if problem else counts.live,
         "replay_problem": problem,
         "pending_tool_operations": [_pending(events[i], answered) for i, answered in counts.open],

@@ -141,9 +141,9 @@ class Session:
     ) -> Dict[str, Any]:
         """What the file says, without writing, locking or repairing (SPEC 5).
 
-        ``survey=True`` (beyond SPEC 5; only with ``offset=0``) adds ``survey``: envelope
-        counts by type, how many messages replay would give, and the tool operations
-        left open with their state, computed in the same pass over the file.
+        ``survey=True`` (beyond SPEC 5; only with ``offset=0``) adds ``survey``: lines and
+        bytes by type, messages by role, how many messages replay would give, and the
+        tool operations left open with their state, computed in the same pass.
         """
         from ._peek import peek
 

@@ -1,7 +1,7 @@
 """Peek's survey (``Session.peek(path, survey=True)``): the reference of
-``rust/survey.rs``, over the envelopes a scan found.
+``rust/survey.rs``, over the envelopes a scan found and their lines.
 
-Counts by type; how many messages replay would give (compactions folded as replay
+Lines and bytes by type; messages by role; how many messages replay would give (compactions folded as replay
 folds them: the sticky messages up to the one named, then the summary, then the
 rest); and the ``tool-dispatched`` operations without a ``tool-settled``, each with
 whether a message answered it (SPEC 2.6). Lenient, like peek: a value of the wrong
@@ -14,12 +14,14 @@ from __future__ import annotations
 from typing import Any, Dict, List, NamedTuple, Optional, Sequence, Tuple
 
 from ..messages import Event
+from .replay import Span
 
 
 class SurveyCounts(NamedTuple):
     """What the survey found, by envelope index (the scan's ``events``)."""
 
-    counts: List[Tuple[str, int]]  # envelopes per type, in the order each type first appears
+    types: List[Tuple[str, int, int]]  # (type, lines, bytes with newlines), in first-appearance order
+    roles: List[Tuple[str, int]]  # messages with a string role, per role, in first-appearance order
     live: int  # messages replay would give; meaningless when `problem` is set
     problem: Optional[int]  # the first compaction naming nothing live
     open: List[Tuple[int, bool]]  # (dispatch, answered by a message), in first-dispatch order
@@ -30,20 +32,25 @@ def _string(payload: Dict[str, Any], key: str) -> Optional[str]:
     return value if isinstance(value, str) else None
 
 
-def survey(events: Sequence[Event]) -> SurveyCounts:
-    counts: Dict[str, int] = {}
+def survey(events: Sequence[Event], spans: Sequence[Span]) -> SurveyCounts:
+    types: Dict[str, List[int]] = {}  # type -> [lines, bytes]
+    roles: Dict[str, int] = {}
     live: List[Tuple[str, bool]] = []  # (id, sticky)
     position: Dict[str, int] = {}
     problem: Optional[int] = None
     open_ops: Dict[str, List[Any]] = {}  # op id -> [index, call id, answered]; dict order = first dispatch
     waiting: Dict[str, List[str]] = {}  # call id -> op ids dispatched with it, not yet answered
-    for index, e in enumerate(events):
+    for index, (e, (_, _, length)) in enumerate(zip(events, spans)):
         type_ = e.type
-        counts[type_] = counts.get(type_, 0) + 1
+        tally = types.setdefault(type_, [0, 0])
+        tally[0] += 1
+        tally[1] += length + 1
         if type_ == "message":
             p = e.payload
-            if not isinstance(p.get("role"), str):
+            role = p.get("role")
+            if not isinstance(role, str):
                 continue
+            roles[role] = roles.get(role, 0) + 1
             sticky = p.get("sticky") is True or p.get("sysprompt") is True or p.get("depth") is not None
             position[e.id] = len(live)
             live.append((e.id, sticky))
@@ -71,7 +78,8 @@ def survey(events: Sequence[Event]) -> SurveyCounts:
             live = [x for x in live[: cut + 1] if x[1]] + [(e.id, False)] + live[cut + 1 :]
             position = {id_: k for k, (id_, _) in enumerate(live)}
     return SurveyCounts(
-        list(counts.items()),
+        [(t, lines, size) for t, (lines, size) in types.items()],
+        list(roles.items()),
         len(live),
         problem,
         [(index, answered) for index, _, answered in open_ops.values()],

@@ -498,6 +498,18 @@ fn scanned(data: &[u8], start: u64, final_line: bool, what: &str) -> Scanned {
         view(&s),
         "{what}: the two-thread scan disagrees with one thread"
     );
+    // The survey's tallies account for exactly the envelopes found.
+    let survey = s.survey.as_ref().expect("a survey was asked for");
+    let lines: u64 = survey.types.iter().map(|t| t.lines).sum();
+    let bytes: u64 = survey.types.iter().map(|t| t.bytes).sum();
+    assert_eq!(
+        (lines, bytes),
+        (
+            s.found.len() as u64,
+            s.found.iter().map(|f| f.at.len + 1).sum::<u64>()
+        ),
+        "{what}: the survey's lines or bytes by type do not add up"
+    );
     s
 }
 

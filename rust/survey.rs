@@ -1,7 +1,7 @@
 //! Peek's survey (`Session.peek(path, survey=True)`): lines and bytes by type,
 //! messages by role, how many messages replay would give, and the tool operations
-//! left open with their state, without building the envelopes. The reference is `survey` in `_pure/survey.py`;
-//! the differential tests hold the two together.
+//! left open with their state, without building the envelopes. The reference is
+//! `survey` in `_pure/survey.py`; the differential tests hold the two together.
 //!
 //! The scan notes the few facts the survey reads while each line is still in hand
 //! ([`Facts::note`]); the fold runs once over those facts, in file order, after the

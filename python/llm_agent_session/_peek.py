@@ -7,8 +7,9 @@ import stat
 from typing import Any, Dict, List, Optional, Tuple
 
 from . import _backend
+from ._pure.fold import dispatched_operation
 from ._pure.survey import SurveyCounts
-from .messages import Event, PendingToolOperation
+from .messages import Event
 
 
 def describe(line: int, offset: int, numbered: bool) -> str:
@@ -101,31 +102,18 @@ def _survey_of(counts: Optional[SurveyCounts], events: Any, spans: Any) -> Dict[
             if isinstance(through, str)
             else "has no string replaces-through-id"
         )
+    pending = []
+    for i, answered in counts.open:  # only these envelopes' payloads are built
+        e = events[i]
+        pending.append(dispatched_operation(e.id, e.ts, e.payload, "result-recorded" if answered else "dispatched"))
     return {
         "counts": {type_: lines for type_, lines, _ in counts.types},
         "bytes": {type_: size for type_, _, size in counts.types},
         "roles": dict(counts.roles),
         "live_messages": None if problem else counts.live,
         "replay_problem": problem,
-        "pending_tool_operations": [_pending(events[i], answered) for i, answered in counts.open],
+        "pending_tool_operations": pending,
     }
-
-
-def _pending(e: Event, answered: bool) -> PendingToolOperation:
-    """As ``Session.pending_tool_operations`` gives it, read leniently (a value may be of any type)."""
-    get = e.payload.get
-    return PendingToolOperation(
-        op_id=e.id,
-        call_id=get("call-id"),  # type: ignore[arg-type]
-        tool=get("tool"),  # type: ignore[arg-type]
-        arguments=get("arguments"),
-        arguments_digest=get("arguments-digest"),  # type: ignore[arg-type]
-        idempotency=get("idempotency"),
-        run_id=get("run-id"),
-        round=get("round"),
-        dispatched_at=e.ts,
-        state="result-recorded" if answered else "dispatched",
-    )
 
 
 def _first_line_error(found: "_backend.Scanned", size: int) -> Optional[str]:

@@ -16,6 +16,24 @@ OUTCOMES = ("completed", "failed", "outcome-unknown")
 NAME_MAX = 255
 
 
+def dispatched_operation(op_id: str, ts: str, payload: Dict[str, Any], state: str) -> PendingToolOperation:
+    """The operation a ``tool-dispatched`` envelope opened (SPEC 2.6). Reads every key
+    leniently: the fold has checked ``call-id`` and ``tool`` first; peek's survey has not."""
+    get = payload.get
+    return PendingToolOperation(
+        op_id=op_id,
+        call_id=get("call-id"),  # type: ignore[arg-type]
+        tool=get("tool"),  # type: ignore[arg-type]
+        arguments=get("arguments"),
+        arguments_digest=get("arguments-digest"),  # type: ignore[arg-type]
+        idempotency=get("idempotency"),
+        run_id=get("run-id"),
+        round=get("round"),
+        dispatched_at=ts,
+        state=state,
+    )
+
+
 class FoldProblem(Exception):
     """A reason the fold refuses an envelope. ``kind``: corrupt, dangling or unknown-op."""
 
@@ -202,19 +220,7 @@ class FoldState:
         elif type_ == "grants":
             self.grants = payload["grants"]
         elif type_ == "tool-dispatched":
-            get = payload.get
-            op = PendingToolOperation(
-                op_id=id_,
-                call_id=payload["call-id"],
-                tool=payload["tool"],
-                arguments=get("arguments"),
-                arguments_digest=get("arguments-digest"),  # type: ignore[arg-type]
-                idempotency=get("idempotency"),
-                run_id=get("run-id"),
-                round=get("round"),
-                dispatched_at=ts,
-                state="dispatched",
-            )
+            op = dispatched_operation(id_, ts, payload, "dispatched")
             self.pending[id_] = op
             self.waiting_by_call.setdefault(op.call_id, []).append(id_)
         elif type_ == "tool-settled":

@@ -1,10 +1,10 @@
 """Peek's survey (``Session.peek(path, survey=True)``): the reference of
 ``rust/survey.rs``, over the envelopes a scan found and their lines.
 
-Lines and bytes by type; messages by role; how many messages replay would give (compactions folded as replay
-folds them: the sticky messages up to the one named, then the summary, then the
-rest); and the ``tool-dispatched`` operations without a ``tool-settled``, each with
-whether a message answered it (SPEC 2.6). Lenient, like peek: a value of the wrong
+Lines and bytes by type; messages by role; how many messages replay would give
+(compactions folded as replay folds them: the sticky messages up to the one named,
+then the summary, then the rest); and the ``tool-dispatched`` operations without a
+``tool-settled``, each with whether a message answered it (SPEC 2.6). Lenient, like peek: a value of the wrong
 type is passed over rather than refused; only a compaction naming nothing in the
 live conversation stops the count, since the count would be wrong past it.
 """

@@ -4,8 +4,8 @@ One input is a whole file's bytes. :func:`observe` writes them to a file (on tmp
 there is one) and runs what a caller can: ``Session.load`` (events, messages, warnings,
 meta, grants, pending operations, run-context sections, and the bytes the file holds
 after it, since load may repair), ``Session.peek`` (with its survey) and
-``Session.salvage`` (its report and the bytes it wrote), each on fresh bytes. :func:`check` does so under the pure and
-the native backend and says what is wrong:
+``Session.salvage`` (its report and the bytes it wrote), each on fresh bytes.
+:func:`check` does so under the pure and the native backend and says what is wrong:
 
 * ``outside-spec``: load raised something other than the spec's ``TranscriptError``
   classes, or peek or salvage raised at all (they report problems, SPEC 5 and 9);

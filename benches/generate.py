@@ -17,9 +17,15 @@ id, and it reports the expected ``messages`` / ``message_ids`` of the file.
 Lines are serialised here, independently of the library, with the line format's rules
 (SPEC 2): keys sorted, separators ``,``/``:``, UTF-8 as itself except U+2028/U+2029.
 
-Output is a pure function of ``(size, seed, torn)``.
+Three corpora (``--corpus``): ``realistic`` (the default: mostly ASCII code and logs,
+some prose in other scripts), ``nonascii`` (over 40% of the file's bytes in multi-byte
+UTF-8: CJK, Korean, Cyrillic, Greek, Arabic, accented Latin, emoji) and ``escapes``
+(code-like tool output dense in ``\\n``, ``\\"``, ``\\\\``, ``\\t`` and ``\\u00XX``). The
+statistics give the share of multi-byte and backslash bytes.
 
-    python benches/generate.py OUT --size 16MB --seed 1 [--torn] [--verify]
+Output is a pure function of ``(size, seed, torn, corpus)``.
+
+    python benches/generate.py OUT --size 16MB --seed 1 [--torn] [--corpus nonascii] [--verify]
 
 ``--verify`` loads the result with ``Session.load`` (a copy when ``--torn``, since the
 load repairs it) and checks the replayed messages against the generator's model.
@@ -160,9 +166,53 @@ _OUTPUT = [
 ]
 
 
-def _build_corpus(rng: random.Random, chars: int = 600_000) -> str:
+# The non-ASCII-heavy corpus (issue #17): most bytes multi-byte UTF-8 (CJK, Korean,
+# Cyrillic, Greek, Arabic, accented Latin, emoji including ZWJ sequences and flags),
+# with some code and logs that carry it.
+_NONASCII = [
+    "ログファイルは毎日ローテーションされ、古いファイルは七日後に削除されます。設定は「config.toml」に"
+    "あります。変更後はサービスを再起動してください。",
+    "测试在持续集成环境中失败，但在本地可以通过；可能与时区设置有关。请检查环境变量和区域设置。"
+    "修复后重新运行全部测试用例。",
+    "설정 파일에는 명령줄에서 재정의할 수 있는 기본값이 포함되어 있습니다. 로그를 확인하세요.",
+    "Тесты проходят локально, но падают в CI из-за различий в локали и часовом поясе. ",
+    "Η διαμόρφωση διαβάζεται κατά την εκκίνηση· οι αλλαγές αγνοούνται μέχρι την επανεκκίνηση. ",
+    "ملف الإعدادات يحتوي على قيم افتراضية يمكن تجاوزها من سطر الأوامر. ",
+    "✅ 12 通过 ❌ 1 失败 ⚠️ 3 警告 🚀🔥💡🧪 👩‍💻👨‍👩‍👧 🇯🇵🇩🇪🇫🇷 — 所要時間 4.52秒 ",
+    "Çalışma zamanı değişiklikleri yok sayılır; naïve café résumé jalapeño smörgåsbord "
+    "Ærøskøbing Świętokrzyskie Žluťoučký kůň úpěl ďábelské ódy. ",
+    "// 関数: 設定を読み込む（ファイルが無い場合は既定値）\nfn 設定を読む(パス: &str) -> 設定 {\n"
+    "    読み込み(パス).unwrap_or_default() // 既定値 🙂\n}\n",
+    "エラー: ファイル「src/ünïcode/名前.rs」が見つかりません（行 42、列 7）。",
+]
+
+# The escape-heavy corpus (issue #17): code-like tool output dense in what JSON must
+# escape: newlines, quotes, backslashes, tabs and control characters (ANSI colours,
+# written as \u001b).
+_ESCAPES = [
+    '{"path":"C:\\Users\\dev\\proj\\src\\main.rs","line":42,"msg":"expected `\\"`, '
+    'found `\\\\`"}\n',
+    '\x1b[1;31merror\x1b[0m: expected "}" at "src\\lib.rs":12:4\n\t\x1b[34m|\x1b[0m\n'
+    '\t\x1b[34m|\x1b[0m\tlet s = "a\\tb\\n";\n',
+    'printf("%s=\\"%s\\"\\n", k, v);\n\tif (c == \'\\\\\') { *o++ = \'\\\\\'; }\n'
+    '\treturn "\\x1b[0m";\n',
+    '\t\t"a":\t"\\u00e9\\u2028",\n\t\t"b":\t["\\"", "\\\\", "\\/"],\n',
+    're.compile(r"^\\s*(\\w+)\\s*=\\s*\"((?:[^\"\\\\]|\\\\.)*)\"$")\n\x00\x07\x08\x0c\r\n',
+    'diff --git "a/x y.txt" "b/x y.txt"\n@@ -1 +1 @@\n-\t"old"\n+\t"new\\n"\n\\ No newline\n',
+]
+
+CORPORA = ("realistic", "nonascii", "escapes")
+
+
+def _build_corpus(rng: random.Random, chars: int = 600_000, kind: str = "realistic") -> str:
     pools = [_CODE, _PROSE, _OUTPUT]
     weights = [5, 3, 3]
+    if kind == "nonascii":
+        pools, weights = [_NONASCII, _CODE, _OUTPUT], [16, 1, 1]
+    elif kind == "escapes":
+        pools, weights = [_ESCAPES, _CODE, _OUTPUT], [8, 2, 1]
+    elif kind != "realistic":
+        raise ValueError(f"unknown corpus {kind!r}: one of {', '.join(CORPORA)}")
     parts: List[str] = []
     n = 0
     counter = 0
@@ -180,6 +230,9 @@ def _build_corpus(rng: random.Random, chars: int = 600_000) -> str:
 # --------------------------------------------------------------------------- generator
 
 
+_HIGH_BYTES = bytes(range(0x80, 0x100))
+
+
 class _Writer:
     def __init__(self, fh, rng: random.Random) -> None:
         self.fh = fh
@@ -189,6 +242,8 @@ class _Writer:
         self.ms = BASE_MS
         self.micro = 542_283
         self.types: Dict[str, int] = {}
+        self.multibyte = 0  # bytes >= 0x80: of multi-byte UTF-8 characters
+        self.backslashes = 0
 
     def new_id(self) -> str:
         self.ms += self.rng.randint(1, 900)
@@ -211,6 +266,8 @@ class _Writer:
                 + '","type":' + _encode(type_) + ',"v":1}\n').encode("utf-8")
         self.fh.write(data)
         self.size += len(data)
+        self.multibyte += len(data) - len(data.translate(None, _HIGH_BYTES))
+        self.backslashes += data.count(b"\\")
         self.lines += 1
         self.types[type_] = self.types.get(type_, 0) + 1
         return id_
@@ -265,12 +322,14 @@ _SECTION_TEXTS = {
 
 
 class Generator:
-    def __init__(self, size: int, seed: int = 1, torn: bool = False) -> None:
+    def __init__(self, size: int, seed: int = 1, torn: bool = False,
+                 corpus: str = "realistic") -> None:
         self.target = size
         self.seed = seed
         self.torn = torn
         self.rng = random.Random(f"llm-agent-session-bench:{seed}")
-        self.corpus = _build_corpus(random.Random(f"corpus:{seed}"))
+        self.corpus = _build_corpus(random.Random(f"corpus:{seed}"), kind=corpus)
+        self.corpus_kind = corpus
         # The live conversation, as replay folds it: [id, message dict] in order.
         self.live: List[List[Any]] = []
         self.live_chars = 0
@@ -489,6 +548,8 @@ class Generator:
             torn_bytes = cut
         return {
             "gen-version": GEN_VERSION, "seed": self.seed, "target": self.target,
+            "corpus": self.corpus_kind, "multibyte-share": w.multibyte / max(1, w.size),
+            "backslash-share": w.backslashes / max(1, w.size),
             "size": clean_size + torn_bytes, "clean-size": clean_size, "torn-bytes": torn_bytes,
             "lines": w.lines, "types": w.types, "runs": self.run_no,
             "compactions": self.compactions, "elisions": self.elisions,
@@ -500,9 +561,10 @@ class Generator:
         return [dict(e[1]) for e in self.live]
 
 
-def generate(path: str, size: int, seed: int = 1, torn: bool = False) -> Dict[str, Any]:
+def generate(path: str, size: int, seed: int = 1, torn: bool = False,
+             corpus: str = "realistic") -> Dict[str, Any]:
     """Write the transcript to ``path`` (replacing it) and return its statistics."""
-    gen = Generator(size, seed, torn)
+    gen = Generator(size, seed, torn, corpus)
     tmp = f"{path}.tmp{os.getpid()}"
     with open(tmp, "wb", buffering=1 << 20) as fh:
         stats = gen.write(fh)
@@ -517,15 +579,17 @@ def cache_dir() -> str:
     return d
 
 
-def cached(size: int, seed: int = 1, torn: bool = False) -> Tuple[str, Dict[str, Any]]:
+def cached(size: int, seed: int = 1, torn: bool = False,
+           corpus: str = "realistic") -> Tuple[str, Dict[str, Any]]:
     """The path and statistics of a generated transcript, generating it once per version."""
     d = cache_dir()
-    base = os.path.join(d, f"v{GEN_VERSION}-{size_label(size)}-s{seed}{'-torn' if torn else ''}")
+    kind = "" if corpus == "realistic" else f"-{corpus}"
+    base = os.path.join(d, f"v{GEN_VERSION}-{size_label(size)}-s{seed}{kind}{'-torn' if torn else ''}")
     path, meta = base + ".jsonl", base + ".json"
     if os.path.exists(path) and os.path.exists(meta):
         with open(meta) as fh:
             return path, json.load(fh)
-    stats = generate(path, size, seed, torn)
+    stats = generate(path, size, seed, torn, corpus)
     with open(meta + ".tmp", "w") as fh:
         json.dump(stats, fh)
     os.replace(meta + ".tmp", meta)
@@ -639,13 +703,16 @@ def main(argv: Optional[List[str]] = None) -> int:
     ap.add_argument("--size", default="1MB", help="e.g. 1MB, 16MB, 256MB, 1GB (default 1MB)")
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--torn", action="store_true", help="end in a torn line (no final newline)")
+    ap.add_argument("--corpus", default="realistic", choices=CORPORA,
+                    help="the text of messages and tool results: realistic (default), nonascii "
+                         "(most bytes multi-byte UTF-8), escapes (dense in JSON escapes)")
     ap.add_argument("--check", action="store_true",
                     help="re-read the file and check every line and reference (stdlib only)")
     ap.add_argument("--verify", action="store_true",
                     help="also load it with Session.load and compare the replayed messages")
     a = ap.parse_args(argv)
     t0 = time.perf_counter()
-    stats = generate(a.out, parse_size(a.size), a.seed, a.torn)
+    stats = generate(a.out, parse_size(a.size), a.seed, a.torn, a.corpus)
     dt = time.perf_counter() - t0
     shown = {k: v for k, v in stats.items() if k != "message-ids"}
     print(json.dumps(shown), f"({dt:.1f}s, {stats['size'] / dt / 1e6:.0f} MB/s)")

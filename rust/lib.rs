@@ -29,6 +29,7 @@ pub mod json_view;
 pub mod repair_copy;
 pub mod replay;
 pub mod scan;
+pub mod string_scan;
 pub mod survey;
 pub mod tail;
 

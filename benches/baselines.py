@@ -2,6 +2,8 @@
 
 - ``json_lines`` / ``orjson_lines``: read the file and parse each line with stdlib
   ``json.loads`` / ``orjson.loads``, keeping the parsed objects (as a reader would).
+- ``orjson_discard``: the same with ``orjson.loads``, each parsed object dropped at once
+  (the stricter baseline of issue #17: no memory held, no allocator pressure).
 - ``limit_read``: read the bytes (1 MiB ``readinto``) and count the newlines: no reader of
   a JSONL file can do less.
 - ``limit_copy``: copy ``n`` bytes to a new file in the kernel (``copy_file_range``), fsync
@@ -41,6 +43,19 @@ def json_lines(path: str, offset: int = 0) -> List[Any]:
 
 def orjson_lines(path: str, offset: int = 0) -> List[Any]:
     return _parsed_lines(path, orjson.loads, offset)
+
+
+def orjson_discard(path: str, offset: int = 0) -> int:
+    loads = orjson.loads
+    n = 0
+    with open(path, "rb") as fh:
+        if offset:
+            fh.seek(offset)
+        for line in fh:
+            if line.strip():
+                loads(line)
+                n += 1
+    return n
 
 
 def limit_read(path: str, offset: int = 0) -> int:

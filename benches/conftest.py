@@ -12,6 +12,9 @@ Options (each also readable from the environment):
 - ``--bench-backends`` / ``LLM_AGENT_SESSION_BENCH_BACKENDS``: default every available one.
 - ``--bench-append-sizes``: sizes of the loaded session the appends go to (default: the
   smallest and the largest of ``--bench-sizes``).
+- ``--bench-corpora`` / ``LLM_AGENT_SESSION_BENCH_CORPORA``: the generator's corpora that
+  ``load``, ``peek`` and ``peek-survey`` run on (default ``realistic``; also ``nonascii``,
+  ``escapes``). The other operations use the realistic corpus.
 
 Generated transcripts are cached in ``benches/.cache`` (or
 ``LLM_AGENT_SESSION_BENCH_CACHE``); the suites work on copies in ``<cache>/work``.
@@ -47,6 +50,8 @@ def pytest_addoption(parser: Any) -> None:
     g.addoption("--bench-append-sizes",
                 default=os.environ.get("LLM_AGENT_SESSION_BENCH_APPEND_SIZES", ""),
                 help="sizes of the session that appends go to (default: smallest and largest)")
+    g.addoption("--bench-corpora", default=os.environ.get("LLM_AGENT_SESSION_BENCH_CORPORA", "realistic"),
+                help="comma-separated corpora for load/peek (realistic, nonascii, escapes)")
 
 
 def _sizes(config: Any) -> List[int]:
@@ -75,6 +80,9 @@ def pytest_generate_tests(metafunc: Any) -> None:
     if "size" in metafunc.fixturenames:
         sizes = _append_sizes(cfg) if metafunc.module.__name__.endswith("append") else _sizes(cfg)
         metafunc.parametrize("size", sizes, ids=[generate.size_label(s) for s in sizes])
+    if "corpus" in metafunc.fixturenames:
+        corpora = [c.strip() for c in cfg.getoption("--bench-corpora").split(",") if c.strip()]
+        metafunc.parametrize("corpus", corpora)
     if "backend" in metafunc.fixturenames:
         b = _backends(cfg)
         metafunc.parametrize("backend", b or [pytest.param("none", marks=pytest.mark.skip(
@@ -87,7 +95,8 @@ def pytest_collection_modifyitems(session: Any, config: Any, items: List[Any]) -
     def key(item: Any) -> Any:
         cs = getattr(item, "callspec", None)
         params = cs.params if cs else {}
-        return (params.get("size", 0), str(params.get("backend", "")))
+        corpus = str(params.get("corpus", "realistic"))
+        return (params.get("size", 0), corpus != "realistic", corpus, str(params.get("backend", "")))
 
     items.sort(key=key)
 
@@ -103,13 +112,13 @@ def workdir() -> Any:
 
 @pytest.fixture(scope="session")
 def transcripts() -> Any:
-    """``transcripts(size, torn=False) -> (path, stats)`` from the cache."""
+    """``transcripts(size, torn=False, corpus="realistic") -> (path, stats)`` from the cache."""
     memo: Dict[Any, Any] = {}
 
-    def get(size: int, torn: bool = False) -> Any:
-        k = (size, torn)
+    def get(size: int, torn: bool = False, corpus: str = "realistic") -> Any:
+        k = (size, torn, corpus)
         if k not in memo:
-            memo[k] = generate.cached(size, seed=1, torn=torn)
+            memo[k] = generate.cached(size, seed=1, torn=torn, corpus=corpus)
         return memo[k]
 
     return get
@@ -117,16 +126,21 @@ def transcripts() -> Any:
 
 @pytest.fixture(scope="session")
 def clean_copy(transcripts: Any, workdir: str) -> Any:
-    """A work copy of the clean transcript of each size (the suites never touch the cache)."""
-    memo: Dict[int, Any] = {}
+    """A work copy of the clean transcript of each size and corpus (the suites never touch
+    the cache); one corpus's copies at a time, to bound the disk they take."""
+    memo: Dict[Any, Any] = {}
 
-    def get(size: int) -> Any:
-        if size not in memo:
-            src, stats = transcripts(size)
-            dst = os.path.join(workdir, f"clean-{size}.jsonl")
+    def get(size: int, corpus: str = "realistic") -> Any:
+        if (size, corpus) not in memo:
+            for (old_size, old_corpus), (old_path, _) in list(memo.items()):
+                if old_corpus != corpus and old_corpus != "realistic":
+                    os.unlink(old_path)
+                    del memo[(old_size, old_corpus)]
+            src, stats = transcripts(size, corpus=corpus)
+            dst = os.path.join(workdir, f"clean-{corpus}-{size}.jsonl")
             fresh_copy(src, dst)
-            memo[size] = (dst, stats)
-        return memo[size]
+            memo[(size, corpus)] = (dst, stats)
+        return memo[(size, corpus)]
 
     return get
 

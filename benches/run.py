@@ -2,7 +2,8 @@
 from the physical limit; rewrite ``benches/RESULTS.md``.
 
     python benches/run.py [--sizes 1MB,16MB,256MB] [--gb] [--backends native,pure]
-                          [--append-sizes 1MB,256MB] [--no-rss] [--cli-size 1GB] [--no-write]
+                          [--append-sizes 1MB,256MB] [--corpora realistic,nonascii,escapes]
+                          [--no-rss] [--cli-size 1GB] [--no-write]
 
 Steps: generate (or reuse from ``benches/.cache``) the transcripts, run the
 pytest-benchmark suites in ``benches/`` (library operations, baselines and limits in
@@ -34,18 +35,44 @@ sys.path.insert(0, HERE)
 import cli_times  # noqa: E402
 import generate  # noqa: E402
 
-READ_OPS = ["load", "load-torn", "peek", "peek-since", "salvage"]
-APPEND_OPS = ["append-message-200B", "append-message-20KB", "tool-pair", "sync-messages"]
+CORPORA = list(generate.CORPORA)
+# load, peek and peek-survey run on every corpus; the others on the realistic one.
+PER_CORPUS = ["load", "peek", "peek-survey"]
+READ_OPS = ["load", "load-torn", "peek", "peek-survey", "peek-since", "salvage"] + [
+    f"{op}-{c}" for c in CORPORA if c != "realistic" for op in PER_CORPUS]
+APPEND_OPS = ["append-message-200B", "append-message-20KB", "tool-pair", "sync-messages",
+              "sync-messages-10k"]
+PARSERS = ("json", "orjson", "orjson-discard")
+
+
+def split_op(op: str) -> Tuple[str, str]:
+    """``load-nonascii`` -> (``load``, ``nonascii``); ``load`` -> (``load``, ``realistic``)."""
+    for c in CORPORA:
+        if c != "realistic" and op.endswith("-" + c):
+            return op[: -len(c) - 1], c
+    return op, "realistic"
+
+
+def with_corpus(op: str, corpus: str) -> str:
+    return op if corpus == "realistic" else f"{op}-{corpus}"
+
+
+def limit_name(op: str) -> str:
+    return LIMIT_NAME[split_op(op)[0]]
+
+
 LIMIT_NAME = {
     "load": "read+count newlines",
     "load-torn": "copy prefix+fsync+rename, then read",
     "peek": "read+count newlines",
+    "peek-survey": "read+count newlines",
     "peek-since": "read the tail+count newlines",
     "salvage": "copy+fsync",
     "append-message-200B": "os.write of the line",
     "append-message-20KB": "os.write of the line",
     "tool-pair": "2 os.write of the lines",
     "sync-messages": "os.write of the line",
+    "sync-messages-10k": "os.write of the line",
 }
 
 
@@ -264,6 +291,8 @@ def run_pytest(args: Any, json_path: str, log_path: str) -> int:
         cmd += ["--bench-backends", args.backends]
     if args.append_sizes:
         cmd += ["--bench-append-sizes", args.append_sizes]
+    if args.corpora:
+        cmd += ["--bench-corpora", args.corpora]
     if args.k:
         cmd += ["-k", args.k]
     print("$", " ".join(cmd[1:]), f"  (full output: {os.path.relpath(log_path)})", flush=True)
@@ -295,12 +324,27 @@ def collect(json_path: str) -> Dict[Tuple[str, int, str], Dict[str, Any]]:
     return out
 
 
+def median(res: Dict[Tuple[str, int, str], Dict[str, Any]], op: str, size: int,
+           impl: str) -> Optional[float]:
+    """The median time of one (operation, size, implementation). Peek's groups run the
+    limit only: the per-line parsers read the same file as load's, so their times come
+    from load's group of the same corpus; peek-survey takes peek's limit as well."""
+    r = res.get((op, size, impl))
+    if r:
+        return r["median"]
+    base, corpus = split_op(op)
+    if base in ("peek", "peek-survey") and impl in PARSERS:
+        return median(res, with_corpus("load", corpus), size, impl)
+    if base == "peek-survey" and impl == "limit":
+        return median(res, with_corpus("peek", corpus), size, impl)
+    return None
+
+
 def build_tables(res: Dict[Tuple[str, int, str], Dict[str, Any]], sizes: List[int],
                  rss: Dict[Tuple[str, int, str], Dict[str, Any]], file_sizes: Dict[int, int]
                  ) -> Tuple[str, str, str]:
     def t(op: str, size: int, impl: str) -> Optional[float]:
-        r = res.get((op, size, impl))
-        return r["median"] if r else None
+        return median(res, op, size, impl)
 
     def nbytes(op: str, size: int) -> Optional[int]:
         for impl in ("native", "pure", "limit", "orjson", "json"):
@@ -310,7 +354,8 @@ def build_tables(res: Dict[Tuple[str, int, str], Dict[str, Any]], sizes: List[in
         return None
 
     head = ["operation", "size", "native", "pure", "native MB/s", "pure MB/s", "native/pure",
-            "native/json", "native/orjson", "native/limit", "pure/orjson", "pure/limit"]
+            "native/json", "native/orjson", "native/orjson-discard", "native/limit", "pure/orjson",
+            "pure/limit"]
     rows = []
     all_sizes = sorted({k[1] for k in res})
     for op in READ_OPS + APPEND_OPS:
@@ -319,6 +364,7 @@ def build_tables(res: Dict[Tuple[str, int, str], Dict[str, Any]], sizes: List[in
                 continue
             n, p = t(op, size, "native"), t(op, size, "pure")
             j, o, lim = t(op, size, "json"), t(op, size, "orjson"), t(op, size, "limit")
+            od = t(op, size, "orjson-discard")
             nb = nbytes(op, size)
             label = generate.size_label(size)
             if op == "peek-since":
@@ -327,18 +373,19 @@ def build_tables(res: Dict[Tuple[str, int, str], Dict[str, Any]], sizes: List[in
                 ex = next((res[(op, size, i)]["extra"] for i in ("native", "pure")
                            if (op, size, i) in res), {})
                 msgs = ex.get("messages")
-                label = f"session of {label}"
+                label = f"session of {label}" if op != "sync-messages-10k" else "new session"
                 if msgs is not None:
                     grown = ex.get("messages_after")
-                    label += f" ({msgs}–{grown} msgs)" if op == "sync-messages" and grown \
+                    label += f" ({msgs}–{grown} msgs)" if op.startswith("sync-messages") and grown \
                         else f" ({msgs} msgs)"
             rows.append([op, label, fmt_time(n), fmt_time(p), fmt_rate(nb, n), fmt_rate(nb, p),
-                         fmt_ratio(n, p), fmt_ratio(n, j), fmt_ratio(n, o), fmt_ratio(n, lim),
-                         fmt_ratio(p, o), fmt_ratio(p, lim)])
+                         fmt_ratio(n, p), fmt_ratio(n, j), fmt_ratio(n, o), fmt_ratio(n, od),
+                         fmt_ratio(n, lim), fmt_ratio(p, o), fmt_ratio(p, lim)])
     main = md_table(head, rows)
 
     # Baselines in absolute terms, for reference.
-    bhead = ["operation", "size", "json per line", "orjson per line", "limit", "limit is"]
+    bhead = ["operation", "size", "json per line", "orjson per line", "orjson per line, discarded",
+             "limit", "limit is"]
     brows = []
     for op in READ_OPS + APPEND_OPS:
         for size in all_sizes:
@@ -346,9 +393,9 @@ def build_tables(res: Dict[Tuple[str, int, str], Dict[str, Any]], sizes: List[in
                 continue
             nb = nbytes(op, size)
             brows.append([op, generate.size_label(size), fmt_time(t(op, size, "json")),
-                          fmt_time(t(op, size, "orjson")),
+                          fmt_time(t(op, size, "orjson")), fmt_time(t(op, size, "orjson-discard")),
                           f"{fmt_time(t(op, size, 'limit'))} ({fmt_rate(nb, t(op, size, 'limit'))} MB/s)",
-                          LIMIT_NAME[op]])
+                          limit_name(op)])
     base = md_table(bhead, brows)
 
     rhead = ["size", "file MiB", "load native", "load pure", "peek native", "peek pure",
@@ -426,6 +473,68 @@ def targets_table(res: Dict[Tuple[str, int, str], Dict[str, Any]],
     return md_table(["target", "this run", "wanted", "met", "computed as"], rows)
 
 
+def issue17_table(res: Dict[Tuple[str, int, str], Dict[str, Any]],
+                  rss: Dict[Tuple[str, int, str], Dict[str, Any]], file_sizes: Dict[Any, int],
+                  corpora: List[str]) -> str:
+    """The goals of issue #17, for every size measured and every corpus."""
+    rows: List[List[str]] = []
+
+    def row(what: str, figure: Optional[float], target: str, met: Optional[bool], how: str) -> None:
+        shown = "—" if figure is None else f"{figure:.2f}x"
+        rows.append([what, shown, target, "—" if met is None else ("yes" if met else "**no**"), how])
+
+    def ratio(a: Optional[float], b: Optional[float]) -> Optional[float]:
+        return a / b if a and b else None
+
+    def t(op: str, size: int, impl: str) -> Optional[float]:
+        return median(res, op, size, impl)
+
+    sizes = sorted({k[1] for k in res if split_op(k[0])[0] == "load"})
+    for size in sizes:
+        label = generate.size_label(size)
+        for corpus in corpora:
+            load = with_corpus("load", corpus)
+            if (load, size, "native") not in res:
+                continue
+            name = f"{label} {corpus}"
+            n = t(load, size, "native")
+            x = ratio(t(load, size, "orjson-discard"), n)
+            row(f"load {name}: faster than orjson per line, discarded", x, ">= 5x",
+                None if x is None else x >= 5, "orjson-discard / native")
+            x = ratio(t(load, size, "orjson"), n)
+            row(f"load {name}: faster than orjson per line, kept", x, ">= 5x",
+                None if x is None else x >= 5, "orjson / native")
+            x = ratio(n, t(load, size, "limit"))
+            row(f"load {name}: of read+count newlines", x, "<= 1.3x", None if x is None else x <= 1.3,
+                "native / limit")
+            peek = with_corpus("peek", corpus)
+            x = ratio(t(peek, size, "native"), t(peek, size, "limit"))
+            row(f"peek {name} (every envelope): of read+count newlines", x, "<= 1.2x",
+                None if x is None else x <= 1.2, "native / limit")
+            survey = with_corpus("peek-survey", corpus)
+            x = ratio(t(survey, size, "native"), t(survey, size, "limit"))
+            row(f"peek(survey=True) {name}: of read+count newlines", x, "<= 1.3x",
+                None if x is None else x <= 1.3, "native / limit")
+            r = rss.get((load, size, "native"))
+            fsize = file_sizes.get(size if corpus == "realistic" else (size, corpus))
+            if r and fsize:
+                x = r["peak"] / fsize
+                row(f"load {name}: peak RSS of the file size", x, "<= 0.25x", x <= 0.25,
+                    "VmHWM / file bytes")
+    for at in sorted({k[1] for k in res if k[0] == "append-message-200B"}):
+        x = ratio(t("append-message-200B", at, "native"), t("append-message-200B", at, "limit"))
+        row(f"append-message-200B (session of {generate.size_label(at)}): of a raw os.write", x,
+            "<= 8x", None if x is None else x <= 8, "native / os.write of the same line")
+    ten_k = [k[1] for k in res if k[0] == "sync-messages-10k" and k[2] == "native"]
+    small = sorted(k[1] for k in res if k[0] == "sync-messages" and k[2] == "native")
+    if ten_k and small:
+        x = ratio(t("sync-messages-10k", ten_k[0], "native"), t("sync-messages", small[0], "native"))
+        n_small = res[("sync-messages", small[0], "native")]["extra"].get("messages")
+        row(f"sync-messages: 10,000 messages + 1 of {n_small} + 1", x, "~1x (O(new))",
+            None if x is None else x <= 1.5, "native sync-messages-10k / native sync-messages")
+    return md_table(["goal", "this run", "wanted", "met", "computed as"], rows)
+
+
 def main(argv: Optional[List[str]] = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--sizes", default="1MB,16MB,256MB", help="default 1MB,16MB,256MB")
@@ -439,8 +548,11 @@ def main(argv: Optional[List[str]] = None) -> int:
     ap.add_argument("--no-write", action="store_true", help="do not rewrite benches/RESULTS.md")
     ap.add_argument("--results", default=os.path.join(HERE, "RESULTS.md"))
     ap.add_argument("--json", default="", help="keep the pytest-benchmark JSON here")
+    ap.add_argument("--corpora", default=",".join(CORPORA),
+                    help="corpora that load/peek/peek-survey run on (default: all three)")
     ap.add_argument("-k", default="", help="pytest -k expression (a subset; for development)")
     args = ap.parse_args(argv)
+    corpora = [c.strip() for c in args.corpora.split(",") if c.strip()]
 
     t_start = time.time()
     info = machine_info()
@@ -448,8 +560,18 @@ def main(argv: Optional[List[str]] = None) -> int:
                    | ({1 << 30} if args.gb else set()))
 
     print("Transcripts (cached in", os.path.relpath(generate.cache_dir()) + "):", flush=True)
-    file_sizes = {}
+    file_sizes: Dict[Any, int] = {}
     for size in sizes:
+        for corpus in corpora:
+            if corpus == "realistic":
+                continue
+            t0 = time.perf_counter()
+            _, stats = generate.cached(size, corpus=corpus)
+            file_sizes[(size, corpus)] = stats["size"]
+            print(f"  {generate.size_label(size)} {corpus}: {stats['size']:,} bytes, "
+                  f"{stats['multibyte-share']:.1%} of them multi-byte UTF-8, "
+                  f"{stats['backslash-share']:.1%} backslashes ({time.perf_counter() - t0:.1f}s)",
+                  flush=True)
         for torn in (False, True):
             t0 = time.perf_counter()
             path, stats = generate.cached(size, seed=1, torn=torn)
@@ -492,8 +614,17 @@ def main(argv: Optional[List[str]] = None) -> int:
                 r = measure_rss(op, path, None)
                 if r:
                     rss[(op, size, "")] = r
-            print(f"  {generate.size_label(size)}: done", flush=True)
             os.unlink(path)
+            for corpus in corpora:
+                if corpus == "realistic" or "native" not in backends:
+                    continue
+                src, _ = generate.cached(size, corpus=corpus)
+                shutil.copyfile(src, path)
+                r = measure_rss("load", path, "native")
+                if r:
+                    rss[(with_corpus("load", corpus), size, "native")] = r
+                os.unlink(path)
+            print(f"  {generate.size_label(size)}: done", flush=True)
         shutil.rmtree(work, ignore_errors=True)
 
     cli_t = "(not measured: --cli-size none)"
@@ -510,6 +641,7 @@ def main(argv: Optional[List[str]] = None) -> int:
         pass
     main_t, base_t, rss_t = build_tables(res, sizes, rss, file_sizes)
     targets_t = targets_table(res, rss, file_sizes)
+    issue17_t = issue17_table(res, rss, file_sizes, corpora)
     elapsed = time.time() - t_start
     print()
     print(main_t)
@@ -521,6 +653,8 @@ def main(argv: Optional[List[str]] = None) -> int:
     print()
     print(targets_t)
     print()
+    print(issue17_t)
+    print()
     print(cli_t)
     print(f"\n{len(res)} benchmarks in {elapsed / 60:.1f} min; pytest exit status {rc}")
 
@@ -529,14 +663,16 @@ def main(argv: Optional[List[str]] = None) -> int:
             + (" --gb" if args.gb else "") + (f" --backends {args.backends}" if args.backends else "") \
             + (f" --append-sizes {args.append_sizes}" if args.append_sizes else "") \
             + (f" --cli-size {args.cli_size}" if args.cli_size != "1GB" else "")
-        write_results(args.results, info, cmdline, main_t, base_t, rss_t, targets_t, cli_t, elapsed, rc)
+        write_results(args.results, info, cmdline, main_t, base_t, rss_t, targets_t, issue17_t, cli_t,
+                      elapsed, rc)
         print("wrote", os.path.relpath(args.results))
     shutil.rmtree(tmpdir, ignore_errors=True)
     return rc
 
 
 def write_results(path: str, info: Dict[str, str], cmdline: str, main_t: str, base_t: str,
-                  rss_t: str, targets_t: str, cli_t: str, elapsed: float, rc: int) -> None:
+                  rss_t: str, targets_t: str, issue17_t: str, cli_t: str, elapsed: float,
+                  rc: int) -> None:
     machine = "\n".join(f"- **{k}**: {v}" for k, v in info.items())
     failed = "" if rc == 0 else (
         f"\n> **Note:** pytest exited with status {rc}: some benchmarks failed or were skipped; "
@@ -557,6 +693,16 @@ below in this same run. Wall times on a shared machine vary by 10-15% between ru
 read a near miss with the load averages above.
 
 {targets_t}
+
+## Issue #17: memory speed on any text, appends near a write
+
+Each goal at every size measured, on each corpus of the generator (`realistic`;
+`nonascii`: most bytes multi-byte UTF-8; `escapes`: dense in JSON escapes), from the
+tables below in this same run. `orjson per line, discarded` parses each line and drops
+the object at once (no memory held): the stricter baseline. The analysis of what is not
+met, with its profile, is in `benches/ANALYSIS.md`.
+
+{issue17_t}
 
 ## The command line on a big transcript
 

@@ -1,6 +1,7 @@
 """Append benchmarks on a session loaded from a generated transcript: a 200-byte and a
-20 KB message, a tool-dispatched + tool-settled pair, and ``sync_messages`` of the
-session's messages plus one. Each beside the limit: ``os.write`` of the same, already
+20 KB message, a tool-dispatched + tool-settled pair, ``sync_messages`` of the
+session's messages plus one, and the same on a conversation of 10,000 messages (issue #17:
+the cost of a sync should follow what is new, not the conversation's length). Each beside the limit: ``os.write`` of the same, already
 serialised line(s) to an ``O_APPEND`` descriptor.
 """
 
@@ -15,7 +16,8 @@ import generate
 from benchutil import tag
 
 ROUNDS = {"append-message-200B": 3000, "append-message-20KB": 1000, "tool-pair": 1500,
-          "sync-messages": 1000}
+          "sync-messages": 1000, "sync-messages-10k": 300}
+TEN_K = 10_000
 WARMUP = 20
 
 _corpus = generate._build_corpus(__import__("random").Random("append"), 40_000)
@@ -33,7 +35,7 @@ def _line(type_: str, payload: Dict[str, Any]) -> bytes:
 
 def _payloads(op: str) -> List[bytes]:
     """The line(s) the library writes for one round of ``op``, serialised in advance."""
-    if op == "append-message-200B" or op == "sync-messages":
+    if op in ("append-message-200B", "sync-messages", "sync-messages-10k"):
         return [_line("message", {"content": TEXT_200, "role": "user"})]
     if op == "append-message-20KB":
         return [_line("message", {"content": TEXT_20K, "role": "tool", "tool_call_id": "call_1"})]
@@ -50,11 +52,31 @@ def _payloads(op: str) -> List[bytes]:
 OPS = list(ROUNDS)
 
 
+def _ten_k_session(backend: str, workdir: str) -> Any:
+    """A new transcript holding 10,000 messages (written untimed), loaded."""
+    from llm_agent_session import Session, assistant_message, user_message
+    from benchutil import use_backend
+
+    use_backend(backend)
+    path = os.path.join(workdir, f"ten-k-{backend}.jsonl")
+    if os.path.exists(path):
+        os.unlink(path)
+    with Session.create(path, {"bench": "sync-messages-10k"}) as s:
+        for i in range(TEN_K // 2):
+            s.append_message(user_message(f"question {i}: {TEXT_200[:80]}"))
+            s.append_message(assistant_message(f"answer {i}: {TEXT_200[:120]}"))
+    return Session.load(path)
+
+
 @pytest.mark.parametrize("op", OPS)
-def test_append(benchmark: Any, loaded_session: Any, size: int, backend: str, op: str) -> None:
+def test_append(benchmark: Any, loaded_session: Any, workdir: str, size: int, backend: str,
+                op: str) -> None:
     from llm_agent_session import tool_message, user_message
 
-    s = loaded_session(backend, size)
+    if op == "sync-messages-10k":
+        s = _ten_k_session(backend, workdir)
+    else:
+        s = loaded_session(backend, size)
     nbytes = sum(len(x) for x in _payloads(op))
     tag(benchmark, op, size, backend, nbytes, messages=len(s.messages),
         messages_after=len(s.messages) + (ROUNDS[op] + WARMUP if op != "tool-pair" else 0))
@@ -84,6 +106,8 @@ def test_append(benchmark: Any, loaded_session: Any, size: int, backend: str, op
     benchmark.pedantic(fn, rounds=ROUNDS[op], iterations=1, warmup_rounds=WARMUP)
     if op != "tool-pair":
         assert len(s.messages) == before + ROUNDS[op] + WARMUP
+    if op == "sync-messages-10k":
+        s.close()
 
 
 @pytest.mark.parametrize("op", OPS)

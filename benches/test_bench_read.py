@@ -1,7 +1,12 @@
 """Reading benchmarks: load (clean), load of a torn tail (the repair), peek of the whole
-file, peek of only the last turn (from an offset), salvage; each for every backend, beside the
-baselines (stdlib json per line, orjson per line) and the limits (read + count newlines;
-copy + fsync). One pytest-benchmark group per operation and size.
+file, peek with its survey, peek of only the last turn (from an offset), salvage; each for
+every backend, beside the baselines (stdlib json per line, orjson per line keeping or
+discarding the objects) and the limits (read + count newlines; copy + fsync). One
+pytest-benchmark group per operation and size.
+
+``load``, ``peek`` and ``peek-survey`` also run on the generator's other corpora
+(``--bench-corpora``), as operations named ``load-nonascii``, ``peek-escapes``, ...;
+those run the native backend only (the pure one is measured on the realistic corpus).
 """
 
 from __future__ import annotations
@@ -14,7 +19,16 @@ import pytest
 import baselines
 from benchutil import fresh_copy, rounds_for, tag, use_backend, warmup_for
 
-BASELINES = ["json", "orjson", "limit"]
+BASELINES = ["json", "orjson", "orjson-discard", "limit"]
+
+
+def op_name(op: str, corpus: str) -> str:
+    return op if corpus == "realistic" else f"{op}-{corpus}"
+
+
+def _only_realistic_for_pure(corpus: str, backend: str) -> None:
+    if corpus != "realistic" and backend == "pure":
+        pytest.skip("the pure backend is measured on the realistic corpus only")
 
 
 def _run(benchmark: Any, fn: Any, size: int, setup: Any = None, cheap: bool = False) -> Any:
@@ -27,9 +41,11 @@ def _run(benchmark: Any, fn: Any, size: int, setup: Any = None, cheap: bool = Fa
 def _baseline_fn(kind: str, path: str, offset: int = 0) -> Any:
     if kind == "json":
         return lambda: baselines.json_lines(path, offset)
-    if kind == "orjson":
+    if kind in ("orjson", "orjson-discard"):
         if baselines.orjson is None:
             pytest.skip("orjson is not installed (pip install 'llm-agent-session[bench]')")
+        if kind == "orjson-discard":
+            return lambda: baselines.orjson_discard(path, offset)
         return lambda: baselines.orjson_lines(path, offset)
     return lambda: baselines.limit_read(path, offset)
 
@@ -37,12 +53,13 @@ def _baseline_fn(kind: str, path: str, offset: int = 0) -> Any:
 # ----------------------------------------------------------------------------- load
 
 
-def test_load(benchmark: Any, clean_copy: Any, size: int, backend: str) -> None:
+def test_load(benchmark: Any, clean_copy: Any, size: int, corpus: str, backend: str) -> None:
     from llm_agent_session import Session
 
+    _only_realistic_for_pure(corpus, backend)
     use_backend(backend)
-    path, stats = clean_copy(size)
-    tag(benchmark, "load", size, backend, stats["size"])
+    path, stats = clean_copy(size, corpus)
+    tag(benchmark, op_name("load", corpus), size, backend, stats["size"])
 
     def run() -> None:
         s = Session.load(path)
@@ -54,9 +71,11 @@ def test_load(benchmark: Any, clean_copy: Any, size: int, backend: str) -> None:
 
 
 @pytest.mark.parametrize("kind", BASELINES)
-def test_load_baseline(benchmark: Any, clean_copy: Any, size: int, kind: str) -> None:
-    path, stats = clean_copy(size)
-    tag(benchmark, "load", size, kind, stats["size"])
+def test_load_baseline(benchmark: Any, clean_copy: Any, size: int, corpus: str, kind: str) -> None:
+    if corpus != "realistic" and kind == "json":
+        pytest.skip("stdlib json per line is measured on the realistic corpus only")
+    path, stats = clean_copy(size, corpus)
+    tag(benchmark, op_name("load", corpus), size, kind, stats["size"])
     _run(benchmark, _baseline_fn(kind, path), size)
 
 
@@ -101,12 +120,13 @@ def test_load_torn_limit(benchmark: Any, transcripts: Any, workdir: str, size: i
 # ----------------------------------------------------------------------------- peek
 
 
-def test_peek(benchmark: Any, clean_copy: Any, size: int, backend: str) -> None:
+def test_peek(benchmark: Any, clean_copy: Any, size: int, corpus: str, backend: str) -> None:
     from llm_agent_session import Session
 
+    _only_realistic_for_pure(corpus, backend)
     use_backend(backend)
-    path, stats = clean_copy(size)
-    tag(benchmark, "peek", size, backend, stats["size"])
+    path, stats = clean_copy(size, corpus)
+    tag(benchmark, op_name("peek", corpus), size, backend, stats["size"])
 
     def run() -> None:
         r = Session.peek(path)
@@ -118,11 +138,30 @@ def test_peek(benchmark: Any, clean_copy: Any, size: int, backend: str) -> None:
     _run(benchmark, run, size)
 
 
-@pytest.mark.parametrize("kind", BASELINES)
-def test_peek_baseline(benchmark: Any, clean_copy: Any, size: int, kind: str) -> None:
-    path, stats = clean_copy(size)
-    tag(benchmark, "peek", size, kind, stats["size"])
+@pytest.mark.parametrize("kind", ["limit"])
+def test_peek_baseline(benchmark: Any, clean_copy: Any, size: int, corpus: str, kind: str) -> None:
+    """The same reading as load's baselines: only the limit is run again here (the
+    ratio table takes the per-line parsers' times from load's group)."""
+    path, stats = clean_copy(size, corpus)
+    tag(benchmark, op_name("peek", corpus), size, kind, stats["size"])
     _run(benchmark, _baseline_fn(kind, path), size)
+
+
+def test_peek_survey(benchmark: Any, clean_copy: Any, size: int, corpus: str, backend: str) -> None:
+    """``Session.peek(path, survey=True)``: counts, live messages and open operations from
+    the scan's own pass (what ``llm-agent-session peek`` shows)."""
+    from llm_agent_session import Session
+
+    _only_realistic_for_pure(corpus, backend)
+    use_backend(backend)
+    path, stats = clean_copy(size, corpus)
+    tag(benchmark, op_name("peek-survey", corpus), size, backend, stats["size"])
+
+    def run() -> None:
+        r = Session.peek(path, survey=True)
+        assert r["end"] == stats["size"]
+
+    _run(benchmark, run, size)
 
 
 # ----------------------------------------------------------------------------- peek since

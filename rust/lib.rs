@@ -26,6 +26,7 @@ pub mod error;
 pub mod file_io;
 pub mod json_grammar;
 pub mod json_view;
+pub mod line_format;
 pub mod repair_copy;
 pub mod replay;
 pub mod scan;
@@ -37,6 +38,8 @@ pub mod tail;
 mod lazy_events;
 #[cfg(feature = "python")]
 mod py_build;
+#[cfg(feature = "python")]
+mod py_encode;
 #[cfg(feature = "python")]
 mod py_replay;
 #[cfg(feature = "python")]

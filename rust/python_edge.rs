@@ -114,6 +114,31 @@ fn tail_check<'py>(
     Ok((v.kind.as_str(), v.cut, v.line, PyBytes::new(py, &v.excerpt)))
 }
 
+/// The size of `fd` if appending to it is still safe: it has a link, and `path`
+/// (followed, as `os.stat` follows it) names the same inode; else -1 (deleted or
+/// replaced). The check of every append (SPEC 3), in one call: the reference is
+/// `Session._writable_fd` (`os.fstat`, then `same_inode`, where only a missing path
+/// means "replaced" and any other error of `stat` is raised).
+#[pyfunction]
+fn append_size(py: Python<'_>, fd: i32, path: std::path::PathBuf) -> PyResult<i64> {
+    use std::os::unix::fs::MetadataExt;
+    let checked = (|| -> io::Result<i64> {
+        let mine = BorrowedFile::new(fd)?.metadata()?;
+        if mine.nlink() == 0 {
+            return Ok(-1);
+        }
+        match std::fs::metadata(&path) {
+            Ok(now) if (now.dev(), now.ino()) == (mine.dev(), mine.ino()) => {
+                Ok(i64::try_from(mine.size()).unwrap_or(i64::MAX))
+            }
+            Ok(_) => Ok(-1),
+            Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(-1),
+            Err(e) => Err(e),
+        }
+    })();
+    checked.map_err(|e| os_error(py, e))
+}
+
 /// Copy bytes `[0, length)` of `src_fd` to `dst_fd` (at its current position).
 #[pyfunction]
 fn copy_prefix(py: Python<'_>, src_fd: i32, dst_fd: i32, length: u64) -> PyResult<()> {
@@ -317,6 +342,9 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(parse_envelope_check, m)?)?;
     m.add_function(wrap_pyfunction!(tail_check, m)?)?;
     m.add_function(wrap_pyfunction!(copy_prefix, m)?)?;
+    m.add_function(wrap_pyfunction!(crate::py_encode::encode_envelope, m)?)?;
+    m.add_function(wrap_pyfunction!(crate::py_encode::new_id, m)?)?;
+    m.add_function(wrap_pyfunction!(append_size, m)?)?;
     let line_problem = py.get_type::<LineProblem>();
     line_problem.setattr("__module__", "llm_agent_session._native")?;
     m.add("LineProblem", line_problem)?;

@@ -35,6 +35,12 @@ class Core(NamedTuple):
     scan: Callable[..., Any]
     # Which of the four the native extension runs (the rest are the pure reference).
     native_parts: tuple
+    # The write path's serialiser (``_native.encode_envelope``): ``(id, ts, line, copy)``
+    # or None where the reference's path (``canonical``) must run. None for pure.
+    encode_envelope: Optional[Callable[..., Any]] = None
+    # ``append_size(fd, path)``: the size of ``fd`` if ``path`` still names it, else -1
+    # (``_native.append_size``); None for pure, where ``Session`` runs the reference.
+    append_size: Optional[Callable[[int, str], int]] = None
 
 
 class Scanned(NamedTuple):
@@ -154,6 +160,8 @@ def _native_core(mod: ModuleType) -> Core:
         parts.get("replay", PURE.replay),
         parts.get("scan", PURE.scan),
         tuple(sorted(parts)),
+        getattr(mod, "encode_envelope", None),
+        getattr(mod, "append_size", None),
     )
 
 

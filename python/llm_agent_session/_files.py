@@ -48,7 +48,12 @@ def fsync_dir(path: str) -> None:
 
 def write_all(fd: int, data: bytes) -> None:
     """Write every byte through the raw descriptor, looping over short writes."""
-    view = memoryview(data)
+    n = os.write(fd, data)
+    if n == len(data):
+        return
+    if n <= 0:
+        raise OSError(errno.EIO, "write returned no progress")
+    view = memoryview(data)[n:]
     while view:
         n = os.write(fd, view)
         if n <= 0:

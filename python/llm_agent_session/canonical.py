@@ -196,13 +196,27 @@ def now_ts() -> str:
     return datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
 
 
+try:
+    from ._native import new_id as _native_new_id  # type: ignore[attr-defined]
+except ImportError:
+    _native_new_id = None
+
 _uuid_lock = threading.Lock()
 _last_ms = -1
 _last_seq = 0
 
 
 def new_id() -> str:
-    """A lowercase canonical UUIDv7; ids made by one process sort by creation order."""
+    """A lowercase canonical UUIDv7; ids made by one process sort by creation order.
+
+    Where the native extension is built, its generator makes every id of the process
+    (the lines it serialises take theirs from it too), so there is one order."""
+    if _native_new_id is not None:
+        return _native_new_id()
+    return _new_id_here()
+
+
+def _new_id_here() -> str:
     global _last_ms, _last_seq
     with _uuid_lock:
         ms = time.time_ns() // 1_000_000

@@ -7,12 +7,16 @@ __all__ = [
     "parse_envelope_check",
     "tail_check",
     "copy_prefix",
+    "encode_envelope",
+    "new_id",
+    "append_size",
     "replay",
     "scan",
     "LineIndex",
     "LineIter",
     "Deferred",
     "SectionTexts",
+    "EnvelopeIds",
     "LineProblem",
     "MAX_READ_DEPTH",
 ]
@@ -33,6 +37,18 @@ def tail_check(fd: int, size: int) -> Tuple[str, int, int, bytes]:
 
 def copy_prefix(src_fd: int, dst_fd: int, length: int) -> None:
     """Copy bytes ``[0, length)`` of ``src_fd`` to ``dst_fd`` verbatim (``_pure.tail.copy_prefix``)."""
+
+def encode_envelope(
+    type_: str, payload: Dict[str, Any], id: Optional[str] = None
+) -> Optional[Tuple[str, str, bytes, Any]]:
+    """``(id, ts, line, payload copy)`` of one envelope line, byte for byte what ``canonical``
+    writes; ``None`` where the reference's path must run (input it does not handle)."""
+
+def new_id() -> str:
+    """A UUIDv7 from the generator ``encode_envelope`` uses (``canonical.new_id``)."""
+
+def append_size(fd: int, path: str) -> int:
+    """The size of ``fd`` if it has a link and ``path`` names its inode, else -1."""
 
 @final
 class LineIndex:
@@ -65,10 +81,19 @@ class SectionTexts:
     def keys(self) -> List[str]: ...
     def get(self, digest: str) -> Optional[str]: ...
 
+@final
+class EnvelopeIds:
+    """Envelope id -> its index in the events replay read (``Session.message_extra``)."""
+
+    def __len__(self) -> int: ...
+    def get(self, id: str) -> Optional[int]: ...
+
 def replay(
     fd: int, size: int
-) -> Tuple[Dict[str, Any], List[str], List[Any], Dict[str, Any], List[Any], List[str], Any, Dict[str, str], Any]:
-    """``(meta, ids, messages, grants, pending, settled, sections, section_lines, events)``
+) -> Tuple[
+    Dict[str, Any], List[str], List[Any], Dict[str, Any], List[Any], List[str], Any, Dict[str, str], Any, EnvelopeIds
+]:
+    """``(meta, ids, messages, grants, pending, settled, sections, section_lines, events, envelope_at)``
     for ``FoldState.from_parts``, or ``CoreFailure`` (``_pure.replay.replay``); ``sections`` is a
     ``SectionTexts`` and ``events`` a ``LineIndex`` (a dict and a list where a descriptor of
     its own cannot be opened)."""

@@ -417,6 +417,18 @@ def build_tables(res: Dict[Tuple[str, int, str], Dict[str, Any]], sizes: List[in
     return main, base, rss_table
 
 
+def ratio(a: Optional[float], b: Optional[float]) -> Optional[float]:
+    return a / b if a and b else None
+
+
+def target_row(rows: List[List[str]]) -> Any:
+    """``row(what, figure, wanted, met, how)``: one line of a targets table, into ``rows``."""
+    def row(what: str, figure: Optional[float], target: str, met: Optional[bool], how: str) -> None:
+        shown = "—" if figure is None else f"{figure:.2f}x"
+        rows.append([what, shown, target, "—" if met is None else ("yes" if met else "**no**"), how])
+    return row
+
+
 def targets_table(res: Dict[Tuple[str, int, str], Dict[str, Any]],
                   rss: Dict[Tuple[str, int, str], Dict[str, Any]], file_sizes: Dict[int, int]) -> str:
     """The speed and memory targets of the native core (issue #4), at the largest size
@@ -432,13 +444,7 @@ def targets_table(res: Dict[Tuple[str, int, str], Dict[str, Any]],
         return r["median"] if r else None
 
     rows: List[List[str]] = []
-
-    def row(what: str, figure: Optional[float], target: str, met: Optional[bool], how: str) -> None:
-        shown = "—" if figure is None else f"{figure:.2f}x"
-        rows.append([what, shown, target, "—" if met is None else ("yes" if met else "**no**"), how])
-
-    def ratio(a: Optional[float], b: Optional[float]) -> Optional[float]:
-        return a / b if a and b else None
+    row = target_row(rows)
 
     load, pure, orj, read = t("load", "native"), t("load", "pure"), t("load", "orjson"), t("load", "limit")
     x = ratio(pure, load)
@@ -478,13 +484,7 @@ def issue17_table(res: Dict[Tuple[str, int, str], Dict[str, Any]],
                   corpora: List[str]) -> str:
     """The goals of issue #17, for every size measured and every corpus."""
     rows: List[List[str]] = []
-
-    def row(what: str, figure: Optional[float], target: str, met: Optional[bool], how: str) -> None:
-        shown = "—" if figure is None else f"{figure:.2f}x"
-        rows.append([what, shown, target, "—" if met is None else ("yes" if met else "**no**"), how])
-
-    def ratio(a: Optional[float], b: Optional[float]) -> Optional[float]:
-        return a / b if a and b else None
+    row = target_row(rows)
 
     def t(op: str, size: int, impl: str) -> Optional[float]:
         return median(res, op, size, impl)

@@ -282,7 +282,7 @@ mod x86 {
     /// The letters a backslash may escape, `"` `\\` `/` `b` `f` `n` `r` `t` `u`.
     const ESCAPE_LETTERS: [u8; 9] = [b'"', b'\\', b'/', b'b', b'f', b'n', b'r', b't', b'u'];
 
-    /// Where the block scan stops: the state a block leaves for the next.
+    /// What one block leaves for the next.
     struct State {
         carry: u64,
         lone: bool,
@@ -290,6 +290,14 @@ mod x86 {
     }
 
     impl State {
+        fn new() -> Self {
+            State {
+                carry: 0,
+                lone: false,
+                u_done: 0,
+            }
+        }
+
         /// Where the byte-by-byte tail starts: past a surrogate pair already read,
         /// or at the backslash whose escaped byte is the tail's first.
         fn tail(&self, at: usize) -> Blocks {
@@ -303,68 +311,135 @@ mod x86 {
                 lone: self.lone,
             }
         }
+
+        /// A block's verdict as the scan goes on: None to go to the next block.
+        #[inline(always)]
+        fn step(
+            &mut self,
+            s: &[u8],
+            block: usize,
+            bits: u32,
+            classes: (u64, u64, u64),
+            escape_chars: impl FnOnce() -> (u64, u64),
+        ) -> Option<Blocks> {
+            let (quote, backslash, control) = classes;
+            // Most blocks hold no special byte: one test skips them.
+            if self.carry == 0 && quote | backslash | control == 0 {
+                return None;
+            }
+            let verdict = block_verdict(
+                s,
+                block,
+                bits,
+                quote,
+                backslash,
+                control,
+                escape_chars,
+                &mut self.carry,
+                &mut self.lone,
+                &mut self.u_done,
+            );
+            match verdict {
+                None => Some(Blocks::Bad),
+                Some(Some(end)) => Some(Blocks::End(end)),
+                Some(None) => None,
+            }
+        }
+    }
+
+    /// The quote, backslash and control bytes of 16 bytes.
+    #[inline(always)]
+    fn classes_sse2(v: __m128i) -> (u64, u64, u64) {
+        // SAFETY: SSE2 is part of the x86_64 baseline.
+        unsafe {
+            let bits = |m: __m128i| _mm_movemask_epi8(m) as u32 as u64;
+            // v <= 0x1f (unsigned) exactly when min(v, 0x1f) == v.
+            let control = _mm_cmpeq_epi8(_mm_min_epu8(v, _mm_set1_epi8(0x1f)), v);
+            (
+                bits(_mm_cmpeq_epi8(v, _mm_set1_epi8(b'"' as i8))),
+                bits(_mm_cmpeq_epi8(v, _mm_set1_epi8(b'\\' as i8))),
+                bits(control),
+            )
+        }
+    }
+
+    /// The valid escape letters and the `u`s of 16 bytes.
+    #[inline(always)]
+    fn escape_chars_sse2(v: __m128i) -> (u64, u64) {
+        // SAFETY: SSE2 is part of the x86_64 baseline.
+        unsafe {
+            let eq = |c: u8| _mm_cmpeq_epi8(v, _mm_set1_epi8(c as i8));
+            let valid = ESCAPE_LETTERS
+                .iter()
+                .fold(_mm_set1_epi8(0), |acc, &c| _mm_or_si128(acc, eq(c)));
+            (
+                _mm_movemask_epi8(valid) as u32 as u64,
+                _mm_movemask_epi8(eq(b'u')) as u32 as u64,
+            )
+        }
+    }
+
+    /// The quote, backslash and control bytes of 32 bytes.
+    ///
+    /// # Safety
+    /// The processor must have AVX2.
+    #[inline]
+    #[target_feature(enable = "avx2")]
+    unsafe fn classes_avx2(v: __m256i) -> (u64, u64, u64) {
+        let bits = |m: __m256i| _mm256_movemask_epi8(m) as u32 as u64;
+        let control = _mm256_cmpeq_epi8(_mm256_min_epu8(v, _mm256_set1_epi8(0x1f)), v);
+        (
+            bits(_mm256_cmpeq_epi8(v, _mm256_set1_epi8(b'"' as i8))),
+            bits(_mm256_cmpeq_epi8(v, _mm256_set1_epi8(b'\\' as i8))),
+            bits(control),
+        )
+    }
+
+    /// The valid escape letters and the `u`s of 32 bytes.
+    ///
+    /// # Safety
+    /// The processor must have AVX2.
+    #[inline]
+    #[target_feature(enable = "avx2")]
+    unsafe fn escape_chars_avx2(v: __m256i) -> (u64, u64) {
+        let eq = |c: u8| _mm256_cmpeq_epi8(v, _mm256_set1_epi8(c as i8));
+        let valid = ESCAPE_LETTERS
+            .iter()
+            .fold(_mm256_set1_epi8(0), |acc, &c| _mm256_or_si256(acc, eq(c)));
+        (
+            _mm256_movemask_epi8(valid) as u32 as u64,
+            _mm256_movemask_epi8(eq(b'u')) as u32 as u64,
+        )
+    }
+
+    /// The 16 bytes at `i`, if that many are left.
+    #[inline(always)]
+    fn load16(s: &[u8], i: usize) -> Option<__m128i> {
+        if i.checked_add(16)? > s.len() {
+            return None;
+        }
+        // SAFETY: SSE2 is part of the x86_64 baseline; the check above keeps
+        // s[i..i + 16] inside the slice.
+        Some(unsafe { _mm_loadu_si128(s.as_ptr().add(i).cast::<__m128i>()) })
+    }
+
+    /// One 16-byte block of the scan.
+    #[inline(always)]
+    fn step_sse2(s: &[u8], i: usize, v: __m128i, st: &mut State) -> Option<Blocks> {
+        st.step(s, i, 16, classes_sse2(v), || escape_chars_sse2(v))
     }
 
     /// 16 bytes at a time.
     #[inline]
     pub fn blocks_sse2(s: &[u8], mut i: usize) -> Blocks {
-        let mut st = State {
-            carry: 0,
-            lone: false,
-            u_done: 0,
-        };
-        while i.checked_add(16).is_some_and(|end| end <= s.len()) {
-            // SAFETY: SSE2 is part of the x86_64 baseline; the loop condition keeps
-            // s[i..i + 16] inside the slice.
-            let v = unsafe { _mm_loadu_si128(s.as_ptr().add(i).cast::<__m128i>()) };
-            match sse2_block(s, i, v, &mut st) {
-                None => return Blocks::Bad,
-                Some(Some(end)) => return Blocks::End(end),
-                Some(None) => i += 16,
+        let mut st = State::new();
+        while let Some(v) = load16(s, i) {
+            if let Some(done) = step_sse2(s, i, v, &mut st) {
+                return done;
             }
+            i += 16;
         }
         st.tail(i)
-    }
-
-    #[inline(always)]
-    fn sse2_block(
-        s: &[u8],
-        i: usize,
-        v: __m128i,
-        st: &mut State,
-    ) -> Option<Option<super::StringEnd>> {
-        // SAFETY (every block below): SSE2 is part of the x86_64 baseline.
-        let eq = |c: u8| unsafe { _mm_cmpeq_epi8(v, _mm_set1_epi8(c as i8)) };
-        let bits = |m: __m128i| unsafe { _mm_movemask_epi8(m) as u32 as u64 };
-        // v <= 0x1f (unsigned) exactly when min(v, 0x1f) == v.
-        let control = unsafe { _mm_cmpeq_epi8(_mm_min_epu8(v, _mm_set1_epi8(0x1f)), v) };
-        let (quote, backslash) = (eq(b'"'), eq(b'\\'));
-        // Most blocks hold no special byte: one test skips them.
-        if st.carry == 0
-            && bits(unsafe { _mm_or_si128(_mm_or_si128(quote, backslash), control) }) == 0
-        {
-            return Some(None);
-        }
-        let escape_chars = || {
-            let valid = ESCAPE_LETTERS
-                .iter()
-                .fold(unsafe { _mm_set1_epi8(0) }, |acc, &c| unsafe {
-                    _mm_or_si128(acc, eq(c))
-                });
-            (bits(valid), bits(eq(b'u')))
-        };
-        block_verdict(
-            s,
-            i,
-            16,
-            bits(quote),
-            bits(backslash),
-            bits(control),
-            escape_chars,
-            &mut st.carry,
-            &mut st.lone,
-            &mut st.u_done,
-        )
     }
 
     /// 32 bytes at a time, then one 16-byte block where 16 to 31 bytes are left.
@@ -373,56 +448,23 @@ mod x86 {
     /// The processor must have AVX2.
     #[target_feature(enable = "avx2")]
     pub unsafe fn blocks_avx2(s: &[u8], mut i: usize) -> Blocks {
-        let mut st = State {
-            carry: 0,
-            lone: false,
-            u_done: 0,
-        };
+        let mut st = State::new();
         while i.checked_add(32).is_some_and(|end| end <= s.len()) {
             // SAFETY: the loop condition keeps s[i..i + 32] inside the slice.
             let v = unsafe { _mm256_loadu_si256(s.as_ptr().add(i).cast::<__m256i>()) };
-            let eq = |c: u8| _mm256_cmpeq_epi8(v, _mm256_set1_epi8(c as i8));
-            let bits = |m: __m256i| _mm256_movemask_epi8(m) as u32 as u64;
-            let control = _mm256_cmpeq_epi8(_mm256_min_epu8(v, _mm256_set1_epi8(0x1f)), v);
-            let (quote, backslash) = (eq(b'"'), eq(b'\\'));
-            // Most blocks hold no special byte: one test skips them.
-            if st.carry == 0
-                && bits(_mm256_or_si256(_mm256_or_si256(quote, backslash), control)) == 0
-            {
-                i += 32;
-                continue;
+            // SAFETY: this function runs only where the processor has AVX2.
+            let classes = unsafe { classes_avx2(v) };
+            let escape_chars = || unsafe { escape_chars_avx2(v) };
+            if let Some(done) = st.step(s, i, 32, classes, escape_chars) {
+                return done;
             }
-            let escape_chars = || {
-                let valid = ESCAPE_LETTERS
-                    .iter()
-                    .fold(_mm256_set1_epi8(0), |acc, &c| _mm256_or_si256(acc, eq(c)));
-                (bits(valid), bits(eq(b'u')))
-            };
-            match block_verdict(
-                s,
-                i,
-                32,
-                bits(quote),
-                bits(backslash),
-                bits(control),
-                escape_chars,
-                &mut st.carry,
-                &mut st.lone,
-                &mut st.u_done,
-            ) {
-                None => return Blocks::Bad,
-                Some(Some(end)) => return Blocks::End(end),
-                Some(None) => i += 32,
-            }
+            i += 32;
         }
-        if i.checked_add(16).is_some_and(|end| end <= s.len()) {
-            // SAFETY: the condition keeps s[i..i + 16] inside the slice.
-            let v = unsafe { _mm_loadu_si128(s.as_ptr().add(i).cast::<__m128i>()) };
-            match sse2_block(s, i, v, &mut st) {
-                None => return Blocks::Bad,
-                Some(Some(end)) => return Blocks::End(end),
-                Some(None) => i += 16,
+        if let Some(v) = load16(s, i) {
+            if let Some(done) = step_sse2(s, i, v, &mut st) {
+                return done;
             }
+            i += 16;
         }
         st.tail(i)
     }
@@ -433,12 +475,8 @@ mod x86 {
     /// `p..p + 16` must be readable (SSE2 is always there on x86_64).
     #[inline(always)]
     pub unsafe fn special_mask_sse2(p: *const u8) -> u32 {
-        let v = _mm_loadu_si128(p.cast::<__m128i>());
-        let quote = _mm_cmpeq_epi8(v, _mm_set1_epi8(b'"' as i8));
-        let backslash = _mm_cmpeq_epi8(v, _mm_set1_epi8(b'\\' as i8));
-        // v <= 0x1f (unsigned) exactly when min(v, 0x1f) == v.
-        let control = _mm_cmpeq_epi8(_mm_min_epu8(v, _mm_set1_epi8(0x1f)), v);
-        _mm_movemask_epi8(_mm_or_si128(_mm_or_si128(quote, backslash), control)) as u32
+        let (quote, backslash, control) = classes_sse2(_mm_loadu_si128(p.cast::<__m128i>()));
+        (quote | backslash | control) as u32
     }
 
     /// The special bytes of the 32 bytes at `p`.
@@ -448,11 +486,8 @@ mod x86 {
     #[inline]
     #[target_feature(enable = "avx2")]
     pub unsafe fn special_mask_avx2(p: *const u8) -> u32 {
-        let v = _mm256_loadu_si256(p.cast::<__m256i>());
-        let quote = _mm256_cmpeq_epi8(v, _mm256_set1_epi8(b'"' as i8));
-        let backslash = _mm256_cmpeq_epi8(v, _mm256_set1_epi8(b'\\' as i8));
-        let control = _mm256_cmpeq_epi8(_mm256_min_epu8(v, _mm256_set1_epi8(0x1f)), v);
-        _mm256_movemask_epi8(_mm256_or_si256(_mm256_or_si256(quote, backslash), control)) as u32
+        let (quote, backslash, control) = classes_avx2(_mm256_loadu_si256(p.cast::<__m256i>()));
+        (quote | backslash | control) as u32
     }
 }
 

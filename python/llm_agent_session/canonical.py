@@ -14,7 +14,7 @@ import sys
 import threading
 import time
 from datetime import datetime, timezone
-from typing import Any, List
+from typing import Any, Callable, List, Optional
 
 # Containers deeper than this (counting the payload itself as 1) are refused on write.
 MAX_WRITE_DEPTH = 100
@@ -196,8 +196,9 @@ def now_ts() -> str:
     return datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
 
 
+_native_new_id: Optional[Callable[[], str]]
 try:
-    from ._native import new_id as _native_new_id  # type: ignore[attr-defined]
+    from ._native import new_id as _native_new_id
 except ImportError:
     _native_new_id = None
 

@@ -7,7 +7,7 @@ import operator
 import os
 import threading
 import weakref
-from typing import Any, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple, cast
+from typing import Any, Callable, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple, cast
 
 from . import _backend
 from ._events import EventLog
@@ -331,7 +331,9 @@ class Session:
             # one is dropped even when the message leaves that key unset, or replay would
             # read it as the message's own (a name, stickiness, an answered tool call).
             payload.update((k, v) for k, v in extra.items() if k not in _MESSAGE_KEY_SET)
-        payload.update(msg.to_dict())
+            payload.update(msg.to_dict())
+        else:
+            payload = msg.to_dict()  # a new dict already
         return self._append("message", payload, "message")
 
     def append_grants(self, grants: Mapping[str, Any]) -> str:
@@ -647,7 +649,8 @@ class Session:
         force_fsync: bool = False,
         id_: Optional[str] = None,
     ) -> str:
-        encode = _backend.core.encode_envelope
+        core = _backend.core
+        encode = core.encode_envelope
         with self._lock:
             # Serialised under the lock so that file order is timestamp order. The native
             # serialiser validates as it writes; where it declines (bad or unusual input),
@@ -659,7 +662,7 @@ class Session:
                 payload = copy_json(payload)  # the caller's objects stay theirs
             else:
                 id_, ts, line, payload = encoded
-            fd, size = self._writable_fd()
+            fd, size = self._writable_fd(core.append_size)
             try:
                 self._state.check(type_, payload)
             except FoldProblem as p:
@@ -682,7 +685,7 @@ class Session:
             self._appended_raw.append((new, type_, ts, payload))
             return new
 
-    def _writable_fd(self) -> Tuple[int, int]:
+    def _writable_fd(self, native_check: Optional[Callable[[int, str], int]]) -> Tuple[int, int]:
         """The descriptor and its size, if appending is still safe; else the reason it is not."""
         if os.getpid() != self._pid:  # first: the fork hook closed the child's descriptor
             raise SessionBroken(
@@ -693,7 +696,6 @@ class Session:
             raise SessionClosed(f"{self._path}: the session is closed; open it again with Session.load")
         if self._broken is not None:
             raise SessionBroken(f"{self._path}: {self._broken}")
-        native_check = _backend.core.append_size
         if native_check is not None:
             size = native_check(self._fd, self._abs_path)
             if size >= 0:

@@ -107,6 +107,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--max-chars", type=_positive, default=100_000, metavar="N",
                    help="shorten each tool result to N chars (default 100000; not for openai)")
     p.add_argument("--full", action="store_true", help="do not shorten tool results")
+
+    from . import import_cmd  # issue #16: the import command keeps its parser in its own module
+
+    import_cmd.add_parser(add_parser, common)
     return parser
 
 
@@ -130,6 +134,8 @@ def _dispatch(args: argparse.Namespace, out: Out) -> int:
         from . import stats as module  # type: ignore[no-redef]
     elif command == "export":
         from . import export as module  # type: ignore[no-redef]
+    elif command == "import":
+        from . import import_cmd as module  # type: ignore[no-redef]
     elif command in ("repair", "salvage", "fork"):
         from . import operations
 

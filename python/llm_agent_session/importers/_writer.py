@@ -1,0 +1,176 @@
+"""Writing an import: one Session, the tool-call bookkeeping that pairs each call with its
+answer, the checkpoint that makes a later import append only what is new, and the
+all-or-nothing publication of a new transcript.
+
+A record the library refuses (a lone surrogate, nesting too deep) is made storable
+(U+FFFD, the deep part as JSON text) and written with a warning; anything else it
+refuses is reported as skipped. Nothing here raises on source content.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from typing import Any, Dict, List, Mapping, Optional, Sequence, Set, Tuple
+
+from .. import Session, TranscriptError
+from ._report import ImportReport, reason_of
+
+CHECKPOINT = "import-checkpoint"  # an envelope type of its own: kept in events, skipped by replay
+_DEEP = 90  # below the library's 100-level write limit, leaving room for the envelope
+
+
+def source_digest(data: bytes, end: int) -> str:
+    return "sha256:" + hashlib.sha256(memoryview(data)[:end]).hexdigest()
+
+
+def _storable(value: Any, depth: int = 0) -> Any:
+    """The value with lone surrogates replaced and anything nested too deep kept as JSON text."""
+    if isinstance(value, str):
+        try:
+            value.encode("utf-8")
+            return value
+        except UnicodeEncodeError:
+            return value.encode("utf-8", "surrogatepass").decode("utf-8", "replace")
+    if isinstance(value, (dict, list)) and depth >= _DEEP:
+        return _storable(json.dumps(value, ensure_ascii=False, default=str), 0)
+    if isinstance(value, dict):
+        return {_storable(k): _storable(v, depth + 1) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_storable(v, depth + 1) for v in value]
+    if isinstance(value, float) and (value != value or value in (float("inf"), float("-inf"))):
+        return None  # 1e999 parses to inf; JSON has no such number
+    return value
+
+
+class Writer:
+    """Appends to one session; ``kind`` names the source record type for the report."""
+
+    def __init__(self, session: Session, report: ImportReport) -> None:
+        self.session = session
+        self.report = report
+        self.pending: Dict[str, str] = {}  # call id -> op id, dispatched and not settled
+        self.dispatched: Set[str] = set()  # every call id ever dispatched here
+        for ev in session.events:
+            if ev.type == "tool-dispatched":
+                call = ev.payload.get("call-id")
+                if isinstance(call, str):
+                    self.dispatched.add(call)
+        for op in session.pending_tool_operations():
+            self.pending[op.call_id] = op.op_id
+
+    # -- the one append path ----------------------------------------------------------------
+
+    def _try(self, kind: str, what: str, call: Any, *args: Any, **kw: Any) -> Optional[str]:
+        try:
+            id_ = call(*args, **kw)
+        except (TypeError, ValueError) as first:
+            try:
+                id_ = call(*_storable(list(args)), **_storable(kw))
+            except (TypeError, ValueError, TranscriptError) as e:
+                self.report.skipped(kind, f"{what} cannot be stored: {reason_of(e)}")
+                return None
+            self.report.warn(f"{kind}: {what} made storable ({reason_of(first)})")
+        except TranscriptError as e:
+            self.report.skipped(kind, f"{what} refused: {reason_of(e)}")
+            return None
+        self.report["written"] += 1
+        return str(id_)
+
+    @property
+    def last_message_id(self) -> Optional[str]:
+        ids = self.session.message_ids
+        return ids[-1] if ids else None
+
+    # -- records ------------------------------------------------------------------------------
+
+    def message(self, kind: str, message: Mapping[str, Any], extra: Optional[Mapping[str, Any]] = None) -> Optional[str]:
+        return self._try(kind, "message", self.session.append_message, dict(message), dict(extra or {}))
+
+    def assistant(
+        self, kind: str, content: Any, calls: Sequence[Tuple[str, str, str]], extra: Mapping[str, Any]
+    ) -> Optional[str]:
+        """An assistant message with its tool calls ((id, name, arguments JSON text)), each
+        then dispatched: a call nothing answers stays pending in state ``dispatched``."""
+        msg: Dict[str, Any] = {"role": "assistant", "content": content}
+        if calls:
+            msg["tool_calls"] = [
+                {"id": cid, "type": "function", "function": {"name": name, "arguments": args}}
+                for cid, name, args in calls
+            ]
+        id_ = self.message(kind, msg, extra)
+        if id_ is None:
+            return None
+        for cid, name, args in calls:
+            if cid in self.dispatched:
+                self.report.warn(f"{kind}: tool call {cid[:80]} appears twice; dispatched once")
+                continue
+            op = self._try(kind, "tool call", self.session.append_tool_dispatched, cid, name, args)
+            if op is not None:
+                self.dispatched.add(cid)
+                self.pending[cid] = op
+        return id_
+
+    def tool_result(
+        self, kind: str, call_id: str, content: Any, failed: bool, extra: Mapping[str, Any]
+    ) -> Optional[str]:
+        """The tool message answering ``call_id``, then the settle of its operation."""
+        id_ = self.message(kind, {"role": "tool", "tool_call_id": call_id, "content": content}, extra)
+        if id_ is None:
+            return None
+        op = self.pending.pop(call_id, None)
+        if op is None:
+            why = "answered twice" if call_id in self.dispatched else "answers no tool call of the live conversation"
+            self.report.warn(f"{kind}: the result for {call_id[:80]} {why}; kept as a tool message, nothing settled")
+        else:
+            self._try(kind, "tool settle", self.session.append_tool_settled, op, "failed" if failed else "completed")
+        return id_
+
+    def compaction(self, kind: str, summary: str, tokens_before: int, tokens_after: int, extra: Mapping[str, Any]) -> Optional[str]:
+        """A compaction of everything so far; with nothing to compact, the summary as a user message."""
+        through = self.last_message_id
+        if through is None:
+            return self.message(kind, {"role": "user", "content": summary}, dict(extra, **{"compact-summary": True}))
+        return self._try(kind, "compaction", self.session.append_compaction, summary, through, tokens_before, tokens_after)
+
+    def rewind(self, kind: str, to_id: Optional[str]) -> Optional[str]:
+        append_rewind = getattr(self.session, "append_rewind", None)
+        if append_rewind is None:
+            self.report.skipped(kind, "this version of the library cannot record a rewind (SPEC 10.1)")
+            return None
+        return self._try(kind, "rewind", append_rewind, to_id)
+
+    def run_context(self, kind: str, sections: List[Tuple[str, str]], facts: List[Tuple[str, Any]]) -> Optional[str]:
+        return self._try(kind, "run context", self.session.append_run_context, sections, facts)
+
+    def checkpoint(self, payload: Dict[str, Any]) -> None:
+        # Not a message or any SPEC record: an envelope type of its own, which every reader
+        # keeps in events and replay skips (SPEC 2: unknown types replay as far as understood).
+        self.session._append(CHECKPOINT, _storable(payload), "import checkpoint")
+        self.report["written"] += 1
+
+
+# -- where the output goes --------------------------------------------------------------------
+
+
+def last_checkpoint(session: Session) -> Tuple[Optional[Dict[str, Any]], int]:
+    """The payload of the last checkpoint and how many envelopes follow it."""
+    events = session.events
+    for back, ev in enumerate(reversed(events)):
+        if ev.type == CHECKPOINT:
+            return dict(ev.payload), back
+    return None, len(events)
+
+
+def temp_path_for(out: str) -> str:
+    head, name = os.path.split(os.path.abspath(out))
+    return os.path.join(head, f".{name}.importing-{os.getpid()}")
+
+
+def publish(temp: str, out: str) -> None:
+    """Give the finished transcript its name; never over an existing file."""
+    try:
+        os.link(temp, out)
+    finally:
+        os.unlink(temp)

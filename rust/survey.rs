@@ -129,7 +129,12 @@ impl Facts {
                 sticky: is_true(raw, fields, "sticky")
                     || is_true(raw, fields, "sysprompt")
                     || json_view::get(raw, fields, "depth").is_some_and(|d| d.kind != Kind::Null),
-                call_id: string_of(raw, fields, "tool_call_id"),
+                // Only a `tool` message answers a call (SPEC 2.6).
+                call_id: if role.as_deref() == Some("tool") {
+                    string_of(raw, fields, "tool_call_id")
+                } else {
+                    None
+                },
             },
             "tool-dispatched" => Fact::Dispatched {
                 id: id.to_owned(),

@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import os
 import threading
+import weakref
 from typing import Any, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple, cast
 
 from . import _backend
@@ -32,9 +33,9 @@ from .errors import (
     UnknownToolOperation,
     public_error,
 )
-from .messages import Event, Message, MessageLike, PendingToolOperation
+from .messages import MESSAGE_KEYS, Event, Message, MessageLike, PendingToolOperation
 
-_ARTIFACT_KEYS = ("file", "digest", "bytes", "chars", "elided-chars")
+_MESSAGE_KEY_SET = frozenset(MESSAGE_KEYS)
 
 
 def _require(value: Any, types: Tuple[type, ...], what: str, *, optional: bool = False) -> None:
@@ -72,6 +73,31 @@ def as_message(message: MessageLike) -> Message:
     return msg
 
 
+# Every session whose descriptor is open in this process, for the fork hook below.
+_open_sessions: "weakref.WeakSet[Session]" = weakref.WeakSet()
+
+
+def _close_inherited_descriptors() -> None:
+    """In a child right after ``fork()``: close every session's inherited descriptor.
+
+    The lock is shared by every descriptor of the open file, so a child that kept its
+    copy would hold the parent's lock after the parent closed (SPEC 3: a forked child
+    never holds a session's lock). No lock is taken here: another thread of the parent
+    may have held one at the fork, and it would never be released in the child. The
+    session object stays; its appends refuse with ``SessionBroken`` (the pid differs).
+    """
+    for session in list(_open_sessions):
+        fd, session._fd = session._fd, None
+        if fd is not None:
+            with contextlib.suppress(OSError):
+                os.close(fd)
+    _open_sessions.clear()
+
+
+if hasattr(os, "register_at_fork"):  # not on Windows, which has no fork
+    os.register_at_fork(after_in_child=_close_inherited_descriptors)
+
+
 class Session:
     """One transcript open for appending, holding its lock until ``close()``."""
 
@@ -96,6 +122,7 @@ class Session:
         self._lock = threading.RLock()
         self._pid = os.getpid()
         self._broken: Optional[str] = None
+        _open_sessions.add(self)
 
     # -- the three ways in -----------------------------------------------------------------
 
@@ -236,8 +263,11 @@ class Session:
         if extra is not None:
             if not isinstance(extra, Mapping):
                 raise TypeError(f"extra must be a mapping, not {type(extra).__name__}")
-            payload.update(extra)
-        payload.update(msg.to_dict())  # a message key always wins over an extra
+            # SPEC 2.2: the message keys belong to the message alone. An extra named like
+            # one is dropped even when the message leaves that key unset, or replay would
+            # read it as the message's own (a name, stickiness, an answered tool call).
+            payload.update((k, v) for k, v in extra.items() if k not in _MESSAGE_KEY_SET)
+        payload.update(msg.to_dict())
         return self._append("message", payload, "message")
 
     def append_grants(self, grants: Mapping[str, Any]) -> str:
@@ -406,7 +436,9 @@ class Session:
                 if mine is have:
                     continue
                 mine = as_message(mine)
-                if mine != have and _canonical(mine) != _canonical(have):
+                # Compared as JSON, not with `==`: Python says True == 1 == 1.0, the
+                # serialisations (and so the transcript) keep them apart (SPEC 3).
+                if _canonical(mine) != _canonical(have):
                     raise TranscriptConflict(
                         f"{self._path}: message {i} of the list (a {mine.role!r} message) differs "
                         f"from message {i} of the transcript (id {self._state.ids[i]}); a run that "
@@ -423,7 +455,8 @@ class Session:
         """Release the handle and the lock; later appends raise SessionClosed."""
         with self._lock:
             fd, self._fd = self._fd, None
-            if fd is not None and os.getpid() == self._pid:
+            _open_sessions.discard(self)
+            if fd is not None:
                 os.close(fd)
 
     def __enter__(self) -> "Session":
@@ -434,7 +467,7 @@ class Session:
 
     def __del__(self) -> None:
         with contextlib.suppress(Exception):
-            if self._fd is not None and os.getpid() == self._pid:
+            if self._fd is not None:
                 os.close(self._fd)
                 self._fd = None
 
@@ -476,13 +509,13 @@ class Session:
 
     def _writable_fd(self) -> Tuple[int, int]:
         """The descriptor and its size, if appending is still safe; else the reason it is not."""
-        if self._fd is None:
-            raise SessionClosed(f"{self._path}: the session is closed; open it again with Session.load")
-        if os.getpid() != self._pid:
+        if os.getpid() != self._pid:  # first: the fork hook closed the child's descriptor
             raise SessionBroken(
                 f"{self._path}: this session belongs to process {self._pid} and cannot append from "
                 "a forked child; load the transcript in the child once the parent has closed it"
             )
+        if self._fd is None:
+            raise SessionClosed(f"{self._path}: the session is closed; open it again with Session.load")
         if self._broken is not None:
             raise SessionBroken(f"{self._path}: {self._broken}")
         st = os.fstat(self._fd)

@@ -147,7 +147,13 @@ fn body_of(raw: &[u8], type_: &str, entries: &[Entry]) -> Body {
     match type_ {
         "message" => Body::Message(match get("role") {
             Some(role) if role.kind == Kind::String => Ok(MessageFacts {
-                tool_call_id: text(get("tool_call_id")),
+                // Only a `tool` message answers a call (SPEC 2.6): a `tool_call_id` on any
+                // other role never turns a dispatched operation into `result-recorded`.
+                tool_call_id: if json_view::text(raw, role).as_deref() == Some("tool") {
+                    text(get("tool_call_id"))
+                } else {
+                    None
+                },
                 sticky: json_view::is_true(raw, get("sticky"))
                     || json_view::is_true(raw, get("sysprompt"))
                     || json_view::is_set(get("depth")),

@@ -196,7 +196,8 @@ class FoldState:
             self.ids.append(id_)
             self.messages.append(msg)
             call_id = msg.tool_call_id
-            if isinstance(call_id, str) and call_id in self.waiting_by_call:
+            # Only a `tool` message answers a call (SPEC 2.6).
+            if msg.role == "tool" and isinstance(call_id, str) and call_id in self.waiting_by_call:
                 for op_id in self.waiting_by_call.pop(call_id):
                     op = self.pending.get(op_id)
                     if op is not None:

@@ -54,7 +54,7 @@ def survey(events: Sequence[Event], spans: Sequence[Span]) -> SurveyCounts:
             sticky = p.get("sticky") is True or p.get("sysprompt") is True or p.get("depth") is not None
             position[e.id] = len(live)
             live.append((e.id, sticky))
-            answers = _string(p, "tool_call_id")
+            answers = _string(p, "tool_call_id") if role == "tool" else None  # SPEC 2.6
             if answers is not None:
                 for op_id in waiting.pop(answers, ()):
                     op = open_ops.get(op_id)

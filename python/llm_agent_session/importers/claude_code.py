@@ -47,6 +47,10 @@ def import_transcript(src: Any, out: Any) -> ImportReport:
     roots = report.pop("_sidechains", [])
     if report["status"] == "failed":
         return report
+    if report["status"] == "unchanged":  # not parsed again: the sidechains imported before
+        side_dir = os.path.join(_stem_dir(out), "sidechains")
+        names = sorted(os.listdir(side_dir)) if os.path.isdir(side_dir) else []
+        roots = [n[: -len(".jsonl")] for n in names if n.endswith(".jsonl")]
     for root in roots:
         path = sidechain_path(out, root)
         child = run_import(src, path, FORMAT, lambda data, cp, rep, root=root: _Job(src, path, data, cp, rep, root))

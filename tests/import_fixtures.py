@@ -233,3 +233,17 @@ def event_kinds(path: str) -> List[str]:
             else:
                 out.append(ev.type)
     return out
+
+
+def tool_outcomes(path: str) -> Dict[str, Any]:
+    """Each call id's outcome ("dispatched" while pending) and the message its answer follows."""
+    out: Dict[str, Any] = {}
+    with Session.load(path) as s:
+        ops = {}
+        for ev in s.events:
+            if ev.type == "tool-dispatched":
+                ops[ev.id] = ev.payload["call-id"]
+                out[ev.payload["call-id"]] = "dispatched"
+            elif ev.type == "tool-settled":
+                out[ops[ev.payload["op-id"]]] = ev.payload["outcome"]
+    return out

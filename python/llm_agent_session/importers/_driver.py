@@ -37,7 +37,7 @@ def run_import(src: Any, out: Any, fmt: str, prepare: Prepare) -> ImportReport:
     src, out = os.fspath(src), os.fspath(out)
     report = ImportReport(src, out, fmt)
     try:
-        data = read_source(src)
+        data = read_source(src, report)
     except SourceError as e:
         return report.failed(str(e))
     try:

@@ -28,7 +28,7 @@ class Parsed(NamedTuple):
     line_count: int  # lines consumed in total, from the start of the source
 
 
-def read_source(path: str) -> bytes:
+def read_source(path: str, report: ImportReport) -> bytes:
     """The source's bytes, decompressed for ``.zst``; SourceError with what to do if not possible."""
     try:
         with open(path, "rb") as fh:
@@ -38,18 +38,20 @@ def read_source(path: str) -> bytes:
     if not path.endswith(".zst"):
         return raw
     try:
-        import zstandard  # type: ignore[import-not-found]
+        import zstandard  # type: ignore[import-not-found, unused-ignore]
     except ImportError:
         raise SourceError(
             f"{path} is zstd-compressed and the zstandard module is not installed; "
             "pip install 'llm-agent-session[zstd]' (or zstandard), or decompress it with unzstd"
         ) from None
     try:
-        with zstandard.ZstdDecompressor().stream_reader(raw) as reader:
-            return bytes(reader.readall())
+        stream = zstandard.ZstdDecompressor().decompressobj()
+        data = bytes(stream.decompress(raw))
     except zstandard.ZstdError as e:
-        # A torn compressed file still yields what decompressed before the damage.
-        raise SourceError(f"{path}: zstd data is damaged ({e}); decompress what you can with unzstd") from None
+        raise SourceError(f"{path}: not zstd data, or damaged ({e}); decompress what you can with unzstd") from None
+    if not stream.eof:
+        report.warn(f"{path}: the zstd stream ends early (a torn file): imported what decompressed")
+    return data
 
 
 def _loads(text: bytes) -> Any:

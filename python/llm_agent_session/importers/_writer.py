@@ -104,7 +104,8 @@ class Writer:
             return None
         for cid, name, args in calls:
             if cid in self.dispatched:
-                self.report.warn(f"{kind}: tool call {cid[:80]} appears twice; dispatched once")
+                if cid not in self.pending:  # (a pending one: this message written again after a rewind)
+                    self.report.warn(f"{kind}: tool call {cid[:80]} appears twice; dispatched once")
                 continue
             op = self._try(kind, "tool call", self.session.append_tool_dispatched, cid, name, args)
             if op is not None:

@@ -171,11 +171,37 @@ class _Job:
     # -- writing ---------------------------------------------------------------------------------
 
     def write(self, writer: Writer) -> Dict[str, Any]:
+        self._reopen(writer)
         for line in self.lines:
             self._line(writer, line)
-        self._flush(writer)
+        host = self.open
+        out_id = self._flush(writer)
         self._end_turn(writer)
+        # The rollout may go on with more calls of this same assistant message: keep it, so
+        # that the next import can write it again whole (after a rewind) instead of in two.
+        self.state["last-open"] = {"out-id": out_id, "host": host} if host is not None and out_id else None
         return self.state
+
+    def _reopen(self, writer: Writer) -> None:
+        """Resuming right after an assistant message whose calls go on: rewind it and gather again."""
+        last = self.state.get("last-open")
+        self.state["last-open"] = None
+        if not isinstance(last, dict) or not self.lines:
+            return
+        obj = self.lines[0].obj
+        item = obj.get("payload") if obj.get("type") == "response_item" else obj
+        if not isinstance(item, dict) or item.get("type") not in _CALLS + ("reasoning", "web_search_call"):
+            return
+        ids = writer.session.message_ids
+        out_id = last.get("out-id")
+        if not ids or ids[-1] != out_id or not isinstance(last.get("host"), dict):
+            return
+        if writer.rewind("response_item", ids[-2] if len(ids) > 1 else None) is None:
+            return  # no rewind here: the calls go into a message of their own
+        host = last["host"]
+        host["calls"] = [tuple(c) for c in host.get("calls", [])]
+        host["kinds"] = []  # counted when first written
+        self.open = host
 
     def _line(self, writer: Writer, line: Line) -> None:
         obj = line.obj
@@ -266,16 +292,17 @@ class _Job:
             self.open = {"content": None, "calls": [], "extra": extra, "kinds": []}
         return self.open
 
-    def _flush(self, writer: Writer) -> None:
+    def _flush(self, writer: Writer) -> Optional[str]:
         """Write the assistant message gathered so far, then dispatch its calls."""
         host, self.open = self.open, None
         if host is None:
-            return
+            return None
         out_id = writer.assistant(host["kinds"][0] if host["kinds"] else "response_item", host["content"],
                                   host["calls"], host["extra"])
         for kind in host["kinds"]:
             if out_id is not None:
                 self.report.imported(kind)
+        return out_id
 
     def _message(self, writer: Writer, kind: str, item: Dict[str, Any], ts: Optional[str]) -> None:
         role = item.get("role")

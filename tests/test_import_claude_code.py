@@ -234,3 +234,51 @@ def test_interrupted_tool_calls_stay_pending_and_orphans_are_kept(tmp_path):
         assert [(p.call_id, p.state) for p in s.pending_tool_operations()] == [("t1", "dispatched")]
     assert any("nobody" in w for w in report["warnings"])
     assert check_exit(out) == 0
+
+
+def _grow_and_compare(tmp_path, stages):
+    """Import each stage of a growing source into one OUT; after each, the same
+    conversation and tool outcomes as one import of that stage."""
+    from import_fixtures import tool_outcomes
+
+    src, out = str(tmp_path / "s.jsonl"), str(tmp_path / "o.jsonl")
+    for n, text in enumerate(stages):
+        write(src, text)
+        report = import_transcript(src, out)
+        assert report["status"] in ("imported", "appended"), report
+        assert check_exit(out) == 0
+        once = str(tmp_path / f"once-{n}.jsonl")
+        import_transcript(write(str(tmp_path / f"stage-{n}.jsonl"), text), once)
+        assert conversation(out) == conversation(once), n
+        assert tool_outcomes(out) == tool_outcomes(once), n
+    return out
+
+
+def test_incremental_when_the_last_message_goes_on_growing(tmp_path):
+    """One content block per line: the import may land between two blocks of one message."""
+    lines = claude_code_session().splitlines(keepends=True)
+    stages = ["".join(lines[:n]) for n in (5, 6, 7, 12, len(lines))]
+    out = _grow_and_compare(tmp_path, stages)
+    assert "rewind" in event_kinds(out)
+
+
+def test_incremental_when_claude_code_rewound_after_the_import(tmp_path):
+    t = "2025-08-21T10:00:{:02d}.000Z".format
+    base = [
+        cc_user("u1", None, "hi", t(0)),
+        cc_assistant("a1", "u1", "m1", {"type": "text", "text": "hello"}, t(1)),
+        cc_user("u2", "a1", "delete everything", t(2)),
+        cc_assistant("a2", "u2", "m2", tool_use("t1", "Bash", {"command": "rm -rf x"}), t(3)),
+        cc_user("u3", "a2", [tool_result("t1", "done")], t(4)),
+    ]
+    # The user went back to before u2 (Esc Esc) and asked something else.
+    later = base + [
+        cc_user("u2b", "a1", "list files instead", t(5)),
+        cc_assistant("a3", "u2b", "m3", {"type": "text", "text": "a.py"}, t(6)),
+    ]
+    out = _grow_and_compare(tmp_path, [jsonl(base), jsonl(later)])
+    with Session.load(out) as s:
+        rewinds = [ev for ev in s.events if ev.type == "rewind"]
+        assert len(rewinds) == 1 and rewinds[0].payload["to-id"] == s.message_ids[1]
+        # The rewound call ran: its operation stays settled.
+        assert s.pending_tool_operations() == []

@@ -6,6 +6,7 @@ that the part of the source it imported then is byte for byte unchanged."""
 from __future__ import annotations
 
 import os
+import traceback
 from typing import Any, Callable, Dict, List, Optional, Protocol
 
 from .. import Session, TranscriptError, __version__
@@ -50,7 +51,11 @@ def run_import(src: Any, out: Any, fmt: str, prepare: Prepare) -> ImportReport:
     except (TranscriptError, OSError) as e:
         report.failed(f"{out}: {reason_of(e)}")
     except Exception as e:  # noqa: BLE001 - a bug here must not stop a tree import; say so
-        report.failed(f"internal error while importing {src} ({type(e).__name__}: {reason_of(e)}); please report it")
+        where = traceback.extract_tb(e.__traceback__)[-1]
+        report.failed(
+            f"internal error while importing {src} ({type(e).__name__}: {reason_of(e)}, at "
+            f"{os.path.basename(where.filename)}:{where.lineno}); please report it"
+        )
     return report
 
 

@@ -366,7 +366,7 @@ class _Job:
         done: Set[str] = set()
         for ln in self.branch[start:]:
             obj = ln.obj
-            kind = obj.get("type")
+            kind = as_str(obj.get("type"))
             state["head"] = _uuid(obj)
             if kind == "assistant":
                 mid = _message(obj).get("id")

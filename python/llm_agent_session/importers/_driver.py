@@ -12,7 +12,8 @@ from typing import Any, Callable, Dict, List, Optional, Protocol
 from .. import Session, TranscriptError, __version__
 from ._report import ImportReport, reason_of
 from ._source import SourceError, read_source
-from ._writer import Writer, last_checkpoint, publish, source_digest, temp_path_for
+from ._bulk import BulkWriter
+from ._writer import SessionWriter, Writer, last_checkpoint, publish, source_digest, temp_path_for
 
 
 class Refused(Exception):
@@ -74,11 +75,19 @@ def _checkpoint(src: str, fmt: str, data: bytes, job: Job, resume: Dict[str, Any
 def _create(data: bytes, src: str, out: str, fmt: str, prepare: Prepare, report: ImportReport) -> None:
     job = prepare(data, None, report)
     temp = temp_path_for(out)
-    session = Session.create(temp, job.meta)
+    Session.create(temp, job.meta).close()  # the meta line, in a private file of our own
     try:
-        with session:
-            writer = Writer(session, report)
+        fd = os.open(temp, os.O_WRONLY | os.O_APPEND | os.O_CLOEXEC)
+        try:
+            writer = BulkWriter(fd, report)
             writer.checkpoint(_checkpoint(src, fmt, data, job, job.write(writer)))
+        finally:
+            os.close(fd)
+        # Read back before it gets its name: only a transcript that loads is published.
+        try:
+            Session.load(temp).close()
+        except TranscriptError as e:
+            raise Refused(f"internal error: the import of {src} does not load ({reason_of(e)}); please report it") from None
         publish(temp, out)
     except BaseException:
         if os.path.lexists(temp):
@@ -116,7 +125,7 @@ def _append_new(data: bytes, src: str, out: str, fmt: str, prepare: Prepare, rep
         if job.end <= done:
             report["status"] = "unchanged"  # only an unfinished last line: nothing whole yet
             return
-        writer = Writer(session, report)
+        writer = SessionWriter(session, report)
         writer.checkpoint(_checkpoint(src, fmt, data, job, job.write(writer)))
         report["status"] = "appended"
 

@@ -54,8 +54,12 @@ def read_source(path: str, report: ImportReport) -> bytes:
     return data
 
 
-def _loads(text: bytes) -> Any:
-    return json.loads(text, parse_constant=refuse_constant)
+# One decoder for every line (json.loads with an argument builds a new one per call).
+_decode = json.JSONDecoder(parse_constant=refuse_constant).decode
+
+
+def _loads(raw: bytes) -> Any:
+    return _decode(raw.decode("utf-8"))  # invalid UTF-8 is a UnicodeDecodeError, a ValueError
 
 
 def parse_lines(data: bytes, offset: int, first_line: int, report: ImportReport) -> Parsed:

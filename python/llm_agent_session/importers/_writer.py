@@ -45,29 +45,52 @@ def _storable(value: Any, depth: int = 0) -> Any:
 
 
 class Writer:
-    """Appends to one session; ``kind`` names the source record type for the report."""
+    """Appends records; ``kind`` names the source record type for the report.
 
-    def __init__(self, session: Session, report: ImportReport) -> None:
-        self.session = session
+    The records and their tool bookkeeping live here; how an envelope reaches the file
+    is the subclass's: :class:`SessionWriter` through a loaded Session's appends, and
+    ``_bulk.BulkWriter`` (a new transcript) by serialising lines itself.
+    """
+
+    def __init__(self, report: ImportReport) -> None:
         self.report = report
         self.pending: Dict[str, str] = {}  # call id -> op id, dispatched and not settled
         self.dispatched: Set[str] = set()  # every call id ever dispatched here
-        for ev in session.events:
-            if ev.type == "tool-dispatched":
-                call = ev.payload.get("call-id")
-                if isinstance(call, str):
-                    self.dispatched.add(call)
-        for op in session.pending_tool_operations():
-            self.pending[op.call_id] = op.op_id
+
+    # -- what a subclass provides -------------------------------------------------------------
+
+    def message_ids(self) -> List[str]:
+        raise NotImplementedError
+
+    def _message(self, message: Dict[str, Any], extra: Dict[str, Any]) -> str:
+        raise NotImplementedError
+
+    def _dispatch(self, call_id: str, tool: str, arguments: str) -> str:
+        raise NotImplementedError
+
+    def _settle(self, op_id: str, outcome: str) -> str:
+        raise NotImplementedError
+
+    def _compaction(self, summary: str, through: str, tokens_before: int, tokens_after: int) -> str:
+        raise NotImplementedError
+
+    def _rewind(self, to_id: Optional[str]) -> Optional[str]:
+        raise NotImplementedError
+
+    def _run_context(self, sections: List[Tuple[str, str]], facts: List[Tuple[str, Any]]) -> str:
+        raise NotImplementedError
+
+    def checkpoint(self, payload: Dict[str, Any]) -> None:
+        raise NotImplementedError
 
     # -- the one append path ----------------------------------------------------------------
 
-    def _try(self, kind: str, what: str, call: Any, *args: Any, **kw: Any) -> Optional[str]:
+    def _try(self, kind: str, what: str, call: Any, *args: Any) -> Optional[str]:
         try:
-            id_ = call(*args, **kw)
+            id_ = call(*args)
         except (TypeError, ValueError) as first:
             try:
-                id_ = call(*_storable(list(args)), **_storable(kw))
+                id_ = call(*_storable(list(args)))
             except (TypeError, ValueError, TranscriptError) as e:
                 self.report.skipped(kind, f"{what} cannot be stored: {reason_of(e)}")
                 return None
@@ -75,18 +98,20 @@ class Writer:
         except TranscriptError as e:
             self.report.skipped(kind, f"{what} refused: {reason_of(e)}")
             return None
+        if id_ is None:
+            return None
         self.report["written"] += 1
         return str(id_)
 
     @property
     def last_message_id(self) -> Optional[str]:
-        ids = self.session.message_ids
+        ids = self.message_ids()
         return ids[-1] if ids else None
 
     # -- records ------------------------------------------------------------------------------
 
     def message(self, kind: str, message: Mapping[str, Any], extra: Optional[Mapping[str, Any]] = None) -> Optional[str]:
-        return self._try(kind, "message", self.session.append_message, dict(message), dict(extra or {}))
+        return self._try(kind, "message", self._message, dict(message), dict(extra or {}))
 
     def assistant(
         self, kind: str, content: Any, calls: Sequence[Tuple[str, str, str]], extra: Mapping[str, Any]
@@ -107,7 +132,7 @@ class Writer:
                 if cid not in self.pending:  # (a pending one: this message written again after a rewind)
                     self.report.warn(f"{kind}: tool call {cid[:80]} appears twice; dispatched once")
                 continue
-            op = self._try(kind, "tool call", self.session.append_tool_dispatched, cid, name, args)
+            op = self._try(kind, "tool call", self._dispatch, cid, name, args)
             if op is not None:
                 self.dispatched.add(cid)
                 self.pending[cid] = op
@@ -125,7 +150,7 @@ class Writer:
             why = "answered twice" if call_id in self.dispatched else "answers no tool call of the live conversation"
             self.report.warn(f"{kind}: the result for {call_id[:80]} {why}; kept as a tool message, nothing settled")
         else:
-            self._try(kind, "tool settle", self.session.append_tool_settled, op, "failed" if failed else "completed")
+            self._try(kind, "tool settle", self._settle, op, "failed" if failed else "completed")
         return id_
 
     def compaction(self, kind: str, summary: str, tokens_before: int, tokens_after: int, extra: Mapping[str, Any]) -> Optional[str]:
@@ -133,17 +158,58 @@ class Writer:
         through = self.last_message_id
         if through is None:
             return self.message(kind, {"role": "user", "content": summary}, dict(extra, **{"compact-summary": True}))
-        return self._try(kind, "compaction", self.session.append_compaction, summary, through, tokens_before, tokens_after)
+        return self._try(kind, "compaction", self._compaction, summary, through, tokens_before, tokens_after)
 
     def rewind(self, kind: str, to_id: Optional[str]) -> Optional[str]:
-        append_rewind = getattr(self.session, "append_rewind", None)
-        if append_rewind is None:
-            self.report.skipped(kind, "this version of the library cannot record a rewind (SPEC 10.1)")
-            return None
-        return self._try(kind, "rewind", append_rewind, to_id)
+        """A rewind to ``to_id``; None (reported) where this library cannot record one."""
+        return self._try(kind, "rewind", self._rewind, to_id)
 
     def run_context(self, kind: str, sections: List[Tuple[str, str]], facts: List[Tuple[str, Any]]) -> Optional[str]:
-        return self._try(kind, "run context", self.session.append_run_context, sections, facts)
+        return self._try(kind, "run context", self._run_context, sections, facts)
+
+
+class SessionWriter(Writer):
+    """Appends through an open Session (an import that continues an earlier one)."""
+
+    def __init__(self, session: Session, report: ImportReport) -> None:
+        super().__init__(report)
+        self.session = session
+        for ev in session.events:
+            if ev.type == "tool-dispatched":
+                call = ev.payload.get("call-id")
+                if isinstance(call, str):
+                    self.dispatched.add(call)
+        for op in session.pending_tool_operations():
+            self.pending[op.call_id] = op.op_id
+
+    def message_ids(self) -> List[str]:
+        return self.session.message_ids
+
+    def message_sources(self) -> Dict[str, Any]:
+        """Each message envelope's ``source-uuid`` extra (where a Claude Code message came from)."""
+        return {ev.id: ev.payload.get("source-uuid") for ev in self.session.events if ev.type == "message"}
+
+    def _message(self, message: Dict[str, Any], extra: Dict[str, Any]) -> str:
+        return self.session.append_message(message, extra)
+
+    def _dispatch(self, call_id: str, tool: str, arguments: str) -> str:
+        return self.session.append_tool_dispatched(call_id, tool, arguments)
+
+    def _settle(self, op_id: str, outcome: str) -> str:
+        return self.session.append_tool_settled(op_id, outcome)
+
+    def _compaction(self, summary: str, through: str, tokens_before: int, tokens_after: int) -> str:
+        return self.session.append_compaction(summary, through, tokens_before, tokens_after)
+
+    def _rewind(self, to_id: Optional[str]) -> Optional[str]:
+        append_rewind = getattr(self.session, "append_rewind", None)
+        if append_rewind is None:
+            self.report.skipped("rewind", "this version of the library cannot record a rewind (SPEC 10.1)")
+            return None
+        return str(append_rewind(to_id))
+
+    def _run_context(self, sections: List[Tuple[str, str]], facts: List[Tuple[str, Any]]) -> str:
+        return self.session.append_run_context(sections, facts)
 
     def checkpoint(self, payload: Dict[str, Any]) -> None:
         # Not a message or any SPEC record: an envelope type of its own, which every reader

@@ -21,7 +21,7 @@ from ._driver import Refused, mirror_files, run_import
 from ._parts import as_str, image_part, simplest, text_part
 from ._report import ImportReport
 from ._source import Line, parse_lines
-from ._writer import Writer
+from ._writer import SessionWriter, Writer
 
 FORMAT = "claude-code"
 DEFAULT_SOURCE = "~/.claude/projects"
@@ -320,11 +320,8 @@ class _Job:
                     return min(i for i, ln in enumerate(self.branch) if _message(ln.obj).get("id") == mid)
             return start
         # The branch moved (a rewind in Claude Code): cut back to the last message still on it.
-        ids = writer.session.message_ids
-        sources = {}
-        for ev in writer.session.events:
-            if ev.type == "message":
-                sources[ev.id] = ev.payload.get("source-uuid")
+        ids = writer.message_ids()
+        sources = writer.message_sources() if isinstance(writer, SessionWriter) else {}
         for mid_ in reversed(ids):
             u = sources.get(mid_)
             if isinstance(u, str) and u in pos:
@@ -334,14 +331,14 @@ class _Job:
         return 0
 
     def _rewind_before(self, writer: Writer, out_id: Any) -> None:
-        ids = writer.session.message_ids
+        ids = writer.message_ids()
         if not isinstance(out_id, str) or out_id not in ids:
             raise Refused("the last imported assistant message grew in the source but is no longer live; import into a new OUT")
         i = ids.index(out_id)
         self._rewind(writer, ids[i - 1] if i else None)
 
     def _rewind(self, writer: Writer, to_id: Optional[str]) -> None:
-        ids = writer.session.message_ids
+        ids = writer.message_ids()
         if ids and ids[-1] == to_id:
             return
         if not ids and to_id is None:

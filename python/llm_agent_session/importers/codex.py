@@ -192,7 +192,7 @@ class _Job:
         item = obj.get("payload") if obj.get("type") == "response_item" else obj
         if not isinstance(item, dict) or item.get("type") not in _CALLS + ("reasoning", "web_search_call"):
             return
-        ids = writer.session.message_ids
+        ids = writer.message_ids()
         out_id = last.get("out-id")
         if not ids or ids[-1] != out_id or not isinstance(last.get("host"), dict):
             return
@@ -387,7 +387,7 @@ class _Job:
         if not isinstance(num, int) or isinstance(num, bool) or num < 1:
             self.report.skipped(kind, "num_turns is not a whole number >= 1")
             return
-        ids = writer.session.message_ids
+        ids = writer.message_ids()
         live = set(ids)
         starts = [s for s in self.state["turn-starts"] if s in live]
         if not starts:

@@ -3,7 +3,7 @@ or a list of ``{"type": "text", "text": ...}`` and ``{"type": "image_url", ...}`
 
 from __future__ import annotations
 
-from typing import Any, List
+from typing import Any, Dict, List
 
 
 def text_part(text: str) -> Any:
@@ -25,3 +25,7 @@ def simplest(parts: List[Any]) -> Any:
 
 def as_str(value: Any) -> str:
     return value if isinstance(value, str) else ""
+
+
+def as_dict(value: Any) -> Dict[str, Any]:
+    return value if isinstance(value, dict) else {}

@@ -18,7 +18,7 @@ import os
 from typing import Any, Dict, List, Optional, Set, Tuple
 
 from ._driver import Refused, mirror_files, run_import
-from ._parts import as_str, image_part, simplest, text_part
+from ._parts import as_dict, as_str, image_part, simplest, text_part
 from ._report import ImportReport
 from ._source import Line, parse_lines
 from ._writer import SessionWriter, Writer
@@ -53,14 +53,17 @@ def import_transcript(src: Any, out: Any) -> ImportReport:
         roots = [n[: -len(".jsonl")] for n in names if n.endswith(".jsonl")]
     for root in roots:
         path = sidechain_path(out, root)
-        child = run_import(src, path, FORMAT, lambda data, cp, rep, root=root: _Job(src, path, data, cp, rep, root))
-        report["transcripts"].append(child)
+        report["transcripts"].append(run_import(src, path, FORMAT, _sidechain_job(src, path, root)))
     sub_dir = os.path.join(_stem_dir(src), "subagents")
     if os.path.isdir(sub_dir):
         for rel in mirror_files(sub_dir, lambda rel: rel.endswith(".jsonl")):
             child_out = os.path.join(_stem_dir(out), "subagents", rel)
             report["transcripts"].append(import_subagent(os.path.join(sub_dir, rel), child_out, parent_out=out))
     return report
+
+
+def _sidechain_job(src: str, out: str, root: str) -> Any:
+    return lambda data, cp, rep: _Job(src, out, data, cp, rep, root)
 
 
 def import_subagent(src: Any, out: Any, parent_out: Optional[str] = None) -> ImportReport:
@@ -254,9 +257,9 @@ class _Job:
         if any(summaries):
             meta["summaries"] = [s for s in summaries if s]
         for ln in lines:
-            key = _TITLES.get(as_str(ln.obj.get("type")))
-            if key and key != "summary" and isinstance(ln.obj.get(key), str):
-                meta["title"] = ln.obj[key]
+            field = _TITLES.get(as_str(ln.obj.get("type")))
+            if field and field != "summary" and isinstance(ln.obj.get(field), str):
+                meta["title"] = ln.obj[field]
         return meta
 
     # -- counting: only lines this import reads for the first time ------------------------------
@@ -381,7 +384,7 @@ class _Job:
             if kind == "user":
                 compaction = self._user(writer, ln, compaction)
             elif kind == "system" and obj.get("subtype") == "compact_boundary":
-                meta = obj.get("compactMetadata") if isinstance(obj.get("compactMetadata"), dict) else {}
+                meta = as_dict(obj.get("compactMetadata"))
                 pre = meta.get("preTokens")
                 compaction = {"tokens-before": pre if isinstance(pre, int) and not isinstance(pre, bool) else 0,
                               "trigger": meta.get("trigger")}
@@ -431,7 +434,7 @@ class _Job:
                 elif btype in ("thinking", "redacted_thinking"):
                     thinking.append(block)
                 elif btype == "tool_use" and isinstance(block.get("id"), str) and block["id"]:
-                    name = block.get("name") if isinstance(block.get("name"), str) else "unknown"
+                    name = as_str(block.get("name")) or "unknown"
                     arguments = json.dumps(block.get("input", {}), ensure_ascii=False)
                     calls.append((block["id"], name, arguments))
                 elif btype == "image":

@@ -23,7 +23,7 @@ import os
 from typing import Any, Dict, List, Optional, Tuple
 
 from ._driver import mirror_files, run_import
-from ._parts import as_str, image_part, simplest, text_part
+from ._parts import as_dict, as_str, image_part, simplest, text_part
 from ._report import ImportReport
 from ._source import Line, parse_lines
 from ._writer import Writer
@@ -346,9 +346,7 @@ class _Job:
                 content = [text_part(content)] + [image_part(u) for u in images if isinstance(u, str)]
             self.state["events"].append({"kind": kind, "role": role, "content": content, "extra": self._extra(ts)})
         elif etype == "token_count":
-            info = ev.get("info") if isinstance(ev.get("info"), dict) else {}
-            last = info.get("last_token_usage") if isinstance(info.get("last_token_usage"), dict) else {}
-            tokens = last.get("input_tokens")
+            tokens = as_dict(as_dict(ev.get("info")).get("last_token_usage")).get("input_tokens")
             if isinstance(tokens, int) and not isinstance(tokens, bool):
                 self.state["tokens"] = tokens
             self.report.skipped(kind, "token usage (the last count before a compaction is its tokens-before)")

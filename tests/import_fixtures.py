@@ -247,3 +247,10 @@ def tool_outcomes(path: str) -> Dict[str, Any]:
             elif ev.type == "tool-settled":
                 out[ops[ev.payload["op-id"]]] = ev.payload["outcome"]
     return out
+
+
+def import_into(importer: Any, tmp_path: Any, text: str, name: str) -> Any:
+    """Write ``text`` as src/<name> and import it into out/<name>: (src, out, report)."""
+    src = write(str(tmp_path / "src" / name), text)
+    out = str(tmp_path / "out" / name)
+    return src, out, importer.import_transcript(src, out)

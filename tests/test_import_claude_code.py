@@ -14,6 +14,7 @@ from import_fixtures import (
     cc_user,
     conversation,
     event_kinds,
+    import_into,
     jsonl,
     tool_result,
     tool_use,
@@ -21,13 +22,12 @@ from import_fixtures import (
 )
 
 from llm_agent_session import Session
+from llm_agent_session.importers import claude_code
 from llm_agent_session.importers.claude_code import import_transcript, import_tree
 
 
 def _import(tmp_path, text, name="sess.jsonl"):
-    src = write(str(tmp_path / "src" / name), text)
-    out = str(tmp_path / "out" / name)
-    return src, out, import_transcript(src, out)
+    return import_into(claude_code, tmp_path, text, name)
 
 
 def test_live_branch_merged_messages_tools_and_compaction(tmp_path):

@@ -14,19 +14,19 @@ from import_fixtures import (
     cx,
     cx_msg,
     event_kinds,
+    import_into,
     jsonl,
     tool_outcomes,
     write,
 )
 
 from llm_agent_session import Session
+from llm_agent_session.importers import codex
 from llm_agent_session.importers.codex import import_transcript, import_tree
 
 
 def _import(tmp_path, text, name="rollout-2025-09-10T12-00-00-0199.jsonl"):
-    src = write(str(tmp_path / "src" / name), text)
-    out = str(tmp_path / "out" / name)
-    return src, out, import_transcript(src, out)
+    return import_into(codex, tmp_path, text, name)
 
 
 def test_rollout_items_calls_events_and_compaction(tmp_path):

@@ -490,12 +490,8 @@ class _Job:
                                    bool(block.get("is_error")), result_extra)
                 result_extra = dict(extra)  # toolUseResult belongs with the first result of the line
                 wrote = True
-            elif isinstance(block, dict) and block.get("type") == "text" and isinstance(block.get("text"), str):
-                rest.append(text_part(block["text"]))
-            elif isinstance(block, dict) and block.get("type") == "image":
-                rest.append(_image(block) or block)
             else:
-                rest.append(block)
+                rest.append(_part(block))
         if rest:
             writer.message("user", {"role": "user", "content": simplest(rest)}, extra)
             wrote = True
@@ -520,12 +516,14 @@ def _result_content(content: Any) -> Any:
         return content if content is not None else ""
     if not isinstance(content, list):
         return json.dumps(content, ensure_ascii=False)
-    parts: List[Any] = []
-    for block in content:
-        if isinstance(block, dict) and block.get("type") == "text" and isinstance(block.get("text"), str):
-            parts.append(text_part(block["text"]))
-        elif isinstance(block, dict) and block.get("type") == "image":
-            parts.append(_image(block) or block)
-        else:
-            parts.append(block)
+    parts = [_part(block) for block in content]
     return simplest(parts) if parts else ""
+
+
+def _part(block: Any) -> Any:
+    """A text or image block as a chat content part; anything else as it is."""
+    if isinstance(block, dict) and block.get("type") == "text" and isinstance(block.get("text"), str):
+        return text_part(block["text"])
+    if isinstance(block, dict) and block.get("type") == "image":
+        return _image(block) or block
+    return block

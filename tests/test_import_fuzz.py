@@ -55,10 +55,9 @@ def test_damaged_sources_never_crash(fmt, cut, flips, grow):
             reports.append(importer.import_transcript(src, out))
         for report in reports:
             for r in _outputs(report):
-                assert r["status"] in ("imported", "appended", "unchanged", "failed")
-                assert "internal error" not in str(r["error"]), r["error"]
-                if r["status"] != "failed":
-                    assert check_exit(r["out"]) == 0
+                # The source only grew: nothing is refused, however damaged it is.
+                assert r["status"] in ("imported", "appended", "unchanged"), r["error"]
+                assert check_exit(r["out"]) == 0
                 for m in r["malformed"]:
                     assert m["line"] >= 1 and 0 <= m["offset"] < len(damaged)
     finally:
@@ -109,8 +108,7 @@ def test_well_formed_lines_with_wrong_shapes_never_crash(fmt, edits):
             fh.write("".join(json.dumps(r) + "\n" for r in records))
         report = importer.import_transcript(src, out)
         for r in _outputs(report):
-            assert "internal error" not in str(r["error"]), r["error"]
-            if r["status"] != "failed":
-                assert check_exit(r["out"]) == 0
+            assert r["status"] == "imported", r["error"]
+            assert check_exit(r["out"]) == 0
     finally:
         shutil.rmtree(work, ignore_errors=True)

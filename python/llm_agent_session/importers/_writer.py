@@ -161,7 +161,7 @@ class Writer:
         return self._try(kind, "compaction", self._compaction, summary, through, tokens_before, tokens_after)
 
     def rewind(self, kind: str, to_id: Optional[str]) -> Optional[str]:
-        """A rewind to ``to_id``; None (reported) where this library cannot record one."""
+        """A rewind (SPEC 10.1) to the live message ``to_id``; None (reported) if refused."""
         return self._try(kind, "rewind", self._rewind, to_id)
 
     def run_context(self, kind: str, sections: List[Tuple[str, str]], facts: List[Tuple[str, Any]]) -> Optional[str]:
@@ -202,11 +202,7 @@ class SessionWriter(Writer):
         return self.session.append_compaction(summary, through, tokens_before, tokens_after)
 
     def _rewind(self, to_id: Optional[str]) -> Optional[str]:
-        append_rewind = getattr(self.session, "append_rewind", None)
-        if append_rewind is None:
-            self.report.skipped("rewind", "this version of the library cannot record a rewind (SPEC 10.1)")
-            return None
-        return str(append_rewind(to_id))
+        return self.session.append_rewind(to_id)
 
     def _run_context(self, sections: List[Tuple[str, str]], facts: List[Tuple[str, Any]]) -> str:
         return self.session.append_run_context(sections, facts)

@@ -347,10 +347,8 @@ class _Job:
         if not ids and to_id is None:
             return
         if writer.rewind("rewind", to_id) is None:
-            raise Refused(
-                "the source's live branch moved since the last import and this version of the library "
-                "cannot record a rewind; import into a new OUT"
-            )
+            raise Refused("the source's live branch moved since the last import and the rewind to it was refused "
+                          "(see the report); import into a new OUT")
 
     def _write_branch(self, writer: Writer, start: int) -> Dict[str, Any]:
         groups: Dict[str, List[Line]] = {}

@@ -197,7 +197,7 @@ class _Job:
         if not ids or ids[-1] != out_id or not isinstance(last.get("host"), dict):
             return
         if writer.rewind("response_item", ids[-2] if len(ids) > 1 else None) is None:
-            return  # no rewind here: the calls go into a message of their own
+            return  # refused (reported): the calls go into a message of their own
         host = last["host"]
         host["calls"] = [tuple(c) for c in host.get("calls", [])]
         host["kinds"] = []  # counted when first written

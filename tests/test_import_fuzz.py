@@ -66,7 +66,9 @@ def test_damaged_sources_never_crash(fmt, cut, flips, grow):
 
 JSON_VALUES = st.recursive(
     st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False, allow_infinity=False)
-    | st.text(max_size=8) | st.sampled_from(["user", "assistant", "tool_use", "tool_result", "message", "u1", "toolu_read"]),
+    | st.text(max_size=8)
+    | st.sampled_from(["user", "assistant", "tool_use", "tool_result", "message", "u1", "toolu_read", "call_ls",
+                       "compact_boundary", "thread_rolled_back", "function_call", "\ud800 lone surrogate", 10**400]),
     lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=6), inner, max_size=3),
     max_leaves=6,
 )

@@ -13,7 +13,7 @@ from .. import Session, TranscriptError, __version__
 from ._report import ImportReport, reason_of
 from ._source import SourceError, read_source
 from ._bulk import BulkWriter
-from ._writer import SessionWriter, Writer, last_checkpoint, publish, source_digest, temp_path_for
+from ._writer import SessionWriter, Writer, _storable, last_checkpoint, publish, source_digest, temp_path_for
 
 
 class Refused(Exception):
@@ -75,7 +75,7 @@ def _checkpoint(src: str, fmt: str, data: bytes, job: Job, resume: Dict[str, Any
 def _create(data: bytes, src: str, out: str, fmt: str, prepare: Prepare, report: ImportReport) -> None:
     job = prepare(data, None, report)
     temp = temp_path_for(out)
-    Session.create(temp, job.meta).close()  # the meta line, in a private file of our own
+    Session.create(temp, _storable(job.meta)).close()  # the meta line, in a private file of our own
     try:
         fd = os.open(temp, os.O_WRONLY | os.O_APPEND | os.O_CLOEXEC)
         try:

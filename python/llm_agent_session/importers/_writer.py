@@ -12,12 +12,14 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import re
 from typing import Any, Dict, List, Mapping, Optional, Sequence, Set, Tuple
 
 from .. import Session, TranscriptError
 from ._report import ImportReport, reason_of
 
 CHECKPOINT = "import-checkpoint"  # an envelope type of its own: kept in events, skipped by replay
+_SURROGATE = re.compile("[\ud800-\udfff]")
 _DEEP = 90  # below the library's 100-level write limit, leaving room for the envelope
 
 
@@ -32,12 +34,12 @@ def _storable(value: Any, depth: int = 0) -> Any:
             value.encode("utf-8")
             return value
         except UnicodeEncodeError:
-            return value.encode("utf-8", "surrogatepass").decode("utf-8", "replace")
-    if isinstance(value, (dict, list)) and depth >= _DEEP:
+            return _SURROGATE.sub("\ufffd", value)
+    if isinstance(value, (dict, list, tuple)) and depth >= _DEEP:
         return _storable(json.dumps(value, ensure_ascii=False, default=str), 0)
     if isinstance(value, dict):
         return {_storable(k): _storable(v, depth + 1) for k, v in value.items()}
-    if isinstance(value, list):
+    if isinstance(value, (list, tuple)):
         return [_storable(v, depth + 1) for v in value]
     if isinstance(value, float) and (value != value or value in (float("inf"), float("-inf"))):
         return None  # 1e999 parses to inf; JSON has no such number

@@ -152,6 +152,7 @@ class _Graph:
                 self.by_uuid[u] = line  # a uuid written twice: the later line stands
         self.lines = lines
         self.report = report
+        self._roots: Dict[int, Line] = {}  # line number -> the root line of its sidechain
 
     def branch(self, leaf: Optional[Line]) -> List[Line]:
         """From the root to ``leaf``, following parents (a cycle in a damaged file stops it)."""
@@ -175,15 +176,24 @@ class _Graph:
         return chain
 
     def sidechain_root(self, line: Line) -> Line:
+        """The first line of the sidechain ``line`` is on (remembered for every line walked)."""
+        path: List[int] = []
         seen: Set[int] = set()
         cur = line
         while cur.number not in seen:
+            known = self._roots.get(cur.number)
+            if known is not None:
+                cur = known
+                break
             seen.add(cur.number)
+            path.append(cur.number)
             p = _parent(cur.obj)
             up = self.by_uuid.get(p) if p else None
             if up is None or not up.obj.get("isSidechain"):
                 break
             cur = up
+        for number in path:
+            self._roots[number] = cur
         return cur
 
     def live_leaf(self, root: Optional[str]) -> Optional[Line]:

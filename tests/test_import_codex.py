@@ -184,3 +184,14 @@ def test_zstd_rollouts(tmp_path):
     assert torn["status"] == "imported" and "the zstd stream ends early" in torn["warnings"][0]
     src.write_bytes(b"not zstd at all")
     assert "zstd" in import_transcript(str(src), str(tmp_path / "bad.jsonl"))["error"]
+
+
+def test_zstd_without_the_module_says_what_to_install(tmp_path, monkeypatch):
+    import sys
+
+    monkeypatch.setitem(sys.modules, "zstandard", None)  # as if the zstd extra were not installed
+    src = tmp_path / "rollout-x.jsonl.zst"
+    src.write_bytes(b"(\xb5/\xfd")
+    report = import_transcript(str(src), str(tmp_path / "out.jsonl"))
+    assert report["status"] == "failed" and "llm-agent-session[zstd]" in report["error"]
+    assert not (tmp_path / "out.jsonl").exists()

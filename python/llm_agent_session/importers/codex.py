@@ -100,16 +100,27 @@ def _output(output: Any) -> Tuple[Any, bool]:
         failed = output.get("success") is False
         output = output.get("content", output.get("output", output))
     if isinstance(output, str):
-        try:
-            inner = json.loads(output)
-        except ValueError:
-            inner = None
-        if isinstance(inner, dict) and isinstance(inner.get("metadata"), dict):
-            code = inner["metadata"].get("exit_code")
-            failed = failed or (isinstance(code, int) and not isinstance(code, bool) and code != 0)
+        code = _exit_code(output)
+        failed = failed or (code is not None and code != 0)
         return output, failed
     content = _content(output)
     return ("" if content is None else content), failed
+
+
+def _exit_code(output: str) -> Optional[int]:
+    """The exit code of a shell output ``{"output": ..., "metadata": {"exit_code": N, ...}}``.
+
+    Codex writes ``metadata`` last, so only the tail after its key is parsed, not the
+    whole output again (the output is most of the bytes of a rollout)."""
+    at = output.rfind('"metadata":')
+    if at < 0 or not output.startswith("{") or not output.endswith("}"):
+        return None
+    try:
+        metadata = json.loads(output[at + len('"metadata":'): -1])
+    except ValueError:
+        return None
+    code = metadata.get("exit_code") if isinstance(metadata, dict) else None
+    return code if isinstance(code, int) and not isinstance(code, bool) else None
 
 
 def _fresh_state() -> Dict[str, Any]:

@@ -291,6 +291,8 @@ class _Job:
             host = self._open(ts)
             host["extra"].setdefault("web-searches", []).append(item)
             self.report.extras(kind)
+        elif itype == "ghost_snapshot":
+            self.report.skipped(kind, "Codex's undo snapshot of the worktree, not part of the conversation")
         else:
             self.report.skipped(kind, "unknown response item type")
 

@@ -195,3 +195,18 @@ def test_zstd_without_the_module_says_what_to_install(tmp_path, monkeypatch):
     report = import_transcript(str(src), str(tmp_path / "out.jsonl"))
     assert report["status"] == "failed" and "llm-agent-session[zstd]" in report["error"]
     assert not (tmp_path / "out.jsonl").exists()
+
+
+def test_a_server_side_compaction_keeps_its_replacement_history_as_the_summary(tmp_path):
+    text = jsonl([
+        cx("session_meta", {"id": "s"}, 0),
+        cx_msg("user", "first question", 1),
+        cx_msg("assistant", "first answer", 2),
+        cx("compacted", {"message": "", "replacement_history": [
+            {"type": "message", "role": "user", "content": [{"type": "input_text", "text": "first question"}]},
+            {"type": "compaction", "encrypted_content": "gAAA"}]}, 3),
+        cx_msg("user", "next", 4),
+    ])
+    src, out, report = _import(tmp_path, text)
+    assert [(m["role"], m["content"]) for m in conversation(out)] == [("user", "first question"), ("user", "next")]
+    assert report["types"]["compacted"]["imported"] == 1

@@ -92,6 +92,15 @@ def _text_of(content: Any) -> str:
     return ""
 
 
+def _history_text(history: Any) -> str:
+    """A compaction without a summary (done by the server): the text of the history that replaced it."""
+    if not isinstance(history, list):
+        return ""
+    texts = [_text_of(_content(item.get("content"))) for item in history
+             if isinstance(item, dict) and item.get("type") == "message"]
+    return "\n\n".join(t for t in texts if t)
+
+
 def _output(output: Any) -> Tuple[Any, bool]:
     """A call's output as tool message content, and whether the call failed (``success``
     false, or a non-zero exit code in the output's own JSON)."""
@@ -239,7 +248,7 @@ class _Job:
             self._turn_context(writer, payload)
         elif rtype == "compacted":
             self._flush(writer)
-            summary = as_str(payload.get("message"))
+            summary = as_str(payload.get("message")) or _history_text(payload.get("replacement_history"))
             tokens = self.state.get("tokens", 0)
             extra = {"source-ts": ts} if ts else {}
             if writer.compaction("compacted", summary, tokens if isinstance(tokens, int) else 0, 0, extra) is not None:

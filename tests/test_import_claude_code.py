@@ -288,3 +288,53 @@ def test_incremental_when_claude_code_rewound_after_the_import(tmp_path):
         assert len(rewinds) == 1 and rewinds[0].payload["to-id"] == s.message_ids[1]
         # The rewound call ran: its operation stays settled.
         assert s.pending_tool_operations() == []
+
+
+def test_parallel_tool_results_and_progress_forks_off_the_walked_branch(tmp_path):
+    """Recent Claude Code gives each parallel call's result its own call's line as parent,
+    older versions forked a progress line off each call: a walk up the parents misses
+    results that the source answered, and Claude Code itself puts them back on resume."""
+    t = "2025-09-01T10:00:{:02d}.000Z".format
+    text = jsonl([
+        cc_user("u1", None, "check both", t(0)),
+        cc_assistant("a1", "u1", "m1", tool_use("tA", "Read", {"file_path": "a"}), t(1)),
+        cc_assistant("a2", "a1", "m1", tool_use("tB", "Read", {"file_path": "b"}), t(2)),
+        cc_user("rA", "a1", [tool_result("tA", "A")], t(3), sourceToolAssistantUUID="a1"),
+        cc_user("rB", "a2", [tool_result("tB", "B")], t(4), sourceToolAssistantUUID="a2"),
+        cc_assistant("a3", "rB", "m2", tool_use("tC", "Bash", {"command": "make"}), t(5)),
+        {"type": "progress", "uuid": "p1", "parentUuid": "a3", "data": {"type": "bash_progress"}, "timestamp": t(6)},
+        cc_user("rC", "a3", [tool_result("tC", "built")], t(7)),
+        cc_assistant("a4", "p1", "m3", {"type": "text", "text": "A, B, built."}, t(8)),
+    ])
+    src, out, report = _import(tmp_path, text)
+    assert event_kinds(out)[1:-1] == [
+        "message:user", "message:assistant", "dispatched:tA", "dispatched:tB",
+        "message:tool:tA", "settled:completed", "message:tool:tB", "settled:completed",
+        "message:assistant", "dispatched:tC", "message:tool:tC", "settled:completed", "message:assistant",
+    ]
+    assert "skipped" not in json.dumps(report["types"]["user"]) or report["types"]["user"]["skipped"] == {}
+    assert check_exit(out) == 0
+
+
+def test_a_parallel_result_written_after_the_import_still_answers_its_call(tmp_path):
+    from import_fixtures import tool_outcomes
+
+    t = "2025-09-01T11:00:{:02d}.000Z".format
+    first = [
+        cc_user("u1", None, "both", t(0)),
+        cc_assistant("a1", "u1", "m1", tool_use("tA", "Bash", {"command": "slow"}), t(1)),
+        cc_assistant("a2", "a1", "m1", tool_use("tB", "Bash", {"command": "fast"}), t(2)),
+        cc_user("rB", "a2", [tool_result("tB", "fast done")], t(3)),
+    ]
+    later = first + [
+        cc_user("rA", "a1", [tool_result("tA", "slow done")], t(4)),
+        cc_assistant("a3", "rB", "m2", {"type": "text", "text": "both done"}, t(5)),
+    ]
+    src, out = str(tmp_path / "s.jsonl"), str(tmp_path / "o.jsonl")
+    for stage in (first, later, later):
+        write(src, jsonl(stage))
+        assert import_transcript(src, out)["status"] in ("imported", "appended", "unchanged")
+        assert check_exit(out) == 0
+    assert tool_outcomes(out) == {"tA": "completed", "tB": "completed"}
+    assert event_kinds(out).count("message:tool:tA") == 1
+    assert [m["role"] for m in conversation(out)] == ["user", "assistant", "tool", "tool", "assistant"]

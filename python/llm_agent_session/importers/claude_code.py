@@ -137,6 +137,11 @@ def _message(obj: Dict[str, Any]) -> Dict[str, Any]:
     return m if isinstance(m, dict) else {}
 
 
+def _has_tool_result(obj: Dict[str, Any]) -> bool:
+    content = _message(obj).get("content")
+    return isinstance(content, list) and any(isinstance(b, dict) and b.get("type") == "tool_result" for b in content)
+
+
 def _is_conversation(obj: Dict[str, Any]) -> bool:
     return obj.get("type") in ("user", "assistant") and _uuid(obj) is not None
 
@@ -153,6 +158,20 @@ class _Graph:
         self.lines = lines
         self.report = report
         self._roots: Dict[int, Line] = {}  # line number -> the root line of its sidechain
+        # For the parallel-tool repair below: assistant lines by message.id, and the user
+        # lines holding tool results by the assistant line they name as parent.
+        self.by_message_id: Dict[str, List[Line]] = {}
+        self.results_by_parent: Dict[str, List[Line]] = {}
+        for line in lines:
+            obj = line.obj
+            if obj.get("type") == "assistant":
+                mid = _message(obj).get("id")
+                if isinstance(mid, str):
+                    self.by_message_id.setdefault(mid, []).append(line)
+            elif obj.get("type") == "user" and _has_tool_result(obj):
+                parent = _parent(obj)
+                if parent is not None:
+                    self.results_by_parent.setdefault(parent, []).append(line)
 
     def branch(self, leaf: Optional[Line]) -> List[Line]:
         """From the root to ``leaf``, following parents (a cycle in a damaged file stops it)."""
@@ -173,7 +192,42 @@ class _Graph:
                 self.report.warn(f"line {cur.number}: its parent {p[:80]} is not in the file; the conversation starts there")
             cur = nxt
         chain.reverse()
-        return chain
+        return self._recover_parallel_tools(chain)
+
+    def _recover_parallel_tools(self, chain: List[Line]) -> List[Line]:
+        """Put back what one walk up the parents misses, as Claude Code does when it resumes.
+
+        Parallel tool calls are written one assistant line per call (same ``message.id``),
+        and each result names its own call's line as parent: the walk keeps one of those
+        branches. Older versions also forked a progress line off each call, which the walk
+        followed instead of the result. So after each message on the branch come the other
+        lines of that message and every result whose parent is one of them, in file order.
+        """
+        if not chain:
+            return chain
+        side = bool(chain[0].obj.get("isSidechain"))
+        on = {ln.number for ln in chain}
+        last_of: Dict[str, int] = {}
+        for i, ln in enumerate(chain):
+            mid = _message(ln.obj).get("id") if ln.obj.get("type") == "assistant" else None
+            if isinstance(mid, str):
+                last_of[mid] = i
+        out: List[Line] = []
+        for i, ln in enumerate(chain):
+            out.append(ln)
+            mid = _message(ln.obj).get("id") if ln.obj.get("type") == "assistant" else None
+            if not isinstance(mid, str) or last_of.get(mid) != i:
+                continue
+            members = [m for m in self.by_message_id.get(mid, []) if bool(m.obj.get("isSidechain")) == side]
+            found = [m for m in members if m.number not in on]
+            for m in members:
+                u = _uuid(m.obj)
+                if u is not None:
+                    found.extend(r for r in self.results_by_parent.get(u, []) if r.number not in on)
+            for extra in sorted({m.number: m for m in found}.values(), key=lambda m: m.number):
+                on.add(extra.number)
+                out.append(extra)
+        return out
 
     def sidechain_root(self, line: Line) -> Line:
         """The first line of the sidechain ``line`` is on (remembered for every line walked)."""
@@ -291,7 +345,7 @@ class _Job:
     # -- writing --------------------------------------------------------------------------------
 
     def write(self, writer: Writer) -> Dict[str, Any]:
-        start = self._start(writer)
+        todo = self._todo(writer)
         on_branch = {ln.number for ln in self.branch}
         for line in self.graph.lines:
             if line.number in on_branch:
@@ -313,13 +367,13 @@ class _Job:
                 self._count(line, "skipped", "a message without a uuid (it cannot be placed in the conversation)")
             else:
                 self._count(line, "skipped", f"unknown record type {kind[:60]!r}" if kind else "no record type")
-        return self._write_branch(writer, start)
+        return self._write_branch(writer, todo)
 
-    def _start(self, writer: Writer) -> int:
-        """Where on the branch to begin: 0 for a new transcript; else just past what the last
-        import wrote, after a rewind if the live branch has moved away from it since."""
+    def _todo(self, writer: Writer) -> List[Line]:
+        """The branch lines to write: all of them for a new transcript; else those past what
+        the last import wrote, after a rewind if the live branch has moved away from it since."""
         if not self.resume:
-            return 0
+            return self.branch
         pos = {_uuid(ln.obj): i for i, ln in enumerate(self.branch)}
         head = self.resume.get("head")
         group = self.resume.get("group")
@@ -330,8 +384,11 @@ class _Job:
                 mid = _message(self.branch[start].obj).get("id")
                 if self.branch[start].obj.get("type") == "assistant" and mid == group.get("message-id"):
                     self._rewind_before(writer, group.get("out-id"))
-                    return min(i for i, ln in enumerate(self.branch) if _message(ln.obj).get("id") == mid)
-            return start
+                    return self.branch[min(i for i, ln in enumerate(self.branch) if _message(ln.obj).get("id") == mid):]
+            # A parallel call's result written after the import went past its place on the
+            # branch: it answers now, before what follows.
+            late = [ln for ln in self.branch[:start] if self._new(ln) and _has_tool_result(ln.obj)]
+            return late + self.branch[start:]
         # The branch moved (a rewind in Claude Code): cut back to the last message still on it.
         ids = writer.message_ids()
         sources = writer.message_sources() if isinstance(writer, SessionWriter) else {}
@@ -339,9 +396,9 @@ class _Job:
             u = sources.get(mid_)
             if isinstance(u, str) and u in pos:
                 self._rewind(writer, mid_)
-                return pos[u] + 1
+                return self.branch[pos[u] + 1:]
         self._rewind(writer, None)
-        return 0
+        return self.branch
 
     def _rewind_before(self, writer: Writer, out_id: Any) -> None:
         ids = writer.message_ids()
@@ -360,7 +417,7 @@ class _Job:
             raise Refused("the source's live branch moved since the last import and the rewind to it was refused "
                           "(see the report); import into a new OUT")
 
-    def _write_branch(self, writer: Writer, start: int) -> Dict[str, Any]:
+    def _write_branch(self, writer: Writer, todo: List[Line]) -> Dict[str, Any]:
         groups: Dict[str, List[Line]] = {}
         for ln in self.branch:
             if ln.obj.get("type") == "assistant":
@@ -368,11 +425,12 @@ class _Job:
                 if isinstance(mid, str):
                     groups.setdefault(mid, []).append(ln)
         state: Dict[str, Any] = {"head": None, "group": None}
-        compaction: Optional[Dict[str, Any]] = self.resume.get("compaction") if start else None
-        if start and isinstance(self.resume.get("group"), dict):
+        resumed = todo is not self.branch
+        compaction: Optional[Dict[str, Any]] = self.resume.get("compaction") if resumed else None
+        if resumed and isinstance(self.resume.get("group"), dict):
             state["group"] = self.resume["group"]
         done: Set[str] = set()
-        for ln in self.branch[start:]:
+        for ln in todo:
             obj = ln.obj
             kind = as_str(obj.get("type"))
             state["head"] = _uuid(obj)
@@ -404,7 +462,10 @@ class _Job:
             else:
                 self._count(ln, "skipped", f"unknown record type {as_str(kind)[:60]!r}" if kind else "no record type")
         state["compaction"] = compaction
-        if state["head"] is None and self.resume:
+        if todo:  # the furthest line along the branch (a late result may come first in todo)
+            where = {ln.number: i for i, ln in enumerate(self.branch)}
+            state["head"] = _uuid(max(todo, key=lambda ln: where.get(ln.number, -1)).obj)
+        elif self.resume:
             state = dict(self.resume)  # nothing new on the branch: keep the old position
         return state
 

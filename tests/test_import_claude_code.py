@@ -167,6 +167,7 @@ def test_directory_tree_with_subagents(tmp_path, capsys):
     with Session.load(str(out / "-home-dev-proj/sess-1/subagents/agent-a1b2.jsonl")) as s:
         assert s.meta["parent"]["transcript"] == os.path.join("..", "..", "sess-1.jsonl")
         assert s.meta["agent-id"] == "a1b2"
+        assert [(m.role, m.content) for m in s.messages] == [("user", "Count the TODOs"), ("assistant", "3")]
     capsys.readouterr()
     assert main(["import", "claude-code", str(root), str(out), "--color", "never"]) == 0
     assert "4 transcript(s): 4 unchanged" in capsys.readouterr().out

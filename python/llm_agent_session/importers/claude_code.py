@@ -250,13 +250,19 @@ class _Graph:
             self._roots[number] = cur
         return cur
 
-    def live_leaf(self, root: Optional[str]) -> Optional[Line]:
-        """The last user/assistant line of the main conversation, or of one sidechain."""
+    def only_sidechains(self) -> bool:
+        """A subagent's own file: every conversation line is marked ``isSidechain``."""
+        talk = [ln for ln in self.lines if _is_conversation(ln.obj)]
+        return bool(talk) and all(ln.obj.get("isSidechain") for ln in talk)
+
+    def live_leaf(self, root: Optional[str], whole: bool = False) -> Optional[Line]:
+        """The last user/assistant line of the main conversation (of any line when
+        ``whole``), or of one sidechain."""
         for line in reversed(self.lines):
             obj = line.obj
             if not _is_conversation(obj):
                 continue
-            if root is None and not obj.get("isSidechain"):
+            if root is None and (whole or not obj.get("isSidechain")):
                 return line
             if root is not None and obj.get("isSidechain") and _uuid(self.sidechain_root(line).obj) == root:
                 return line
@@ -299,9 +305,11 @@ class _Job:
         report["lines"] = parsed.line_count - self.old_lines
         self.end, self.line_count = parsed.end, parsed.line_count
         self.graph = _Graph(parsed.lines, report)
-        self.branch = self.graph.branch(self.graph.live_leaf(sidechain))
+        # A subagent's file (agent-<id>.jsonl) is one sidechain through and through: its own conversation.
+        self.whole = sidechain is None and self.graph.only_sidechains()
+        self.branch = self.graph.branch(self.graph.live_leaf(sidechain, self.whole))
         self.meta = self._meta(src, parsed.lines, parent)
-        if sidechain is None:
+        if sidechain is None and not self.whole:
             report["_sidechains"] = self.graph.sidechain_roots()
 
     def _meta(self, src: str, lines: List[Line], parent: Optional[Dict[str, Any]]) -> Dict[str, Any]:
@@ -352,7 +360,7 @@ class _Job:
                 continue
             obj = line.obj
             kind = as_str(obj.get("type"))
-            if self.sidechain is None and obj.get("isSidechain"):
+            if self.sidechain is None and not self.whole and obj.get("isSidechain"):
                 self._count(line, "skipped", "a sidechain (subagent): imported into its own transcript")
             elif self.sidechain is not None and not obj.get("isSidechain"):
                 continue  # the main conversation's line; counted in its own report

@@ -32,6 +32,8 @@ _BOOKKEEPING = {
     "progress": "a progress update of a running tool or hook, not part of the conversation",
     "queue-operation": "a prompt queued while the agent was busy; imported when it is sent",
     "last-prompt": "Claude Code's prompt history, not part of the conversation",
+    "attachment": "context Claude Code attached (a hook's output, a mentioned file), not a message of its own",
+    "content-replacement": "Claude Code's record of content it shortened, not part of the conversation",
 }
 # Lines whose text names the session: kept in the meta of a new transcript.
 _TITLES = {"summary": "summary", "ai-title": "aiTitle", "custom-title": "customTitle"}

@@ -75,13 +75,13 @@ def survey(events: Sequence[Event], spans: Sequence[Span]) -> SurveyCounts:
             p = e.payload
             to_id = p.get("to-id", ())  # () stands for a missing key: load refuses it
             if to_id is None:
-                cut = -1
+                end = 0
+            elif isinstance(to_id, str) and to_id in position:
+                end = position[to_id] + 1
             else:
-                cut = position.get(to_id, -2) if isinstance(to_id, str) else -2
-            if cut == -2:
                 problem = index
                 continue
-            del live[cut + 1 :]
+            del live[end:]
             position = {id_: k for k, (id_, _) in enumerate(live)}
         elif type_ == "compaction" and problem is None:
             through = _string(e.payload, "replaces-through-id")

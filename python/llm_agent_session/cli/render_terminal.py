@@ -8,7 +8,8 @@ from typing import Any, List, Optional
 
 from .. import Event
 from .conversation import Entry, annotate, content_text, pretty_arguments, tool_call_parts
-from .output import CliError, Out, shorten
+from .advice import command
+from .output import CliError, Out, count, shorten
 from .reading import open_read_only, peek, require_file
 
 ROLE_STYLES = {"system": "role.system", "user": "role.user", "assistant": "role.assistant", "tool": "role.tool"}
@@ -23,7 +24,8 @@ def select(ids: List[str], last: Optional[int], from_id: Optional[str], path: st
         except ValueError:
             raise CliError(
                 f"{path}: no {what} has id {from_id!r}"
-                + ("; a compacted message is no longer in the conversation (see `show --raw`)" if what == "message" else ""),
+                + (f"; a compacted message is no longer in the conversation (`{command('show', '--raw', path)}` "
+                   "lists every envelope)" if what == "message" else ""),
                 1,
             ) from None
     stop = len(ids)
@@ -59,7 +61,7 @@ def render_entry(out: Out, entry: Entry, limit: int) -> None:
         out.line(
             "   ",
             (f"[compaction summary of the conversation through {c.get('replaces-through-id')}: "
-             f"{c.get('tokens-before')} → {c.get('tokens-after')} tokens{fb}]", "summary"),
+             f"{count(c.get('tokens-before'))} → {count(c.get('tokens-after'))} tokens{fb}]", "summary"),
         )
     if entry.elided_by:
         out.line("   ", (f"[elided by {entry.elided_by}: the content below is a stub; the original stays in the file]", "elided"))
@@ -95,7 +97,7 @@ def show_conversation(args: argparse.Namespace, out: Out) -> int:
         entries = annotate(s.events, ids, messages, rows.start, rows.stop)
         pending = s.pending_tool_operations()
     if rows.start > 0:
-        out.line((f"# {rows.start} earlier message(s) not shown", "dim"))
+        out.line((f"# {rows.start:,} earlier message(s) not shown", "dim"))
     limit = 0 if args.full else args.max_chars
     for entry in entries:
         render_entry(out, entry, limit)

@@ -208,7 +208,7 @@ def main(argv: Optional[List[str]] = None) -> int:
         return _dispatch(args, out)
     except CliError as e:
         sys.stdout.flush()
-        print(visible(f"{PROG} {args.command}: error: {e}", multiline=True), file=sys.stderr)
+        print(visible(f"{PROG} {args.command}: error: {e}"), file=sys.stderr)
         return e.code
     except KeyboardInterrupt:
         print(file=sys.stderr)

@@ -105,6 +105,14 @@ def pretty_arguments(args: str) -> str:
 
 def envelope_summary(e: Event, width: int = 100) -> str:
     """One line saying what an envelope is about (for tail and show --raw)."""
+    try:
+        return _summary(e, width)
+    except (TypeError, AttributeError, ValueError):  # a payload of an unexpected shape
+        text = " ".join(json.dumps(e.payload, ensure_ascii=False, sort_keys=True).split())
+        return text if len(text) <= width else text[: width - 1] + "…"
+
+
+def _summary(e: Event, width: int) -> str:
     p = e.payload
 
     def cut(text: str) -> str:

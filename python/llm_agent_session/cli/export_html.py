@@ -6,6 +6,8 @@ compaction summaries and elision stubs are boxed and labelled as what they are.
 
 from __future__ import annotations
 
+import base64
+import hashlib
 from html import escape
 from typing import Any, Dict, List
 
@@ -49,6 +51,13 @@ details[open].tool-result .preview { display: none; }
 
 # Printing shows collapsed <details> open (no network: this is the page's only script).
 SCRIPT = "window.addEventListener('beforeprint',function(){document.querySelectorAll('details').forEach(function(d){d.open=true;});});"
+# Defence in depth behind the escaping: the page may run only that script, load nothing
+# (no images, no fonts, no frames: a transcript cannot make the reader's browser call out).
+CSP = (
+    "default-src 'none'; style-src 'unsafe-inline'; "
+    f"script-src 'sha256-{base64.b64encode(hashlib.sha256(SCRIPT.encode()).digest()).decode()}'; "
+    "base-uri 'none'; form-action 'none'"
+)
 
 
 def esc(text: Any, multiline: bool = False) -> str:
@@ -146,6 +155,7 @@ def render(path: str, meta: Dict[str, Any], entries: List[Entry], pending: List[
     return (
         '<!DOCTYPE html>\n<html lang="en">\n<head>\n<meta charset="utf-8">\n'
         '<meta name="viewport" content="width=device-width, initial-scale=1">\n'
+        f'<meta http-equiv="Content-Security-Policy" content="{escape(CSP)}">\n'
         f"<title>{esc(title)}</title>\n<style>{CSS}</style>\n</head>\n<body>\n"
         + "\n".join(body)
         + f"\n<script>{SCRIPT}</script>\n</body>\n</html>\n"

@@ -50,10 +50,10 @@ def render_entry(out: Out, entry: Entry, limit: int) -> None:
     if msg.sticky:
         marks.append("sticky")
     if msg.depth is not None:
-        marks.append(f"depth {msg.depth}")
+        marks.append(f"depth {count(msg.depth)}")
     if marks:
         head.append((f" [{', '.join(marks)}]", "dim"))
-    head.append((f"  #{entry.index} {entry.id}", "id"))
+    head.append((f"  #{entry.index:,} {entry.id}", "id"))
     out.line(*head)
     if entry.kind == "summary":
         c = entry.compaction
@@ -107,7 +107,7 @@ def show_conversation(args: argparse.Namespace, out: Out) -> int:
 
 
 def render_envelope(out: Out, number: int, e: Event, limit: int) -> None:
-    out.line((f"── {number} {e.type}", "key"), (f"  {e.id}  {e.ts}", "id"))
+    out.line((f"── {number:,} {e.type}", "key"), (f"  {e.id}  {e.ts}", "id"))
     text = json.dumps(e.payload, ensure_ascii=False, indent=2, sort_keys=True)
     if limit:
         shown, cut = shorten(text, limit)

@@ -12,7 +12,7 @@ import os
 import re
 import shutil
 from dataclasses import dataclass
-from typing import Dict, List
+from typing import Any, Dict, List
 
 from llm_agent_session import Session
 from llm_agent_session.canonical import dumps, envelope_line
@@ -66,8 +66,8 @@ def build(directory: str) -> Corpus:
     os.makedirs(directory, exist_ok=True)
     path = os.path.join(directory, FILE_NAME)
     meta = {"agent" + SHORT: H, "model": H}
-    call = {"id": "call" + SHORT, "type": "function", "function": {"name": "tool" + SHORT, "arguments": json.dumps({"q": H})}}
-    odd_call = {"id": "c2" + SHORT, "type": "function", "function": {"name": H, "arguments": H}}
+    call: Dict[str, Any] = {"id": "call" + SHORT, "type": "function", "function": {"name": "tool" + SHORT, "arguments": json.dumps({"q": H})}}
+    odd_call: Dict[str, Any] = {"id": "c2" + SHORT, "type": "function", "function": {"name": H, "arguments": H}}
     with Session.create(path, meta) as s:
         s.append_run_context([("sec" + SHORT, H)], facts=[("fact" + SHORT, H)])
         s.append_message({"role": "system", "content": H, "sysprompt": True})

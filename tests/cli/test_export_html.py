@@ -8,6 +8,7 @@ import os
 import shutil
 import subprocess
 from html.parser import HTMLParser
+from typing import Any, Dict
 
 import pytest
 
@@ -15,6 +16,7 @@ CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 
 
 def chromium(*args: str, cwd: str) -> subprocess.CompletedProcess:
+    assert CHROMIUM is not None
     return subprocess.run(
         [CHROMIUM, "--headless", "--no-sandbox", "--disable-gpu", "--no-first-run", "--disable-dev-shm-usage",
          f"--user-data-dir={os.path.join(cwd, 'chromium-profile')}", *args],
@@ -74,7 +76,7 @@ P = "".join(PAYLOADS)
 def hostile_html_transcript(path: str) -> None:
     from llm_agent_session import Session
 
-    call = {"id": "call" + P, "type": "function", "function": {"name": "tool" + P, "arguments": json.dumps({"q": P})}}
+    call: Dict[str, Any] = {"id": "call" + P, "type": "function", "function": {"name": "tool" + P, "arguments": json.dumps({"q": P})}}
     with Session.create(path, {"agent" + P: P}) as s:
         s.append_message({"role": "system" + P, "content": "compacted away", "name": "n" + P})
         s.append_compaction(P, s.message_ids[0], 10, 5)

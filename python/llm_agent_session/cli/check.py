@@ -55,9 +55,8 @@ def run(args: argparse.Namespace, out: Out) -> int:
     try:
         with Progress(f"checking {path} ({human_bytes(size)})"):
             v = verdict(path)
-    except OSError as e:
-        out.line(("would fail", "error"), f": {error_text(e, path)}")
-        return WOULD_FAIL
+    except OSError as e:  # it cannot be read (or vanished): like a missing file
+        v = Verdict(NOT_A_TRANSCRIPT, size, error=e)
     if args.json:
         out.json(report(path, v))
         return v.code
@@ -65,14 +64,15 @@ def run(args: argparse.Namespace, out: Out) -> int:
         out.line(("not a transcript", "error"), ": " + error_text(v.error or Exception(), path))
         return v.code
     if v.code == WOULD_FAIL:
-        e = v.error
-        assert e is not None
-        out.line(("would fail", "error"), f": a load raises {type(e).__name__}")
-        if getattr(e, "line", None) is not None:
-            out.line(f"  at line {count(e.line)}, byte offset {count(e.offset)}: {e.reason}")  # type: ignore[attr-defined]
-            out.line("  " + recovery(e, path))
+        error = v.error
+        assert error is not None
+        out.line(("would fail", "error"), f": a load raises {type(error).__name__}")
+        if getattr(error, "line", None) is not None:
+            line, offset, reason = error.line, error.offset, error.reason  # type: ignore[attr-defined]
+            out.line(f"  at line {count(line)}, byte offset {count(offset)}: {reason}")
+            out.line("  " + recovery(error, path))
         else:
-            out.line("  " + error_text(e, path))
+            out.line("  " + error_text(error, path))
         if v.torn:
             out.line(f"  (it would first remove {torn_text(v)})")
         out.line(("  checked read-only; the file was not changed", "dim"))

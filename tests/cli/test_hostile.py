@@ -150,3 +150,33 @@ def test_markdown_export_keeps_content_in_code(cli, tmp_path):
     assert "&lt;script&gt;alert(1)&lt;/script&gt;" in html and "&lt;img src=x onerror=alert(2)&gt;" in html
     assert "&lt;img src=x onerror=alert(3)&gt;" in html  # a hostile role, in a code span
     assert html.count("</details>") == 1  # ours; the one in content is text
+
+
+def test_progress_bar_shows_a_hostile_file_name_as_text(backend_name, tmp_path):
+    """The bar's label holds the file name: rich must neither obey its markup nor its escapes."""
+    pytest.importorskip("rich")
+    env = child_env(backend_name, {"LLM_AGENT_SESSION_PROGRESS_DELAY": "0", "TERM": "xterm-256color"})
+    code = (
+        "import sys, time\nfrom llm_agent_session.cli.progress import Progress\n"
+        "with Progress('reading ' + sys.argv[1], 100) as p:\n"
+        "    p.update(40)\n    time.sleep(0.6)\n"
+    )
+    master, slave = pty.openpty()
+    tty.setraw(slave)
+    name = "[bold]BOLD[/bold] \x1b]0;T\x07\x1b[2J\u202e\u200b.jsonl"
+    proc = subprocess.Popen([sys.executable, "-c", code, name], stderr=slave, env=env)
+    os.close(slave)
+    chunks = []
+    while True:
+        try:
+            data = os.read(master, 4096)
+        except OSError:
+            break
+        if not data:
+            break
+        chunks.append(data)
+    proc.wait(timeout=10)
+    os.close(master)
+    shown = b"".join(chunks).decode("utf-8", "surrogateescape")
+    assert "[bold]BOLD[/bold]" in shown and "\\x1b]0;T\\x07\\x1b[2J<U+202E><U+200B>" in shown, ascii(shown)
+    assert "\x1b]0;" not in shown and "\x1b[2J" not in shown and "\u202e" not in shown and "\u200b" not in shown

@@ -144,7 +144,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("file", metavar="FILE", help=FILE_HELP + " (only read)")
     p.add_argument("out", metavar="OUT", help="the new transcript to write (never an existing file)")
     p.add_argument("--through", required=True, metavar="ID",
-                   help="the id of the last envelope to copy (`show --raw FILE` lists them)")
+                   help="the id of the last envelope to copy (`llm-agent-session show --raw FILE` lists them)")
 
     p = add_parser(
         "stats", ("0  counted", NOT_A_TRANSCRIPT_EXIT),

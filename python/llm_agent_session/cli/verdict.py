@@ -78,7 +78,7 @@ def verdict(path: str) -> Verdict:
     result.pending = state.pending_operations()
     if os.path.lexists(os.path.realpath(path) + ".repair"):
         result.notes.append(f"a load deletes the leftover {os.path.realpath(path)}.repair (an interrupted repair)")
-    if torn and not os.access(os.path.realpath(path), os.W_OK):
+    if torn and (not st.st_mode & 0o222 or not os.access(os.path.realpath(path), os.W_OK)):  # as load decides
         result.notes.append("the file is read-only: a load refuses to repair it until it is writable (chmod u+w)")
     if torn and st.st_nlink > 1:
         result.notes.append(f"it has {st.st_nlink - 1} other hard link(s); they would keep the torn version")

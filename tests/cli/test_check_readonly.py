@@ -99,6 +99,7 @@ def test_check_with_a_live_writer_holding_the_lock(cli, tmp_path):
         r = cli("check", path)
         s.append_message({"role": "user", "content": "still writing"})
     assert r.returncode == 0 and "1 message(s)" in r.stdout, r.stdout + r.stderr
+    assert f"a live writer (pid {os.getpid()}) holds it" in r.stdout
 
 
 def test_peek_says_when_load_would_refuse_the_file(cli, tmp_path):

@@ -80,7 +80,28 @@ def verdict(path: str) -> Verdict:
         result.notes.append(f"a load deletes the leftover {os.path.realpath(path)}.repair (an interrupted repair)")
     if torn and (not st.st_mode & 0o222 or not os.access(os.path.realpath(path), os.W_OK)):  # as load decides
         result.notes.append("the file is read-only: a load refuses to repair it until it is writable (chmod u+w)")
+    writer = lock_holder(st)
+    if writer is not None:
+        result.notes.append(
+            f"a live writer (pid {writer}) holds it: a load now raises SessionLocked"
+            + ("; the unfinished last line may be one it is still writing" if torn else "")
+        )
     if torn and st.st_nlink > 1:
         result.notes.append(f"it has {st.st_nlink - 1} other hard link(s); they would keep the torn version")
     return result
 
+
+def lock_holder(st: os.stat_result) -> Optional[int]:
+    """The pid holding the writer's flock on this inode, read from /proc/locks (Linux)
+    without taking any lock ourselves; None when unlocked or unknown."""
+    device = f"{os.major(st.st_dev):02x}:{os.minor(st.st_dev):02x}:{st.st_ino}"
+    try:
+        with open("/proc/locks", encoding="ascii", errors="replace") as f:
+            for row in f:
+                fields = row.split()
+                # "1: FLOCK  ADVISORY  WRITE 11852 fe:00:10015857 0 EOF"; blocked waiters start "->"
+                if len(fields) >= 6 and fields[1] == "FLOCK" and fields[5] == device and fields[4].isdigit():
+                    return int(fields[4])
+    except OSError:
+        pass
+    return None

@@ -64,21 +64,19 @@ def run(args: argparse.Namespace, out: Out) -> int:
     out.line(("envelopes ", "key"), count(report["envelopes"]))
     for type_, n in report["counts"].items():
         out.line(f"  {type_:<16} {n:>10,}")
-    live = report["live_messages"]
     if v.code in (WOULD_FAIL, NOT_A_TRANSCRIPT) and v.error is not None:
         e = v.error
-        line = getattr(e, "line", None)
-        where = f"line {count(line)} (byte {count(getattr(e, 'offset', 0))}): {e.reason}" if line is not None else error_text(e, args.file)  # type: ignore[attr-defined]
         out.line(("messages  ", "key"), f"{count(report['messages'])} lines; ",
                  (f"a load would refuse this file ({type(e).__name__})", "error"))
-        out.line(("refused   ", "error"), where)
-        out.line(("to do     ", "key"), recovery(e, args.file))
+        if getattr(e, "line", None) is not None:
+            line, offset, reason = e.line, e.offset, e.reason  # type: ignore[attr-defined]
+            out.line(("refused   ", "error"), f"line {count(line)} (byte {count(offset)}): {reason}")
+            out.line(("to do     ", "key"), recovery(e, args.file))
+        else:
+            out.line(("refused   ", "error"), error_text(e, args.file))
     else:
-        out.line(
-            ("messages  ", "key"),
-            f"{count(report['messages'])} lines; the model would be sent "
-            + (count(live) if live is not None else count(load.get("messages"))),
-        )
+        # From load's own replay (the survey's count agrees on every file load accepts).
+        out.line(("messages  ", "key"), f"{count(report['messages'])} lines; the model would be sent {count(v.messages)}")
     ops = report["pending_tool_operations"]
     out.line(("pending   ", "key"), f"{count(len(ops))} tool operation(s)" if ops else "no tool operation")
     for op in ops:

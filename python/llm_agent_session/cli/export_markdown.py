@@ -40,6 +40,11 @@ def inline(text: Any) -> str:
     return f"{ticks}{pad}{text}{pad}{ticks}"
 
 
+def number(value: Any) -> str:
+    """A whole number as text; anything else (a hand-edited file) as a code span."""
+    return count(value) if isinstance(value, int) and not isinstance(value, bool) else inline(value)
+
+
 _PLAIN = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]*")
 
 
@@ -70,7 +75,7 @@ def render(path: str, meta: Dict[str, Any], entries: List[Entry], limit: int) ->
             fb = " — **fallback**: the summarizer was unreachable, the middle was hard-trimmed" if c.get("fallback") else ""
             out += [
                 f"> **Compaction summary** of the conversation through {inline(c.get('replaces-through-id'))} "
-                f"({inline(count(c.get('tokens-before')))} → {inline(count(c.get('tokens-after')))} tokens){fb}",
+                f"({number(c.get('tokens-before'))} → {number(c.get('tokens-after'))} tokens){fb}",
                 "",
                 fenced(text, "text"),
                 "",

@@ -16,7 +16,7 @@ import pytest
 
 from llm_agent_session import Session, user_message
 
-from cli_support import LONG_RESULT, child_env, cli_argv
+from cli_support import LONG_RESULT, child_env, cli_argv, read_pty
 
 ESC = "\x1b["
 
@@ -444,18 +444,8 @@ def test_progress_bar_only_on_a_tty(backend_name, transcript):
     )
     proc = subprocess.Popen([sys.executable, "-c", code], stderr=slave, env=env)
     os.close(slave)
-    chunks = []
-    while True:
-        try:
-            data = os.read(master, 4096)
-        except OSError:
-            break
-        if not data:
-            break
-        chunks.append(data)
+    shown = read_pty(master).decode("utf-8", "replace")
     proc.wait(timeout=10)
-    os.close(master)
-    shown = b"".join(chunks).decode("utf-8", "replace")
     assert "reading big.jsonl" in shown and "40%" in shown
 
 

@@ -22,7 +22,7 @@ from typing import Dict, List, Tuple
 import pytest
 
 import hostile
-from cli_support import child_env, cli_argv
+from cli_support import child_env, cli_argv, read_pty
 
 MODES = ["pipe", "pipe-colour", "pipe-no-rich", "tty", "tty-no-rich"]
 
@@ -47,18 +47,9 @@ def run_on_tty(argv: List[str], env: Dict[str, str]) -> Tuple[int, bytes, bytes]
     tty.setraw(slave)
     proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=slave, stderr=subprocess.PIPE, env=env)
     os.close(slave)
-    chunks = []
-    while True:
-        try:
-            data = os.read(master, 1 << 16)
-        except OSError:  # EIO: the child closed the terminal
-            break
-        if not data:
-            break
-        chunks.append(data)
-    os.close(master)
+    stdout = read_pty(master)
     stderr = proc.stderr.read() if proc.stderr else b""
-    return proc.wait(timeout=60), b"".join(chunks), stderr
+    return proc.wait(timeout=60), stdout, stderr
 
 
 def with_colour(cmd: List[str], choice: str) -> List[str]:
@@ -166,17 +157,7 @@ def test_progress_bar_shows_a_hostile_file_name_as_text(backend_name, tmp_path):
     name = "[bold]BOLD[/bold] \x1b]0;T\x07\x1b[2J\u202e\u200b.jsonl"
     proc = subprocess.Popen([sys.executable, "-c", code, name], stderr=slave, env=env)
     os.close(slave)
-    chunks = []
-    while True:
-        try:
-            data = os.read(master, 4096)
-        except OSError:
-            break
-        if not data:
-            break
-        chunks.append(data)
+    shown = read_pty(master).decode("utf-8", "surrogateescape")
     proc.wait(timeout=10)
-    os.close(master)
-    shown = b"".join(chunks).decode("utf-8", "surrogateescape")
     assert "[bold]BOLD[/bold]" in shown and "\\x1b]0;T\\x07\\x1b[2J<U+202E><U+200B>" in shown, ascii(shown)
     assert "\x1b]0;" not in shown and "\x1b[2J" not in shown and "\u202e" not in shown and "\u200b" not in shown

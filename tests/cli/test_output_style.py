@@ -50,6 +50,9 @@ def test_json_keys_are_snake_case_everywhere(cli, tmp_path):
     peek = json.loads(cli("peek", path, "--json").stdout)
     assert peek["live_messages"] == 1 and peek["pending_tool_operations"][0]["run_id"] == "r1"
     assert peek["meta"] == {"agent-name": "x"}  # values from the file stay as written
+    check = json.loads(cli("check", path, "--json").stdout)
+    assert check["live_messages"] == peek["live_messages"] == peek["load"]["live_messages"]
+    assert check["pending_tool_operations"] == peek["pending_tool_operations"]
     stats = json.loads(cli("stats", path, "--json").stdout)
     assert stats["compactions"]["tokens_before"] == 1234567
 

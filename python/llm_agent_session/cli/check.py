@@ -8,6 +8,7 @@ no free space at all, and a torn tail is reported exactly as ``repair`` would re
 from __future__ import annotations
 
 import argparse
+from dataclasses import asdict
 from typing import Any, Dict
 
 from .advice import command, error_text, recovery
@@ -35,8 +36,8 @@ def report(path: str, v: Verdict) -> Dict[str, Any]:
         "message": error_text(e, path),
     }
     if v.code in (CLEAN, WOULD_REPAIR):
-        out["messages"] = v.messages
-        out["pending_tool_operations"] = [op.op_id for op in v.pending]
+        out["live_messages"] = v.messages  # as peek and its survey name it
+        out["pending_tool_operations"] = [asdict(op) for op in v.pending]  # as peek --json lists them
     out["notes"] = list(v.notes)
     return out
 

@@ -107,7 +107,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("file", metavar="FILE", help=FILE_HELP)
     p.add_argument("-f", "--follow", action="store_true", help="keep printing new envelopes until Ctrl-C")
     p.add_argument("-n", "--lines", type=_positive, default=10, metavar="N", help="start with the last N envelopes (default 10)")
-    p.add_argument("--json", action="store_true", help="print each envelope as its JSON line")
+    p.add_argument("--json", action="store_true",
+                   help="print each envelope as its JSON line (control, bidi and invisible characters as \\uXXXX escapes)")
 
     p = add_parser(
         "check",

@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 from .. import Event, Message
+from .output import count, human_seconds
 
 MESSAGE_KEYS = ("role", "content", "tool_calls", "tool_call_id", "name", "sticky", "sysprompt", "depth")
 
@@ -104,6 +105,14 @@ def pretty_arguments(args: str) -> str:
 
 def envelope_summary(e: Event, width: int = 100) -> str:
     """One line saying what an envelope is about (for tail and show --raw)."""
+    try:
+        return _summary(e, width)
+    except (TypeError, AttributeError, ValueError):  # a payload of an unexpected shape
+        text = " ".join(json.dumps(e.payload, ensure_ascii=False, sort_keys=True).split())
+        return text if len(text) <= width else text[: width - 1] + "…"
+
+
+def _summary(e: Event, width: int) -> str:
     p = e.payload
 
     def cut(text: str) -> str:
@@ -125,25 +134,25 @@ def envelope_summary(e: Event, width: int = 100) -> str:
         return f"{p.get('tool')} [{p.get('call-id')}] {cut(json.dumps(args, ensure_ascii=False, sort_keys=True))}"
     if e.type == "tool-settled":
         bits = [str(p.get("outcome")), f"op {p.get('op-id')}"]
-        if "duration" in p:
-            bits.append(f"{p['duration']}s")
+        if isinstance(p.get("duration"), (int, float)) and not isinstance(p.get("duration"), bool):
+            bits.append(human_seconds(p["duration"]))
         if p.get("reason"):
             bits.append(cut(str(p["reason"])))
         return " ".join(bits)
     if e.type == "compaction":
         fb = ", fallback" if p.get("fallback") else ""
         return (
-            f"through {p.get('replaces-through-id')}: {p.get('tokens-before')} → {p.get('tokens-after')} tokens{fb}: "
+            f"through {p.get('replaces-through-id')}: {count(p.get('tokens-before'))} → {count(p.get('tokens-after'))} tokens{fb}: "
             f"{cut(str(p.get('summary', '')))}"
         )
     if e.type == "elision":
         items = p.get("items") or []
-        return f"{len(items)} item(s): " + ", ".join(str(i.get("id")) for i in items[:5] if isinstance(i, dict))
+        return f"{len(items):,} item(s): " + ", ".join(str(i.get("id")) for i in items[:5] if isinstance(i, dict))
     if e.type == "grants":
         return cut(json.dumps(p.get("grants"), ensure_ascii=False, sort_keys=True))
     if e.type == "run-context":
         names = [str(s.get("name")) for s in p.get("sections") or () if isinstance(s, dict)]
-        return f"sections {', '.join(names)}; {len(p.get('facts') or [])} fact(s)"
+        return f"sections {', '.join(names)}; {len(p.get('facts') or []):,} fact(s)"
     return cut(json.dumps(p, ensure_ascii=False, sort_keys=True))
 
 

@@ -7,7 +7,7 @@ import os
 import sys
 
 from .conversation import annotate
-from .output import CliError, Out
+from .output import CliError, Out, visible
 from .reading import open_read_only
 
 
@@ -45,7 +45,8 @@ def run(args: argparse.Namespace, out: Out) -> int:
             raise CliError(f"{args.output}: already exists; name a new file (export never overwrites)", 1) from None
         except OSError as e:
             raise CliError(f"{args.output}: cannot write it ({e.strerror})", 1) from None
-        print(f"wrote {args.output} ({os.path.getsize(args.output):,} bytes, {len(messages)} messages)", file=sys.stderr)
+        print(visible(f"wrote {args.output} ({os.path.getsize(args.output):,} bytes, {len(messages):,} messages)"),
+              file=sys.stderr)
     if note:
-        print(f"llm-agent-session export: {note}", file=sys.stderr)
+        print(visible(f"llm-agent-session export: {note}"), file=sys.stderr)
     return 0

@@ -13,7 +13,7 @@ from typing import Optional, Sequence
 
 from .. import Event, Session
 from .conversation import canonical_line, envelope_summary
-from .output import CliError, Out
+from .output import CliError, Out, json_visible
 from .reading import peek, require_file
 
 POLL_SECONDS = 0.2
@@ -23,7 +23,7 @@ def print_envelopes(out: Out, envelopes: Sequence[Event], start: int, as_json: b
     for i in range(start, len(envelopes)):
         e = envelopes[i]
         if as_json:
-            out.stream.write(canonical_line(e) + "\n")
+            out.stream.write(json_visible(canonical_line(e)) + "\n")
         else:
             out.line((e.ts[11:23] + " ", "dim"), (f"{e.type:<15}", "key"), " ", envelope_summary(e), (f"  {e.id}", "id"))
     out.stream.flush()

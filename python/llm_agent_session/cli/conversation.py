@@ -10,9 +10,9 @@ from dataclasses import dataclass, field
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 from .. import Event, Message
+from ..messages import MESSAGE_KEYS
 from .output import count, human_seconds
 
-MESSAGE_KEYS = ("role", "content", "tool_calls", "tool_call_id", "name", "sticky", "sysprompt", "depth")
 
 
 @dataclass
@@ -27,6 +27,47 @@ class Entry:
     compaction: Dict[str, Any] = field(default_factory=dict)  # the compaction payload, for summaries
     elided_by: Optional[str] = None  # the elision envelope whose stub is the content now
     extras: Dict[str, Any] = field(default_factory=dict)  # e.g. finish-reason
+    rewound_by: Optional[str] = None  # the rewind that cut it from the conversation (SPEC 10.1)
+
+
+@dataclass
+class RewoundGroup:
+    """The messages one rewind cut from the conversation, as they were written."""
+
+    rewind_id: str
+    ts: str
+    to_id: Optional[str]  # the live message the conversation went back to; None: to the start
+    entries: List[Entry]
+
+
+def rewound_groups(envelopes: Sequence[Event], rewound: Dict[str, str]) -> List[RewoundGroup]:
+    """Group peek's ``survey["rewound"]`` (message id -> rewind id) by rewind, each message
+    built from its own line. Only headers are read to find them, then the few lines named."""
+    if not rewound:
+        return []
+    wanted = set(rewound) | set(rewound.values())
+    at: Dict[str, int] = {}
+    for i in range(len(envelopes)):
+        id_ = envelopes[i].id
+        if id_ in wanted:
+            at[id_] = i
+    groups: Dict[str, RewoundGroup] = {}
+    for message_id, rewind_id in rewound.items():
+        group = groups.get(rewind_id)
+        if group is None:
+            r = envelopes[at[rewind_id]]
+            to = r.payload.get("to-id")
+            group = groups[rewind_id] = RewoundGroup(rewind_id, r.ts, to if isinstance(to, str) else None, [])
+        e = envelopes[at[message_id]]
+        p = e.payload
+        if e.type == "compaction":
+            entry = Entry(at[message_id], e.id, Message("user", p.get("summary")), "summary", e.ts, dict(p))
+        else:
+            entry = Entry(at[message_id], e.id, Message.from_dict(p), ts=e.ts,
+                          extras={k: v for k, v in p.items() if k not in MESSAGE_KEYS})
+        entry.rewound_by = rewind_id
+        group.entries.append(entry)
+    return list(groups.values())
 
 
 def annotate(events: Sequence[Event], ids: List[str], messages: List[Message], start: int, stop: int) -> List[Entry]:
@@ -150,6 +191,10 @@ def _summary(e: Event, width: int) -> str:
         return f"{len(items):,} item(s): " + ", ".join(str(i.get("id")) for i in items[:5] if isinstance(i, dict))
     if e.type == "grants":
         return cut(json.dumps(p.get("grants"), ensure_ascii=False, sort_keys=True))
+    if e.type == "rewind":
+        to = p.get("to-id")
+        return "back to the start: no message is left in the conversation" if to is None else (
+            f"back to {to}: the messages after it leave the conversation (they stay in the file)")
     if e.type == "run-context":
         names = [str(s.get("name")) for s in p.get("sections") or () if isinstance(s, dict)]
         return f"sections {', '.join(names)}; {len(p.get('facts') or []):,} fact(s)"

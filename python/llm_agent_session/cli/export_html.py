@@ -9,9 +9,9 @@ from __future__ import annotations
 import base64
 import hashlib
 from html import escape
-from typing import Any, Dict, List
+from typing import Any, Dict, List, Sequence
 
-from .conversation import Entry, content_text, pretty_arguments, tool_call_parts
+from .conversation import Entry, RewoundGroup, content_text, pretty_arguments, tool_call_parts
 from .output import count, json_text, shorten, visible
 
 CSS = """
@@ -40,6 +40,9 @@ details[open].tool-result .preview { display: none; }
 .compaction-note { background: #dbe6ff; color: #143d73; }
 .elision-note { background: #fde8e8; color: #8a1c1c; }
 .elided .content, .elided pre { color: #8a1c1c; font-style: italic; }
+.rewound { opacity: .7; border-style: dashed; }
+.rewound-note { background: #f0f0f0; color: #444; }
+.rewound-group { margin: .6rem 0; }
 .pending { background: #fff7e0; border: 1px solid #e0b000; border-radius: 6px; padding: .5rem .9rem; }
 @media print {
   body { background: #fff; margin: 0; max-width: none; }
@@ -83,6 +86,8 @@ def render_entry(entry: Entry, limit: int) -> str:
         classes.append("compaction")
     if entry.elided_by:
         classes.append("elided")
+    if entry.rewound_by:
+        classes.append("rewound")
     marks = [k for k, on in (("sysprompt", m.sysprompt), ("sticky", m.sticky)) if on]
     if m.depth is not None:
         marks.append(f"depth {count(m.depth)}")
@@ -104,6 +109,11 @@ def render_entry(entry: Entry, limit: int) -> str:
             f'<div class="note compaction-note">Compaction summary of the conversation through '
             f'{esc(c.get("replaces-through-id"))} ({esc(count(c.get("tokens-before")))} → '
             f'{esc(count(c.get("tokens-after")))} tokens){escape(fb)}</div>'
+        )
+    if entry.rewound_by:
+        parts.append(
+            f'<div class="note rewound-note">Rewound by {esc(entry.rewound_by)}: no longer in the conversation; '
+            "the line stays in the transcript file</div>"
         )
     if entry.elided_by:
         parts.append(
@@ -135,7 +145,25 @@ def render_entry(entry: Entry, limit: int) -> str:
     return "\n".join(parts)
 
 
-def render(path: str, meta: Dict[str, Any], entries: List[Entry], pending: List[Any], limit: int) -> str:
+def render_rewound(group: RewoundGroup, limit: int) -> str:
+    """What one rewind cut, where the conversation went back from, open (not hidden)."""
+    where = f"back to {esc(group.to_id)}" if group.to_id is not None else "back to the start"
+    return "\n".join(
+        [f'<details class="rewound-group" open><summary class="sub">{len(group.entries):,} message(s) '
+         f"rewound by {esc(group.rewind_id)} at {esc(group.ts)} ({where})</summary>"]
+        + [render_entry(e, limit) for e in group.entries]
+        + ["</details>"]
+    )
+
+
+def render(
+    path: str,
+    meta: Dict[str, Any],
+    entries: List[Entry],
+    pending: List[Any],
+    limit: int,
+    rewound: Sequence[RewoundGroup] = (),
+) -> str:
     title = f"Transcript {path}"
     body = [
         "<header>",
@@ -145,7 +173,24 @@ def render(path: str, meta: Dict[str, Any], entries: List[Entry], pending: List[
         "</header>",
         "<main>",
     ]
-    body += [render_entry(e, limit) for e in entries]
+    # A rewind's group goes right after the message the conversation went back to, when that
+    # is still live; to the top for a rewind to the start; else after the conversation.
+    live = {e.id for e in entries}
+    first: List[RewoundGroup] = []
+    after: Dict[str, List[RewoundGroup]] = {}
+    last: List[RewoundGroup] = []
+    for group in rewound:
+        if group.to_id is None:
+            first.append(group)
+        elif group.to_id in live:
+            after.setdefault(group.to_id, []).append(group)
+        else:
+            last.append(group)
+    body += [render_rewound(g, limit) for g in first]
+    for e in entries:
+        body.append(render_entry(e, limit))
+        body += [render_rewound(g, limit) for g in after.get(e.id, ())]
+    body += [render_rewound(g, limit) for g in last]
     if pending:
         body.append('<div class="pending"><strong>Pending tool operations</strong><ul>')
         for op in pending:

@@ -28,14 +28,15 @@ EPILOG = """where the sources are by default:
 
 examples:
   llm-agent-session import claude-code ~/.claude/projects ~/transcripts/claude
-  llm-agent-session import codex ~/.codex/sessions ~/transcripts/codex
+  llm-agent-session import codex ~/.codex/sessions ~/transcripts/codex"""
 
-exit codes: 0 every file imported or unchanged, 1 at least one file failed, 2 usage error"""
+
+EXIT_CODES = ("0  every file imported or unchanged", "1  at least one file failed (its line says why)")
 
 
 def add_parser(add: Callable[..., argparse.ArgumentParser], common: argparse.ArgumentParser) -> None:
-    p = add("import", parents=[common], help="import Claude Code or Codex session files into transcripts",
-            description=DESCRIPTION, epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p = add("import", EXIT_CODES, parents=[common], help="import Claude Code or Codex session files into transcripts",
+            description=DESCRIPTION + "\n\n" + EPILOG)
     p.add_argument("source_format", choices=("claude-code", "codex"), metavar="FORMAT",
                    help="claude-code or codex")
     p.add_argument("src", metavar="SRC", help="a session file, or a directory of them")
@@ -44,29 +45,24 @@ def add_parser(add: Callable[..., argparse.ArgumentParser], common: argparse.Arg
     p.add_argument("-v", "--verbose", action="store_true", help="per file, every record type and why any was skipped")
 
 
-def _safe(text: str) -> str:
-    """A path or reason for the terminal: control characters shown escaped, never sent raw."""
-    return "".join(c if c.isprintable() else repr(c)[1:-1] for c in text)
-
-
 def _print_report(out: Out, report: Any, verbose: bool, indent: str = "") -> None:
     status = report["status"]
     style = {"failed": "error", "unchanged": "dim", "appended": "ok", "imported": "ok"}.get(status, None)
     if status == "failed":
-        out.line(indent, (f"{status:9}", style), " ", _safe(report["source"]), ": ", _safe(str(report["error"])))
+        out.line(indent, (f"{status:9}", style), " ", report["source"], ": ", str(report["error"]))
         return
-    out.line(indent, (f"{status:9}", style), " ", _safe(report["source"]), " -> ", _safe(report["out"]),
-             "" if status == "unchanged" else f" ({_safe(report.summary())})")
+    out.line(indent, (f"{status:9}", style), " ", report["source"], " -> ", report["out"],
+             "" if status == "unchanged" else f" ({report.summary()})")
     if verbose and status != "unchanged":
         for kind, counts in sorted(report["types"].items()):
-            line = f"{indent}    {_safe(kind)}: {counts['imported']} imported, {counts['extras']} as extras"
+            line = f"{indent}    {kind}: {counts['imported']} imported, {counts['extras']} as extras"
             out.line(line)
             for reason, n in counts["skipped"].items():
-                out.line(f"{indent}      {n} skipped: {_safe(reason)}")
+                out.line(f"{indent}      {n} skipped: {reason}")
         for m in report["malformed"][:20]:
-            out.line(f"{indent}    malformed line {m['line']} (byte {m['offset']}): {_safe(m['reason'])}")
+            out.line(f"{indent}    malformed line {m['line']} (byte {m['offset']}): {m['reason']}")
         for w in report["warnings"][:20]:
-            out.line((f"{indent}    {_safe(w)}", "warn"))
+            out.line((f"{indent}    {w}", "warn"))
     for child in report["transcripts"]:
         _print_report(out, child, verbose, indent + "  ")
 
@@ -88,7 +84,7 @@ def run(args: argparse.Namespace, out: Out) -> int:
         from ..importers import codex as importer  # type: ignore[no-redef]
     src, dst = os.path.expanduser(args.src), os.path.expanduser(args.out)
     if not os.path.exists(src):
-        raise CliError(f"{_safe(src)}: no such file or directory (the default location is "
+        raise CliError(f"{src}: no such file or directory (the default location is "
                        f"{importer.DEFAULT_SOURCE})", 1)
 
     def show(report: Any) -> None:
@@ -99,8 +95,8 @@ def run(args: argparse.Namespace, out: Out) -> int:
 
     if os.path.isdir(src):
         if os.path.exists(dst) and not os.path.isdir(dst):
-            raise CliError(f"{_safe(dst)}: SRC is a directory, so OUT must be a directory (it is a file)", 2)
-        with Progress(f"importing {_safe(src)}") as bar:
+            raise CliError(f"{dst}: SRC is a directory, so OUT must be a directory (it is a file)", 2)
+        with Progress(f"importing {src}") as bar:
             def on_file(report: Any, done: int, total: int) -> None:
                 bar.update(done, total, f"importing {done}/{total}")
                 show(report)

@@ -106,8 +106,9 @@ def show_conversation(args: argparse.Namespace, out: Out) -> int:
     return 0
 
 
-def render_envelope(out: Out, number: int, e: Event, limit: int) -> None:
-    out.line((f"── {number:,} {e.type}", "key"), (f"  {e.id}  {e.ts}", "id"))
+def render_envelope(out: Out, number: int, e: Event, limit: int, rewound_by: Optional[str] = None) -> None:
+    mark = (f"  · rewound by {rewound_by}: no longer in the conversation", "warn") if rewound_by else ""
+    out.line((f"── {number:,} {e.type}", "key"), mark, (f"  {e.id}  {e.ts}", "id"))
     text = json.dumps(e.payload, ensure_ascii=False, indent=2, sort_keys=True)
     if limit:
         shown, cut = shorten(text, limit)
@@ -121,10 +122,11 @@ def render_envelope(out: Out, number: int, e: Event, limit: int) -> None:
 def show_raw(args: argparse.Namespace, out: Out) -> int:
     """Every envelope in file order, from a peek (no replay, no lock, nothing written)."""
     require_file(args.file)
-    view = peek(args.file)
+    view = peek(args.file, survey=True)  # the survey names the messages a rewind cut
     if "error" in view:
         raise CliError(f"{args.file}: not a transcript: {view['error']}", 3)
     envelopes = view["envelopes"]
+    rewound = view["survey"]["rewound"]
     count = len(envelopes)
     if args.from_id is not None:
         # Index only what is needed: find the id, then print from there.
@@ -137,7 +139,8 @@ def show_raw(args: argparse.Namespace, out: Out) -> int:
         start = max(start, count - args.last)
     limit = 0 if args.full else args.max_chars
     for i in range(start, count):
-        render_envelope(out, i + 1, envelopes[i], limit)
+        e = envelopes[i]
+        render_envelope(out, i + 1, e, limit, rewound.get(e.id))
     for w in view["warnings"]:
         out.line(("# warning: " + w, "warn"))
     if view["pending"]:

@@ -116,6 +116,8 @@ def compute(path: str) -> Dict[str, Any]:
         "roles": dict(sorted(survey["roles"].items())),
         "tools": per_tool,
         "compactions": compactions,
+        # SPEC 10.1: rewind lines, and the messages they cut (still in the file)
+        "rewinds": {"count": survey["counts"].get("rewind", 0), "rewound_messages": len(survey["rewound"])},
         "elided": elided,
         "artifacts": artifacts,
         "warnings": list(view["warnings"]),
@@ -146,6 +148,11 @@ def run(args: argparse.Namespace, out: Out) -> int:
     out.line(
         ("compactions ", "key"),
         f"{c['count']:,}" + (f": {c['tokens_before']:,} → {c['tokens_after']:,} tokens, {c['fallbacks']:,} fallback(s)" if c["count"] else ""),
+    )
+    r = report["rewinds"]
+    out.line(
+        ("rewinds     ", "key"),
+        f"{r['count']:,}" + (f": {r['rewound_messages']:,} message(s) rewound (kept in the file)" if r["count"] else ""),
     )
     el = report["elided"]
     out.line(("elided      ", "key"), f"{el['chars']:,} chars in {el['items']:,} item(s) of {el['elisions']:,} elision(s)")

@@ -1,0 +1,136 @@
+"""What both runtime integrations share: a transcript whose live messages mirror a
+runtime's own history (its native items, stored losslessly in each message's extras),
+kept in memory and written off the event loop.
+
+A *unit* is what one runtime item (or a few) became on disk: one or more `message`
+lines. Syncing to a new history keeps the longest run of units whose items still
+lead the history, rewinds to the last of them (SPEC 10.1: nothing leaves the file),
+and appends units for the rest.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import copy
+import os
+from dataclasses import dataclass, field
+from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple
+
+from .. import Message, Session
+from ..canonical import dumps, validate
+
+# (message as a dict of SPEC 2.2 keys, the extras written beside it)
+Record = Tuple[Dict[str, Any], Dict[str, Any]]
+# (envelope id, the message as replay gives it, its extras)
+LiveRecord = Tuple[str, Message, Dict[str, Any]]
+
+
+def canonical(value: Any) -> str:
+    """The line format's serialisation of a JSON value: what makes two items the same."""
+    validate(value, "item")
+    return dumps(value)
+
+
+@dataclass
+class Unit:
+    """Some runtime items and the transcript messages that hold them."""
+
+    natives: List[Any]
+    ids: List[str] = field(default_factory=list)
+    keys: List[str] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        if not self.keys:
+            self.keys = [canonical(n) for n in self.natives]
+
+
+@dataclass
+class PlannedUnit:
+    """A unit not yet written: its items and the messages to write for them."""
+
+    natives: List[Any]
+    records: List[Record]
+
+
+# Reads live transcript messages back into units (the integration's own format, and a
+# fallback for messages that others wrote, such as the answers of SPEC 10.3).
+ReadUnits = Callable[[Sequence[LiveRecord], Sequence[Unit]], List[Unit]]
+# Turns runtime items that are not on disk yet into units to write.
+PlanUnits = Callable[[Sequence[Any], Sequence[Unit]], List[PlannedUnit]]
+
+
+def open_transcript(path: Any, meta: Optional[Mapping[str, Any]]) -> Session:
+    """Create the transcript, or load it (and take its lock) when it exists."""
+    path = os.fspath(path)
+    if not os.path.lexists(path):
+        try:
+            return Session.create(path, meta)
+        except FileExistsError:
+            pass  # created meanwhile by someone else: load it like any existing one
+    return Session.load(path)
+
+
+class Mirror:
+    """The live messages of an open transcript as a runtime's items, and the writes that
+    keep them equal to the runtime's history. Blocking: call through `Gate.run`."""
+
+    def __init__(self, session: Session, read_units: ReadUnits, plan_units: PlanUnits) -> None:
+        self.session = session
+        self._read_units = read_units
+        self._plan_units = plan_units
+        self.units: List[Unit] = []
+        self.read_tail()
+
+    def live_records(self, start: int) -> List[LiveRecord]:
+        s = self.session
+        ids, messages = s.message_ids, s.messages
+        return [(ids[i], messages[i], s.message_extra(ids[i])) for i in range(start, len(ids))]
+
+    def read_tail(self) -> None:
+        """Read the live messages that no unit holds yet (all of them when opening)."""
+        held = sum(len(u.ids) for u in self.units)
+        self.units.extend(self._read_units(self.live_records(held), self.units))
+
+    def natives(self) -> List[Any]:
+        return [n for u in self.units for n in u.natives]
+
+    def sync(self, desired: Sequence[Any]) -> None:
+        """Make the live transcript hold exactly `desired`, rewriting as little as it can."""
+        keys = [canonical(n) for n in desired]
+        kept, pos = 0, 0
+        for unit in self.units:
+            end = pos + len(unit.keys)
+            if keys[pos:end] != unit.keys:
+                break
+            kept, pos = kept + 1, end
+        planned = self._plan_units(list(desired[pos:]), self.units[:kept])
+        for unit in planned:  # every record checked before anything is written
+            for message, extra in unit.records:
+                validate(message, "message")
+                validate(extra, "extra")
+        if kept < len(self.units):
+            self.session.append_rewind(self.units[kept - 1].ids[-1] if kept else None)
+            del self.units[kept:]
+        for unit in planned:
+            ids = [self.session.append_message(m, extra=e) for m, e in unit.records]
+            self.units.append(Unit(copy.deepcopy(unit.natives), ids))
+
+
+class Gate:
+    """Runs blocking transcript work off the event loop, one call at a time, in the order
+    the calls were awaited (an asyncio.Lock is FIFO)."""
+
+    def __init__(self) -> None:
+        self._lock: Optional[asyncio.Lock] = None  # made on first use, inside the loop
+
+    async def run(self, fn: Callable[..., Any], *args: Any) -> Any:
+        if self._lock is None:
+            self._lock = asyncio.Lock()
+        async with self._lock:
+            work = asyncio.ensure_future(asyncio.to_thread(fn, *args))
+            try:
+                return await asyncio.shield(work)
+            except asyncio.CancelledError:
+                # The write goes on in its thread: let it finish before the next one starts.
+                await asyncio.wait([work])
+                raise

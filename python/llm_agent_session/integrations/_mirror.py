@@ -87,9 +87,12 @@ class Mirror:
         return [(ids[i], messages[i], s.message_extra(ids[i])) for i in range(start, len(ids))]
 
     def read_tail(self) -> None:
-        """Read the live messages that no unit holds yet (all of them when opening)."""
-        held = sum(len(u.ids) for u in self.units)
-        self.units.extend(self._read_units(self.live_records(held), self.units))
+        """Read the live messages that no unit holds yet: all of them when opening, those
+        that someone appended through the `Session` since (the app, SPEC 10.3 answers)."""
+        held = [i for u in self.units for i in u.ids]
+        if self.session.message_ids[: len(held)] != held:  # rewound or compacted meanwhile
+            self.units, held = [], []
+        self.units.extend(self._read_units(self.live_records(len(held)), self.units))
 
     def natives(self) -> List[Any]:
         return [n for u in self.units for n in u.natives]

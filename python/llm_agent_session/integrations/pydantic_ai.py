@@ -62,6 +62,13 @@ PART_EXTRA = "pydantic-ai-part"
 _DEFERRALS = (CallDeferred, ApprovalRequired, SkipToolExecution)
 
 
+def _interrupted(call: Any) -> ToolReturnPart:
+    return ToolReturnPart(
+        call.tool_name, "The tool call was interrupted and may or may not have run.",
+        tool_call_id=call.tool_call_id, outcome="interrupted",
+    )
+
+
 def _dump(message: ModelMessage) -> Dict[str, Any]:
     return ModelMessagesTypeAdapter.dump_python([message], mode="json")[0]
 
@@ -202,6 +209,10 @@ class TranscriptCapability(AbstractCapability[Any]):
             raise
         self._transcript = transcript
         self._gate = Gate()
+        # call id -> the answer for a call whose tool ended in this run (see wrap_run)
+        self._returns: Dict[str, ToolReturnPart] = {}
+        # the history list of the run in progress, as the hooks see it
+        self._live: Optional[List[ModelMessage]] = None
 
     @property
     def transcript(self) -> Session:
@@ -229,12 +240,26 @@ class TranscriptCapability(AbstractCapability[Any]):
     # -- blocking work, run through the gate ---------------------------------------------------
 
     def _answered_history(self) -> List[ModelMessage]:
+        self._mirror.read_tail()  # what the app appended itself, such as a call's real result
         if self._transcript.answer_interrupted_tool_calls():
             self._mirror.read_tail()
         return [_load(data) for data in self._mirror.natives()]
 
     def _sync(self, messages: Sequence[ModelMessage]) -> None:
         self._mirror.sync([_dump(m) for m in messages])
+
+    def _sync_stopped_run(self, messages: List[ModelMessage]) -> None:
+        answered = {
+            p.tool_call_id for m in messages if isinstance(m, ModelRequest) for p in m.parts
+            if isinstance(p, (ToolReturnPart, RetryPromptPart))
+        }
+        # pydantic-ai may already have closed the history with an empty, interrupted request
+        last = next((m for m in reversed(messages) if isinstance(m, ModelResponse)), None)
+        calls = [p for p in last.parts if isinstance(p, ToolCallPart)] if last is not None else []
+        returns = [self._returns[c.tool_call_id] for c in calls if c.tool_call_id not in answered and c.tool_call_id in self._returns]
+        if returns:
+            messages = messages + [ModelRequest(parts=returns)]
+        self._sync(messages)
 
     def _dispatch(self, messages: Sequence[ModelMessage], call: ToolCallPart, args: Any, ctx: Any) -> str:
         self._sync(messages)
@@ -246,11 +271,13 @@ class TranscriptCapability(AbstractCapability[Any]):
     # -- the capability's hooks ----------------------------------------------------------------
 
     async def before_model_request(self, ctx: Any, request_context: Any) -> Any:
+        self._live = ctx.messages
         await self._gate.run(self._sync, list(ctx.messages))
         return request_context
 
     async def wrap_tool_execute(self, ctx: Any, *, call: Any, tool_def: Any, args: Any, handler: Any) -> Any:
         # The response asking for this call is on disk before the call crosses over.
+        self._live = ctx.messages
         op_id = await self._gate.run(self._dispatch, list(ctx.messages), call, args, ctx)
         started = time.monotonic()
         try:
@@ -259,11 +286,17 @@ class TranscriptCapability(AbstractCapability[Any]):
             await self._settle(op_id, started, "outcome-unknown", reason=f"deferred: {type(e).__name__}")
             raise
         except asyncio.CancelledError:
+            self._returns[call.tool_call_id] = _interrupted(call)
             await self._settle(op_id, started, "outcome-unknown", reason="cancelled")
             raise
         except Exception as e:
-            await self._settle(op_id, started, "failed", error=f"{type(e).__name__}: {e}")
+            error = f"{type(e).__name__}: {e}"
+            self._returns[call.tool_call_id] = ToolReturnPart(
+                call.tool_name, f"The tool call failed: {error}", tool_call_id=call.tool_call_id, outcome="failed"
+            )
+            await self._settle(op_id, started, "failed", error=error)
             raise
+        self._returns[call.tool_call_id] = ToolReturnPart(call.tool_name, result, tool_call_id=call.tool_call_id)
         await self._settle(op_id, started, "completed")
         return result
 
@@ -271,8 +304,15 @@ class TranscriptCapability(AbstractCapability[Any]):
         try:
             result = await handler()
         except Exception:
-            await self._gate.run(self._sync, list(ctx.messages))  # what the run got to
+            # What the run got to (wrap_run's own context still holds the messages the run
+            # started with), and an answer for each call whose tool this run saw end:
+            # pydantic-ai drops them when a tool's exception ends the run.
+            live = self._live if self._live is not None else ctx.messages
+            await self._gate.run(self._sync_stopped_run, list(live))
             raise
+        finally:
+            self._returns.clear()
+            self._live = None
         await self._gate.run(self._sync, result.all_messages())
         return result
 

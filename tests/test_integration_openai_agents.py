@@ -1,0 +1,341 @@
+"""Issue #15: the OpenAI Agents SDK's Session protocol and RunHooks on a transcript, run
+offline with the SDK's own ScriptedModel, on both backends, with a real SIGKILL."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+import subprocess
+import sys
+
+import pytest
+
+try:
+    import agents
+    from agents.testing import ScriptedModel, assistant_message, function_call
+except ImportError:
+    pytest.skip("openai-agents not installed: pip install 'llm-agent-session[openai-agents]'", allow_module_level=True)
+
+from agents import Agent, Runner, function_tool
+from agents.memory import Session as SDKSessionProtocol
+
+from helpers import child_env, run_py, spawn_py
+from llm_agent_session import Session, SessionLocked
+from llm_agent_session.integrations.openai_agents import ITEMS_EXTRA, TranscriptSession
+
+agents.set_tracing_disabled(True)  # offline: no trace export
+
+
+def run(coro):
+    return asyncio.run(coro)
+
+
+@function_tool
+def add(a: int, b: int) -> int:
+    """Add two integers."""
+    return a + b
+
+
+@function_tool
+def boom(x: str) -> str:
+    """Always fails."""
+    raise RuntimeError("kaput " + x)
+
+
+def two_calls_then_answer():
+    return ScriptedModel(
+        [
+            [function_call("add", {"a": 1, "b": 2}, call_id="call_1"), function_call("boom", {"x": "y"}, call_id="call_2")],
+            [assistant_message("3 it is")],
+        ]
+    )
+
+
+class Spy(TranscriptSession):
+    """Records what the SDK hands to add_items."""
+
+    def __init__(self, *a, **kw):
+        super().__init__(*a, **kw)
+        self.received = []
+
+    async def add_items(self, items):
+        self.received.extend(items)
+        await super().add_items(items)
+
+
+def of_type(tpath, type_):
+    return [e for e in Session.peek(tpath)["envelopes"] if e.type == type_]
+
+
+def test_is_an_sdk_session(tpath):
+    async def go():
+        async with TranscriptSession(tpath) as ts:
+            assert isinstance(ts, SDKSessionProtocol)  # structurally: the protocol is runtime-checkable
+            assert not isinstance(ts, agents.memory.SessionABC)
+            assert ts.session_id == Session.peek(tpath)["envelopes"][0].id  # the meta line's id
+            assert ts.session_settings is not None and ts.session_settings.limit is None
+        async with TranscriptSession(tpath, session_id="chat-7") as ts:
+            assert ts.session_id == "chat-7"
+
+    run(go())
+
+
+def test_run_round_trips_losslessly_and_writes_nothing_twice(tpath):
+    async def go():
+        model = two_calls_then_answer()
+        agent = Agent(name="calc", model=model, tools=[add, boom])
+        async with Spy(tpath, meta={"app": "t"}) as ts:
+            result = await Runner.run(agent, "what is 1+2", session=ts, hooks=ts.hooks)
+            assert result.final_output == "3 it is"
+            assert await ts.get_items() == ts.received
+            received = ts.received
+        async with TranscriptSession(tpath) as again:
+            assert await again.get_items() == received  # after a reload, item for item
+        return received
+
+    received = run(go())
+    assert [i.get("type", "message") for i in received] == [
+        "message", "function_call", "function_call", "function_call_output", "function_call_output", "message",
+    ]
+    s = Session.load(tpath)
+    try:
+        assert s.meta == {"app": "t"}
+        assert [m.role for m in s.messages] == ["user", "assistant", "tool", "tool", "assistant"]
+        asked = s.messages[1]
+        assert [c["id"] for c in asked.tool_calls] == ["call_1", "call_2"]
+        assert asked.tool_calls[0]["function"] == {"name": "add", "arguments": '{"a":1,"b":2}'}
+        assert s.messages[2].tool_call_id == "call_1" and s.messages[2].content == "3"
+        assert s.messages[4].content == "3 it is"
+        # the SDK's own items ride along in the extras, exactly
+        extras = [s.message_extra(i)[ITEMS_EXTRA] for i in s.message_ids]
+        assert [i for group in extras for i in group] == received
+        assert s.pending_tool_operations() == []
+    finally:
+        s.close()
+    # nothing written twice: the hooks wrote the calls, add_items recognised them
+    assert of_type(tpath, "rewind") == []
+    assert len(of_type(tpath, "message")) == 5
+    settled = {e.payload["op-id"]: e.payload for e in of_type(tpath, "tool-settled")}
+    dispatched = {e.payload["call-id"]: e.id for e in of_type(tpath, "tool-dispatched")}
+    assert settled[dispatched["call_1"]]["outcome"] == "completed"
+    failed = settled[dispatched["call_2"]]
+    assert failed["outcome"] == "failed" and "RuntimeError: kaput y" in failed["error"]
+
+
+def test_call_is_on_disk_before_the_tool_runs(tpath):
+    seen = {}
+
+    @function_tool
+    def look() -> str:
+        """Looks at the transcript from inside the tool."""
+        p = Session.peek(tpath)
+        seen["messages"] = [(m.role, [c["id"] for c in (m.tool_calls or [])]) for m in p["messages"]]
+        seen["types"] = [e.type for e in p["envelopes"]]
+        return "looked"
+
+    async def go():
+        model = ScriptedModel([[function_call("look", {}, call_id="call_look")], [assistant_message("ok")]])
+        async with TranscriptSession(tpath) as ts:
+            await Runner.run(Agent(name="a", model=model, tools=[look]), "look", session=ts, hooks=ts.hooks)
+
+    run(go())
+    assert seen["messages"] == [("user", []), ("assistant", ["call_look"])]
+    assert seen["types"][-1] == "tool-dispatched"
+    dispatched = of_type(tpath, "tool-dispatched")
+    assert [e.payload["call-id"] for e in dispatched] == ["call_look"]
+    assert dispatched[0].payload["tool"] == "look"
+
+
+def test_without_hooks_the_session_alone_still_round_trips(tpath):
+    async def go():
+        agent = Agent(name="calc", model=two_calls_then_answer(), tools=[add, boom])
+        async with Spy(tpath) as ts:
+            await Runner.run(agent, "what is 1+2", session=ts)
+            received = ts.received
+        async with TranscriptSession(tpath) as again:
+            assert await again.get_items() == received
+
+    run(go())
+    assert of_type(tpath, "tool-dispatched") == []
+
+
+def test_second_run_sees_the_first_and_limit(tpath):
+    async def go():
+        model = ScriptedModel([[assistant_message("one")], [assistant_message("two")]])
+        agent = Agent(name="a", model=model)
+        async with TranscriptSession(tpath) as ts:
+            await Runner.run(agent, "first", session=ts, hooks=ts.hooks)
+        async with TranscriptSession(tpath) as ts:
+            await Runner.run(agent, "second", session=ts, hooks=ts.hooks)
+            assert model.last_call.input[0] == {"content": "first", "role": "user"}
+            assert len(await ts.get_items()) == 4
+            last_two = await ts.get_items(limit=2)
+            assert last_two[0] == {"content": "second", "role": "user"}
+            assert await ts.get_items(limit=0) == []
+
+    run(go())
+
+
+def test_pop_and_clear_are_rewinds(tpath):
+    items = [
+        {"role": "user", "content": "hi"},
+        {"type": "function_call", "call_id": "c1", "name": "f", "arguments": "{}", "id": "fc_1"},
+        {"type": "function_call", "call_id": "c2", "name": "g", "arguments": "{\"n\":1}", "id": "fc_2"},
+        {"type": "function_call_output", "call_id": "c1", "output": "one"},
+    ]
+
+    async def go():
+        async with TranscriptSession(tpath) as ts:
+            await ts.add_items(items)
+            assert await ts.pop_item() == items[3]
+            assert await ts.pop_item() == items[2]  # one of two items sharing an assistant message
+            assert await ts.get_items() == items[:2]
+            await ts.clear_session()
+            assert await ts.get_items() == []
+            assert await ts.pop_item() is None
+        async with TranscriptSession(tpath) as ts:
+            assert await ts.get_items() == []
+            await ts.add_items([items[0]])
+        async with TranscriptSession(tpath) as ts:
+            assert await ts.get_items() == [items[0]]
+
+    run(go())
+    # nothing was removed from the file: every item ever added is still on its line
+    lines = [e.payload for e in of_type(tpath, "message")]
+    assert any(p.get(ITEMS_EXTRA) == [items[1], items[2]] for p in lines)
+    assert any(p.get(ITEMS_EXTRA) == [items[3]] for p in lines)
+    assert len(of_type(tpath, "rewind")) >= 3
+
+
+def test_items_that_json_cannot_carry_are_refused_before_writing(tpath):
+    async def go():
+        async with TranscriptSession(tpath) as ts:
+            with pytest.raises((TypeError, ValueError), match="item"):
+                await ts.add_items([{"role": "user", "content": float("nan")}])
+            assert await ts.get_items() == []
+
+    run(go())
+    assert of_type(tpath, "message") == []
+
+
+def test_second_transcript_session_on_a_locked_file_is_refused(tpath):
+    async def go():
+        async with TranscriptSession(tpath):
+            with pytest.raises(SessionLocked):
+                TranscriptSession(tpath)
+        async with TranscriptSession(tpath):  # released on close
+            pass
+
+    run(go())
+
+
+def test_tool_raising_through_the_run_leaves_a_valid_history(tpath):
+    @function_tool(failure_error_function=None)
+    def fragile() -> str:
+        """Raises out of the run."""
+        raise ValueError("no")
+
+    async def go():
+        model = ScriptedModel([[function_call("fragile", {}, call_id="call_f")], [assistant_message("fine")]])
+        agent = Agent(name="a", model=model, tools=[fragile])
+        async with TranscriptSession(tpath) as ts:
+            with pytest.raises(Exception):
+                await Runner.run(agent, "go", session=ts, hooks=ts.hooks)
+            await Runner.run(agent, "again", session=ts, hooks=ts.hooks)
+            history = await ts.get_items()
+        return model, history
+
+    model, history = run(go())
+    # the model never sees a call without its answer
+    calls = {i["call_id"] for i in model.last_call.input if i.get("type") == "function_call"}
+    outputs = {i["call_id"] for i in model.last_call.input if i.get("type") == "function_call_output"}
+    assert calls <= outputs
+    s = Session.load(tpath)
+    try:
+        assert s.pending_tool_operations() == []
+    finally:
+        s.close()
+
+
+CHILD = """
+import asyncio, sys
+import agents
+from agents import Agent, Runner, function_tool
+from agents.testing import ScriptedModel, function_call, assistant_message
+from llm_agent_session.integrations.openai_agents import TranscriptSession
+agents.set_tracing_disabled(True)
+
+@function_tool
+def charge_card(amount: int) -> str:
+    \"\"\"Charges the card.\"\"\"
+    print("IN_TOOL", flush=True)
+    import time
+    time.sleep(60)
+    return "charged"
+
+async def main():
+    model = ScriptedModel([[function_call("charge_card", {"amount": 42}, call_id="call_pay")], [assistant_message("done")]])
+    ts = TranscriptSession(sys.argv[1])
+    await Runner.run(Agent(name="shop", model=model, tools=[charge_card]), "pay 42", session=ts, hooks=ts.hooks)
+
+asyncio.run(main())
+"""
+
+
+def test_sigkill_inside_a_tool_then_resume_answers_the_call(tpath):
+    child = spawn_py(CHILD, str(tpath))
+    try:
+        line = child.stdout.readline()
+        assert line.strip() == "IN_TOOL", child.stderr.read()
+        os.kill(child.pid, signal.SIGKILL)
+        child.wait(timeout=30)
+    finally:
+        if child.poll() is None:
+            child.kill()
+        child.stdout.close()
+        child.stderr.close()
+
+    # A new process sees the call dispatched, and the message asking for it.
+    seen = run_py(
+        """
+        s = Session.load(sys.argv[1])
+        ops = s.pending_tool_operations()
+        print(json.dumps([[o.call_id, o.tool, o.state, o.arguments] for o in ops]))
+        print(json.dumps([[m.role, [c["id"] for c in (m.tool_calls or [])]] for m in s.messages]))
+        """,
+        str(tpath),
+    ).stdout.splitlines()
+    assert seen[0] == '[["call_pay", "charge_card", "dispatched", {"amount": 42}]]'
+    assert seen[1] == '[["user", []], ["assistant", ["call_pay"]]]'
+
+    async def resume():
+        model = ScriptedModel([[assistant_message("I could not confirm the payment.")]])
+        async with TranscriptSession(tpath) as ts:
+            await Runner.run(Agent(name="shop", model=model, tools=[]), "did it work?", session=ts, hooks=ts.hooks)
+        return model.first_call.input
+
+    sent = run(resume())
+    answers = [i for i in sent if i.get("type") == "function_call_output" and i.get("call_id") == "call_pay"]
+    assert len(answers) == 1
+    text = answers[0]["output"].lower()
+    assert "interrupted" in text and "may or may not" in text
+    assert sent.index(answers[0]) < len(sent) - 1  # answered before the new user turn
+    settles = of_type(tpath, "tool-settled")
+    assert [(e.payload["outcome"], e.payload.get("reason")) for e in settles] == [("outcome-unknown", "interrupted")]
+    s = Session.load(tpath)
+    try:
+        assert s.pending_tool_operations() == []
+    finally:
+        s.close()
+
+
+def test_import_without_the_extra_names_it():
+    proc = subprocess.run(
+        [sys.executable, "-c",
+         "import sys; sys.modules['agents'] = None\n"
+         "import llm_agent_session.integrations.openai_agents"],
+        env=child_env(), capture_output=True, text=True, timeout=60,
+    )
+    assert proc.returncode != 0
+    assert "ImportError" in proc.stderr and "llm-agent-session[openai-agents]" in proc.stderr

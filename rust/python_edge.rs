@@ -21,7 +21,7 @@ use crate::file_io::{BorrowedFile, Source};
 use crate::json_grammar::classify;
 use pyo3::types::{PyList, PyTuple};
 
-use crate::lazy_events::{self, LineIndex};
+use crate::lazy_events::{self, EnvelopeIds, LineIndex};
 use crate::py_build;
 use crate::py_replay;
 use crate::repair_copy;
@@ -129,7 +129,7 @@ fn copy_prefix(py: Python<'_>, src_fd: i32, dst_fd: i32, length: u64) -> PyResul
 }
 
 /// Replay the first `size` bytes of `fd`: `(meta, ids, messages, grants, pending,
-/// settled, sections, section_lines, events)`, or `CoreFailure`. The byte work
+/// settled, sections, section_lines, events, envelope_at)`, or `CoreFailure`. The byte work
 /// (read, validate, fold) runs without the GIL; then only the survivors are built.
 #[pyfunction]
 fn replay<'py>(py: Python<'py>, fd: i32, size: u64) -> PyResult<Bound<'py, PyTuple>> {
@@ -143,7 +143,8 @@ fn replay<'py>(py: Python<'py>, fd: i32, size: u64) -> PyResult<Bound<'py, PyTup
         let size = size.min(file.size()?);
         replay_core::replay(&*file, size)
     });
-    let fold = folded.map_err(|e| to_pyerr(py, e))?;
+    let mut fold = folded.map_err(|e| to_pyerr(py, e))?;
+    let envelope_at = std::mem::take(&mut fold.envelope_at);
     let file = BorrowedFile::new(fd).map_err(|e| os_error(py, e))?;
     // Lazy parts read through a descriptor of their own; where none can be had
     // (no `/proc`), everything is built now.
@@ -166,6 +167,7 @@ fn replay<'py>(py: Python<'py>, fd: i32, size: u64) -> PyResult<Bound<'py, PyTup
             sections,
             section_lines.into_any(),
             events,
+            Bound::new(py, EnvelopeIds::new(envelope_at))?.into_any(),
         ],
     )
 }
@@ -312,6 +314,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<lazy_events::LineIter>()?;
     m.add_class::<lazy_events::Deferred>()?;
     m.add_class::<lazy_events::SectionTexts>()?;
+    m.add_class::<lazy_events::EnvelopeIds>()?;
     let py = m.py();
     m.add_function(wrap_pyfunction!(classify_line, m)?)?;
     m.add_function(wrap_pyfunction!(parse_envelope_check, m)?)?;

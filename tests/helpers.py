@@ -217,6 +217,14 @@ def reference_replay(events) -> Dict[str, Any]:
                 d = m.to_dict()
                 d["content"] = item["stub"]
                 live[i] = (live[i][0], Message.from_dict(d))
+        elif t == "rewind":
+            # SPEC 10.1: the live list ends with to-id; null leaves nothing
+            if p["to-id"] is None:
+                live = []
+            else:
+                idx = [i for i, (mid, _) in enumerate(live) if mid == p["to-id"]]
+                assert idx, "dangling rewind"
+                live = live[: idx[0] + 1]
         elif t == "grants":
             grants = p["grants"]
         elif t == "tool-dispatched":

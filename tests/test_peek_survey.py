@@ -162,7 +162,8 @@ def test_an_operation_is_answered_only_by_a_message_after_it(tpath):
         msg_line("early", role="tool", tool_call_id="c1"),
         dispatched_line("d1", "c1"),
         dispatched_line("d2", "c2"),
-        msg_line("r2", role="assistant", tool_call_id="c2"),  # any role with the call id, as replay
+        msg_line("x2", role="assistant", tool_call_id="c2"),  # not a tool message: answers nothing
+        msg_line("r2", role="tool", tool_call_id="c2"),
         dispatched_line("d3", "c2"),  # a second operation for the same call: not answered yet
     )
     survey = Session.peek(tpath, survey=True)["survey"]

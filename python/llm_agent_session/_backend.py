@@ -85,11 +85,13 @@ def _pure_scan(
 
 def _native_replay(mod: ModuleType) -> Callable[[int, int], Tuple[FoldState, Sequence[Event]]]:
     def replay(fd: int, size: int) -> Tuple[FoldState, Sequence[Event]]:
-        meta, ids, messages, grants, pending, settled, sections, section_lines, events = mod.replay(fd, size)
+        (meta, ids, messages, grants, pending, settled, sections, section_lines, events, envelope_at) = mod.replay(
+            fd, size
+        )
         if not isinstance(sections, dict):
             sections = LazyTexts(sections)
         state = FoldState.from_parts(
-            meta, ids, messages, grants, pending, settled, sections, section_lines
+            meta, ids, messages, grants, pending, settled, sections, section_lines, envelope_at
         )
         return state, (events if isinstance(events, list) else LazyList(events))
 

@@ -19,6 +19,7 @@ def describe(line: int, offset: int, numbered: bool) -> str:
 def peek(
     path: str, *, offset: int = 0, identity: Optional[Tuple[int, int]] = None, survey: bool = False
 ) -> Dict[str, Any]:
+    survey = bool(survey)  # any truthy value, on both cores
     if not isinstance(offset, int) or isinstance(offset, bool) or offset < 0:
         raise ValueError(f"offset must be an int >= 0, not {offset!r}")
     if survey and offset:

@@ -6,7 +6,9 @@ Lines and bytes by type; messages by role; how many messages replay would give
 then the summary, then the rest); and the ``tool-dispatched`` operations without a
 ``tool-settled``, each with whether a message answered it (SPEC 2.6). Lenient, like peek: a value of the wrong
 type is passed over rather than refused; only a compaction naming nothing in the
-live conversation stops the count, since the count would be wrong past it.
+live conversation (or a rewind naming nothing live, or without a string or null
+``to-id``) stops the count, since the count would be wrong past it. A rewind cuts the
+live list back to its ``to-id`` (SPEC 10.1).
 """
 
 from __future__ import annotations
@@ -23,7 +25,7 @@ class SurveyCounts(NamedTuple):
     types: List[Tuple[str, int, int]]  # (type, lines, bytes with newlines), in first-appearance order
     roles: List[Tuple[str, int]]  # messages with a string role, per role, in first-appearance order
     live: int  # messages replay would give; meaningless when `problem` is set
-    problem: Optional[int]  # the first compaction naming nothing live
+    problem: Optional[int]  # the first compaction or rewind naming nothing live
     open: List[Tuple[int, bool]]  # (dispatch, answered by a message), in first-dispatch order
 
 
@@ -54,7 +56,7 @@ def survey(events: Sequence[Event], spans: Sequence[Span]) -> SurveyCounts:
             sticky = p.get("sticky") is True or p.get("sysprompt") is True or p.get("depth") is not None
             position[e.id] = len(live)
             live.append((e.id, sticky))
-            answers = _string(p, "tool_call_id")
+            answers = _string(p, "tool_call_id") if role == "tool" else None  # SPEC 2.6
             if answers is not None:
                 for op_id in waiting.pop(answers, ()):
                     op = open_ops.get(op_id)
@@ -69,6 +71,18 @@ def survey(events: Sequence[Event], spans: Sequence[Span]) -> SurveyCounts:
             settles = _string(e.payload, "op-id")
             if settles is not None:
                 open_ops.pop(settles, None)
+        elif type_ == "rewind" and problem is None:
+            p = e.payload
+            to_id = p.get("to-id", ())  # () stands for a missing key: load refuses it
+            if to_id is None:
+                cut = -1
+            else:
+                cut = position.get(to_id, -2) if isinstance(to_id, str) else -2
+            if cut == -2:
+                problem = index
+                continue
+            del live[cut + 1 :]
+            position = {id_: k for k, (id_, _) in enumerate(live)}
         elif type_ == "compaction" and problem is None:
             through = _string(e.payload, "replaces-through-id")
             cut = position.get(through) if through is not None else None

@@ -107,16 +107,16 @@ class Mirror:
                 break
             kept, pos = kept + 1, end
         planned = self._plan_units(list(desired[pos:]), self.units[:kept])
-        for unit in planned:  # every record checked before anything is written
-            for message, extra in unit.records:
+        for plan in planned:  # every record checked before anything is written
+            for message, extra in plan.records:
                 validate(message, "message")
                 validate(extra, "extra")
         if kept < len(self.units):
             self.session.append_rewind(self.units[kept - 1].ids[-1] if kept else None)
             del self.units[kept:]
-        for unit in planned:
-            ids = [self.session.append_message(m, extra=e) for m, e in unit.records]
-            self.units.append(Unit(copy.deepcopy(unit.natives), ids))
+        for plan in planned:
+            ids = [self.session.append_message(m, extra=e) for m, e in plan.records]
+            self.units.append(Unit(copy.deepcopy(plan.natives), ids))
 
 
 class Gate:

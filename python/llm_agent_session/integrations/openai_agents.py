@@ -35,7 +35,7 @@ except ImportError as e:  # pragma: no cover - exercised by a test in a bare int
     ) from e
 
 from .. import Message, Session
-from ._mirror import Gate, LiveRecord, Mirror, PlannedUnit, Record, Unit, canonical, open_transcript
+from ._mirror import Gate, LiveRecord, Mirror, PlannedUnit, Unit, canonical, open_transcript
 
 __all__ = ["TranscriptSession", "TranscriptRunHooks", "ITEMS_EXTRA"]
 

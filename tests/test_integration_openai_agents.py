@@ -123,6 +123,24 @@ def test_run_round_trips_losslessly_and_writes_nothing_twice(tpath):
     assert failed["outcome"] == "failed" and "RuntimeError: kaput y" in failed["error"]
 
 
+def test_the_apps_own_tool_error_formatter_still_speaks_to_the_model(tpath):
+    from agents import RunConfig
+
+    config = RunConfig(tool_error_formatter=lambda args: f"sorry: {args.error}")
+
+    async def go():
+        model = two_calls_then_answer()
+        async with TranscriptSession(tpath) as ts:
+            await Runner.run(Agent(name="calc", model=model, tools=[add, boom]), "1+2", session=ts,
+                             hooks=ts.hooks, run_config=config)
+        return model
+
+    model = run(go())
+    said = {i["call_id"]: i["output"] for i in model.last_call.input if i.get("type") == "function_call_output"}
+    assert said == {"call_1": "3", "call_2": "sorry: kaput y"}
+    assert sorted(e.payload["outcome"] for e in of_type(tpath, "tool-settled")) == ["completed", "failed"]
+
+
 def test_call_is_on_disk_before_the_tool_runs(tpath):
     seen = {}
 
@@ -158,6 +176,51 @@ def test_without_hooks_the_session_alone_still_round_trips(tpath):
 
     run(go())
     assert of_type(tpath, "tool-dispatched") == []
+
+
+def test_streamed_run_round_trips_without_rewinds(tpath):
+    async def go():
+        model = ScriptedModel([[function_call("add", {"a": 2, "b": 2}, call_id="call_s")], [assistant_message("4")]])
+        async with Spy(tpath) as ts:
+            streamed = Runner.run_streamed(Agent(name="a", model=model, tools=[add]), "2+2", session=ts, hooks=ts.hooks)
+            async for _ in streamed.stream_events():
+                pass
+            assert streamed.final_output == "4"
+            received = ts.received
+        async with TranscriptSession(tpath) as again:
+            assert await again.get_items() == received
+
+    run(go())
+    assert of_type(tpath, "rewind") == []
+    assert [e.payload["outcome"] for e in of_type(tpath, "tool-settled")] == ["completed"]
+
+
+def test_approval_pause_and_resume_in_one_process(tpath):
+    @function_tool(needs_approval=True)
+    def pay(amount: int) -> str:
+        """Pays."""
+        return f"paid {amount}"
+
+    async def go():
+        model = ScriptedModel([[function_call("pay", {"amount": 5}, call_id="call_p")], [assistant_message("done")]])
+        agent = Agent(name="a", model=model, tools=[pay])
+        async with Spy(tpath) as ts:
+            paused = await Runner.run(agent, "pay 5", session=ts, hooks=ts.hooks)
+            assert len(paused.interruptions) == 1
+            assert of_type(tpath, "tool-dispatched") == []  # nothing ran while waiting
+            state = paused.to_state()
+            state.approve(paused.interruptions[0])
+            resumed = await Runner.run(agent, state, session=ts, hooks=ts.hooks)
+            assert resumed.final_output == "done"
+            assert await ts.get_items() == ts.received
+            received = ts.received
+        async with TranscriptSession(tpath) as again:
+            assert await again.get_items() == received
+
+    run(go())
+    outputs = [i for group in (e.payload.get(ITEMS_EXTRA, []) for e in of_type(tpath, "message")) for i in group
+               if i.get("type") == "function_call_output"]
+    assert [o["output"] for o in outputs] == ["paid 5"]
 
 
 def test_second_run_sees_the_first_and_limit(tpath):

@@ -5,6 +5,7 @@ real SIGKILL."""
 from __future__ import annotations
 
 import asyncio
+import datetime
 import os
 import signal
 import subprocess
@@ -149,6 +150,45 @@ def test_failing_tool_is_settled_failed_and_the_history_answers_it(tpath):
     run(go())
     settled = of_type(tpath, "tool-settled")
     assert [(e.payload["outcome"], e.payload.get("error")) for e in settled] == [("failed", "RuntimeError: kaput: test")]
+
+
+def test_retry_and_non_json_arguments(tpath):
+    from pydantic_ai import ModelRetry
+
+    def model(messages, info):
+        last = messages[-1]
+        kinds = [p.part_kind for p in last.parts]
+        # a ModelRetry comes back as a retry prompt or, in newer versions, a "retried" return
+        if "retry-prompt" in kinds or any(getattr(p, "outcome", None) == "retried" for p in last.parts):
+            return ModelResponse(parts=[ToolCallPart("weekday", {"day": "2026-11-30", "strict": False}, tool_call_id="w2")])
+        if "tool-return" in kinds:
+            return ModelResponse(parts=[TextPart("it is " + str(last.parts[0].content))])
+        return ModelResponse(parts=[ToolCallPart("weekday", {"day": "2026-11-30", "strict": True}, tool_call_id="w1")])
+
+    async def go():
+        async with TranscriptCapability(tpath) as cap:
+            agent = Agent(FunctionModel(model), capabilities=[cap])
+
+            @agent.tool_plain
+            def weekday(day: datetime.date, strict: bool) -> str:
+                """The weekday of a date."""
+                if strict:
+                    raise ModelRetry("be lenient")
+                return day.strftime("%A")
+
+            result = await agent.run("which day?", message_history=await cap.message_history())
+            assert result.output == "it is Monday"
+            everything = result.all_messages()
+        async with TranscriptCapability(tpath) as cap:
+            assert await cap.message_history() == everything
+
+    run(go())
+    dispatched = of_type(tpath, "tool-dispatched")
+    assert [e.payload["arguments"] for e in dispatched] == [{"day": "2026-11-30", "strict": True}, {"day": "2026-11-30", "strict": False}]
+    settled = [(e.payload["outcome"], e.payload.get("error")) for e in of_type(tpath, "tool-settled")]
+    assert settled[1] == ("completed", None)
+    assert settled[0][0] == "failed" and "be lenient" in settled[0][1]
+    assert of_type(tpath, "rewind") == []
 
 
 def test_second_capability_on_a_locked_file_is_refused(tpath):

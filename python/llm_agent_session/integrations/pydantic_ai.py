@@ -191,7 +191,7 @@ def _read(records: Sequence[LiveRecord], before: Sequence[Unit]) -> List[Unit]:
     return units
 
 
-@dataclass(init=False)
+@dataclass(init=False, eq=False)  # one transcript each: equal only to itself
 class TranscriptCapability(AbstractCapability[Any]):
     """A pydantic-ai capability that keeps a run's history and tool calls in a transcript.
 
@@ -261,11 +261,12 @@ class TranscriptCapability(AbstractCapability[Any]):
             messages = messages + [ModelRequest(parts=returns)]
         self._sync(messages)
 
-    def _dispatch(self, messages: Sequence[ModelMessage], call: ToolCallPart, args: Any, ctx: Any) -> str:
+    def _dispatch(self, messages: Sequence[ModelMessage], call: ToolCallPart, ctx: Any) -> str:
         self._sync(messages)
-        arguments = args if isinstance(args, (dict, list, str, int, float, bool)) or args is None else call.args_as_json_str()
+        # The arguments as the model sent them (always JSON), not the validated objects.
         return self._transcript.append_tool_dispatched(
-            call.tool_call_id, call.tool_name, arguments, run_id=getattr(ctx, "run_id", None), round=getattr(ctx, "run_step", None)
+            call.tool_call_id, call.tool_name, call.args_as_json_str(),
+            run_id=getattr(ctx, "run_id", None), round=getattr(ctx, "run_step", None),
         )
 
     # -- the capability's hooks ----------------------------------------------------------------
@@ -278,7 +279,7 @@ class TranscriptCapability(AbstractCapability[Any]):
     async def wrap_tool_execute(self, ctx: Any, *, call: Any, tool_def: Any, args: Any, handler: Any) -> Any:
         # The response asking for this call is on disk before the call crosses over.
         self._live = ctx.messages
-        op_id = await self._gate.run(self._dispatch, list(ctx.messages), call, args, ctx)
+        op_id = await self._gate.run(self._dispatch, list(ctx.messages), call, ctx)
         started = time.monotonic()
         try:
             result = await handler(args)

@@ -14,7 +14,7 @@ import asyncio
 import copy
 import os
 from dataclasses import dataclass, field
-from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple
+from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple, TypeVar
 
 from .. import Message, Session
 from ..canonical import dumps, validate
@@ -137,3 +137,30 @@ class Gate:
                 # The write goes on in its thread: let it finish before the next one starts.
                 await asyncio.wait([work])
                 raise
+
+
+_Owner = TypeVar("_Owner", bound="TranscriptOwner")
+
+
+class TranscriptOwner:
+    """What an adapter that holds an open transcript shares: the `Session` it reads and
+    writes through `_gate`, `close()`, and `async with`."""
+
+    _transcript: Session
+    _gate: Gate
+
+    @property
+    def transcript(self) -> Session:
+        """The open `Session` underneath (for reading, and for the app's own settles and
+        messages; its calls block on disk briefly)."""
+        return self._transcript
+
+    async def close(self) -> None:
+        """Release the file and its lock."""
+        await self._gate.run(self._transcript.close)
+
+    async def __aenter__(self: _Owner) -> _Owner:
+        return self
+
+    async def __aexit__(self, *exc: Any) -> None:
+        await self.close()

@@ -34,8 +34,8 @@ except ImportError as e:  # pragma: no cover - exercised by a test in a bare int
         "pip install 'llm-agent-session[openai-agents]'"
     ) from e
 
-from .. import Message, Session
-from ._mirror import Gate, LiveRecord, Mirror, PlannedUnit, Unit, canonical, open_transcript
+from .. import Message
+from ._mirror import Gate, LiveRecord, Mirror, PlannedUnit, TranscriptOwner, Unit, canonical, open_transcript
 
 __all__ = ["TranscriptSession", "TranscriptRunHooks", "ITEMS_EXTRA"]
 
@@ -188,7 +188,7 @@ def _same_item(a: Mapping[str, Any], b: Mapping[str, Any]) -> bool:
 # --------------------------------------------------------------------------- the session
 
 
-class TranscriptSession:
+class TranscriptSession(TranscriptOwner):
     """A transcript as the Agents SDK's `Session` (the protocol, structurally).
 
     Opening creates `path` with `meta` as its session-meta, or loads it and takes its
@@ -222,11 +222,6 @@ class TranscriptSession:
         # call id -> (op id, monotonic start) for function tools started and not yet ended.
         self._running: Dict[str, Tuple[str, float]] = {}
 
-    @property
-    def transcript(self) -> Session:
-        """The open `Session` underneath (for reading; its calls block on disk)."""
-        return self._transcript
-
     # -- the Session protocol ------------------------------------------------------------
 
     async def get_items(self, limit: Optional[int] = None) -> List[Dict[str, Any]]:
@@ -251,18 +246,6 @@ class TranscriptSession:
     async def clear_session(self) -> None:
         """Empty the history (a rewind to nothing; the file keeps every line)."""
         await self._gate.run(self._settle_to, [])
-
-    # -- closing ---------------------------------------------------------------------------
-
-    async def close(self) -> None:
-        """Release the file and its lock."""
-        await self._gate.run(self._transcript.close)
-
-    async def __aenter__(self) -> "TranscriptSession":
-        return self
-
-    async def __aexit__(self, *exc: Any) -> None:
-        await self.close()
 
     def __repr__(self) -> str:
         return f"TranscriptSession({self._transcript.path!r}, session_id={self.session_id!r})"

@@ -48,8 +48,8 @@ except ImportError as e:  # pragma: no cover - exercised by a test in a bare int
         "pip install 'llm-agent-session[pydantic-ai]'"
     ) from e
 
-from .. import Message, Session
-from ._mirror import Gate, LiveRecord, Mirror, PlannedUnit, Record, Unit, open_transcript
+from .. import Message
+from ._mirror import Gate, LiveRecord, Mirror, PlannedUnit, Record, TranscriptOwner, Unit, open_transcript
 
 __all__ = ["TranscriptCapability", "MESSAGE_EXTRA", "PART_EXTRA"]
 
@@ -192,7 +192,7 @@ def _read(records: Sequence[LiveRecord], before: Sequence[Unit]) -> List[Unit]:
 
 
 @dataclass(init=False, eq=False)  # one transcript each: equal only to itself
-class TranscriptCapability(AbstractCapability[Any]):
+class TranscriptCapability(TranscriptOwner, AbstractCapability[Any]):
     """A pydantic-ai capability that keeps a run's history and tool calls in a transcript.
 
     Opening creates `path` with `meta` as its session-meta, or loads it and takes its
@@ -214,25 +214,10 @@ class TranscriptCapability(AbstractCapability[Any]):
         # the history list of the run in progress, as the hooks see it
         self._live: Optional[List[ModelMessage]] = None
 
-    @property
-    def transcript(self) -> Session:
-        """The open `Session` underneath (for reading and settling; its calls block on disk)."""
-        return self._transcript
-
     async def message_history(self) -> List[ModelMessage]:
         """The conversation so far, as pydantic-ai's messages, with every tool call that a
         crash left unanswered answered first (SPEC 10.3), so no such call runs again."""
         return await self._gate.run(self._answered_history)
-
-    async def close(self) -> None:
-        """Release the file and its lock."""
-        await self._gate.run(self._transcript.close)
-
-    async def __aenter__(self) -> "TranscriptCapability":
-        return self
-
-    async def __aexit__(self, *exc: Any) -> None:
-        await self.close()
 
     def __repr__(self) -> str:
         return f"TranscriptCapability({self._transcript.path!r})"

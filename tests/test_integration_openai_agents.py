@@ -368,3 +368,19 @@ def test_sigkill_inside_a_tool_then_resume_answers_the_call(tpath):
         assert s.pending_tool_operations() == []
     finally:
         s.close()
+
+
+def test_one_session_across_event_loops(tpath):
+    """Runner.run_sync brings a new event loop each time; the session serves them all."""
+    ts = TranscriptSession(tpath)
+    try:
+        for question in ("1+2", "again"):
+            agent = Agent(name="calc", model=two_calls_then_answer(), tools=[add, boom])
+            assert Runner.run_sync(agent, question, session=ts, hooks=ts.hooks).final_output == "3 it is"
+        for _ in range(2):  # concurrent calls in two loops: the gate's lock is bound to each
+            async def together():
+                return await asyncio.gather(*(ts.get_items() for _ in range(3)))
+            assert [len(h) for h in run(together())] == [12, 12, 12]
+    finally:
+        run(ts.close())
+    assert of_type(tpath, "rewind") == []

@@ -124,11 +124,15 @@ class Gate:
     the calls were awaited (an asyncio.Lock is FIFO)."""
 
     def __init__(self) -> None:
-        self._lock: Optional[asyncio.Lock] = None  # made on first use, inside the loop
+        # Made inside the loop that uses it, and again for a new loop (`Runner.run_sync`
+        # and repeated `asyncio.run` calls each bring one; a lock serves only its own).
+        self._lock: Optional[asyncio.Lock] = None
+        self._loop: Optional[asyncio.AbstractEventLoop] = None
 
     async def run(self, fn: Callable[..., Any], *args: Any) -> Any:
-        if self._lock is None:
-            self._lock = asyncio.Lock()
+        loop = asyncio.get_running_loop()
+        if self._lock is None or self._loop is not loop:
+            self._lock, self._loop = asyncio.Lock(), loop
         async with self._lock:
             work = asyncio.ensure_future(asyncio.to_thread(fn, *args))
             try:

@@ -12,7 +12,9 @@ from __future__ import annotations
 
 import asyncio
 import copy
+import functools
 import os
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple, TypeVar
 
@@ -120,27 +122,24 @@ class Mirror:
 
 
 class Gate:
-    """Runs blocking transcript work off the event loop, one call at a time, in the order
-    the calls were awaited (an asyncio.Lock is FIFO)."""
+    """Runs an adapter's blocking transcript work off the event loop, on a thread of its
+    own (not the loop's default executor, which the app may keep busy), one call at a
+    time in the order the calls were awaited: a coroutine submits when it first runs.
+    A call whose awaiting task is cancelled still runs, in its turn; so does every call
+    before it. Calls after `stop()` run inline (the closed session answers from memory)."""
 
     def __init__(self) -> None:
-        # Made inside the loop that uses it, and again for a new loop (`Runner.run_sync`
-        # and repeated `asyncio.run` calls each bring one; a lock serves only its own).
-        self._lock: Optional[asyncio.Lock] = None
-        self._loop: Optional[asyncio.AbstractEventLoop] = None
+        self._worker = ThreadPoolExecutor(max_workers=1, thread_name_prefix="llm-agent-session-adapter")
+        self._stopped = False
 
     async def run(self, fn: Callable[..., Any], *args: Any) -> Any:
-        loop = asyncio.get_running_loop()
-        if self._lock is None or self._loop is not loop:
-            self._lock, self._loop = asyncio.Lock(), loop
-        async with self._lock:
-            work = asyncio.ensure_future(asyncio.to_thread(fn, *args))
-            try:
-                return await asyncio.shield(work)
-            except asyncio.CancelledError:
-                # The write goes on in its thread: let it finish before the next one starts.
-                await asyncio.wait([work])
-                raise
+        if self._stopped:
+            return fn(*args)
+        return await asyncio.get_running_loop().run_in_executor(self._worker, functools.partial(fn, *args))
+
+    def stop(self) -> None:
+        self._stopped = True
+        self._worker.shutdown(wait=False)
 
 
 _Owner = TypeVar("_Owner", bound="TranscriptOwner")
@@ -160,8 +159,11 @@ class TranscriptOwner:
         return self._transcript
 
     async def close(self) -> None:
-        """Release the file and its lock."""
-        await self._gate.run(self._transcript.close)
+        """Release the file and its lock (after every call awaited before this one)."""
+        try:
+            await self._gate.run(self._transcript.close)
+        finally:
+            self._gate.stop()
 
     async def __aenter__(self: _Owner) -> _Owner:
         return self

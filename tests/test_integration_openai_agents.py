@@ -219,6 +219,66 @@ def test_approval_pause_and_resume_in_one_process(tpath):
     assert [o["output"] for o in outputs] == ["paid 5"]
 
 
+def test_approval_pause_survives_reopening(tpath):
+    from agents import RunState
+
+    ran = []
+
+    @function_tool(needs_approval=True)
+    def refund(amount: int) -> str:
+        """Refunds."""
+        ran.append(amount)
+        return f"refunded {amount}"
+
+    def shop(*steps):
+        return Agent(name="shop", model=ScriptedModel(steps), tools=[refund])
+
+    async def pause():
+        async with TranscriptSession(tpath) as ts:
+            agent = shop([function_call("refund", {"amount": 7}, call_id="call_r")])
+            paused = await Runner.run(agent, "refund 7", session=ts, hooks=ts.hooks)
+            assert len(paused.interruptions) == 1
+            return paused.to_state().to_string()
+
+    async def resume(saved):
+        agent = shop([assistant_message("done")])
+        async with TranscriptSession(tpath) as ts:  # another process, later
+            items = await ts.get_items()
+            assert items[-1]["type"] == "function_call"  # left waiting, not answered
+            state = await RunState.from_string(agent, saved)
+            state.approve(state.get_interruptions()[0])
+            done = await Runner.run(agent, state, session=ts, hooks=ts.hooks)
+            assert done.final_output == "done"
+            return await ts.get_items()
+
+    saved = run(pause())
+    items = run(resume(saved))
+    assert ran == [7]
+    outputs = [i for i in items if i.get("type") == "function_call_output"]
+    assert [o["output"] for o in outputs] == ["refunded 7"]
+
+
+def test_a_result_lost_after_the_tool_ran_is_answered(tpath):
+    from llm_agent_session import assistant_message, user_message
+    from llm_agent_session.session import NEVER_RUN_TEXT, RESULT_GONE_TEXT
+
+    calls = [{"id": c, "type": "function", "function": {"name": "add", "arguments": "{}"}} for c in ("c1", "c2")]
+    with Session.create(tpath) as s:  # a crash after c1 settled, before the SDK saved its output
+        s.append_message(user_message("add"))
+        s.append_message(assistant_message(None, calls))
+        s.append_tool_settled(s.append_tool_dispatched("c1", "add", "{}"), "completed")
+
+    async def go():
+        async with TranscriptSession(tpath) as ts:
+            return await ts.get_items()
+
+    items = run(go())
+    assert items[-2:] == [
+        {"type": "function_call_output", "call_id": "c1", "output": RESULT_GONE_TEXT},
+        {"type": "function_call_output", "call_id": "c2", "output": NEVER_RUN_TEXT},
+    ]
+
+
 def test_second_run_sees_the_first_and_limit(tpath):
     async def go():
         model = ScriptedModel([[assistant_message("one")], [assistant_message("two")]])

@@ -187,6 +187,63 @@ def test_retry_and_non_json_arguments(tpath):
     assert of_type(tpath, "rewind") == []
 
 
+def test_a_call_waiting_for_approval_survives_reopening(tpath):
+    from pydantic_ai import DeferredToolRequests, DeferredToolResults
+
+    def model(messages, info):
+        if any(isinstance(p, ToolReturnPart) for p in messages[-1].parts):
+            return ModelResponse(parts=[TextPart("paid")])
+        return ModelResponse(parts=[ToolCallPart("pay", {"amount": 5}, tool_call_id="p1")])
+
+    runs = []
+
+    def shop(cap):
+        agent = Agent(FunctionModel(model), capabilities=[cap], output_type=[str, DeferredToolRequests])
+
+        @agent.tool_plain(requires_approval=True)
+        def pay(amount: int) -> str:
+            """Pays."""
+            runs.append(amount)
+            return "done"
+
+        return agent
+
+    async def go():
+        async with TranscriptCapability(tpath) as cap:
+            paused = await shop(cap).run("pay 5", message_history=await cap.message_history())
+            assert isinstance(paused.output, DeferredToolRequests)
+        async with TranscriptCapability(tpath) as cap:  # another process, later
+            history = await cap.message_history()
+            assert isinstance(history[-1], ModelResponse)  # left waiting, not answered
+            approved = DeferredToolResults(approvals={"p1": True})
+            done = await shop(cap).run(message_history=history, deferred_tool_results=approved)
+            assert done.output == "paid"
+
+    run(go())
+    assert runs == [5]
+    assert [e.payload["outcome"] for e in of_type(tpath, "tool-settled")] == ["completed"]
+
+
+def test_a_result_lost_after_the_tool_ran_is_answered_never_rerun(tpath):
+    from llm_agent_session import assistant_message, user_message
+    from llm_agent_session.session import RESULT_GONE_TEXT
+
+    call = {"id": "c1", "type": "function", "function": {"name": "add", "arguments": '{"a":1,"b":2}'}}
+    with Session.create(tpath) as s:  # what a crash between the settle and the next request leaves
+        s.append_message(user_message("add"))
+        s.append_message(assistant_message(None, [call]))
+        op = s.append_tool_dispatched("c1", "add", call["function"]["arguments"])
+        s.append_tool_settled(op, "completed")
+
+    async def go():
+        async with TranscriptCapability(tpath) as cap:
+            return await cap.message_history()
+
+    history = run(go())
+    answer = history[-1].parts[-1]
+    assert isinstance(answer, ToolReturnPart) and answer.tool_name == "add" and answer.content == RESULT_GONE_TEXT
+
+
 def test_second_capability_on_a_locked_file_is_refused(tpath):
     async def go():
         async with TranscriptCapability(tpath):

@@ -72,6 +72,46 @@ def open_transcript(path: Any, meta: Optional[Mapping[str, Any]]) -> Session:
     return Session.load(path)
 
 
+def unanswered_calls_ran(session: Session) -> bool:
+    """Whether a live tool call that no tool message answers was dispatched: a crash cut
+    it off mid-call (its operation is still pending) or lost its result (settled, but not
+    as a deferral). Only then do the adapters answer the calls (SPEC 10.3). Calls that were
+    never dispatched are left alone: a runtime leaves them so on purpose while it waits
+    for an approval, and resumes them itself."""
+    messages, ids = session.messages, session.message_ids
+    answered = {m.tool_call_id for m in messages if m.role == "tool"}
+    unanswered: Dict[str, str] = {}  # call id -> id of the message that made the call
+    for id_, m in zip(ids, messages):
+        for call in m.tool_calls or [] if m.role == "assistant" else []:
+            call_id = call.get("id") if isinstance(call, Mapping) else None
+            if isinstance(call_id, str) and call_id not in answered:
+                unanswered.setdefault(call_id, id_)
+    if not unanswered:
+        return False
+    if any(op.call_id in unanswered for op in session.pending_tool_operations()):
+        return True
+    # Settled operations: read the lines written since the oldest unanswered call was made
+    # (a dispatch always comes after its call), newest first.
+    oldest = min(unanswered.values(), key=ids.index)
+    events = session.events
+    settles: Dict[str, Mapping[str, Any]] = {}
+    for i in range(len(events) - 1, -1, -1):
+        event = events[i]
+        if event.id == oldest:
+            break
+        if event.type == "tool-settled":
+            settles[str(event.payload.get("op-id"))] = event.payload
+        elif event.type == "tool-dispatched" and event.payload.get("call-id") in unanswered:
+            reason = settles.get(event.id, {}).get("reason")
+            if not (isinstance(reason, str) and reason.startswith(DEFERRED)):
+                return True
+    return False
+
+
+# The start of a settle's reason for a call the runtime deferred (it did not run).
+DEFERRED = "deferred"
+
+
 class Mirror:
     """The live messages of an open transcript as a runtime's items, and the writes that
     keep them equal to the runtime's history. Blocking: call through `Gate.run`."""

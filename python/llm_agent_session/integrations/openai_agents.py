@@ -15,7 +15,8 @@ and `clear_session` are rewinds (SPEC 10.1): nothing leaves the file.
 the model answers (so a function call is on disk before its tool runs), then
 `tool-dispatched` when a function tool starts and `tool-settled` when it ends.
 Opening a transcript whose tool calls were cut off by a crash answers them first
-(SPEC 10.3), so the model's next input says what happened to each.
+(SPEC 10.3), so the model's next input says what happened to each; calls that were never
+dispatched (waiting for an approval) are left for the SDK to resume.
 """
 
 from __future__ import annotations
@@ -35,7 +36,17 @@ except ImportError as e:  # pragma: no cover - exercised by a test in a bare int
     ) from e
 
 from .. import Message
-from ._mirror import Gate, LiveRecord, Mirror, PlannedUnit, TranscriptOwner, Unit, canonical, open_transcript
+from ._mirror import (
+    Gate,
+    LiveRecord,
+    Mirror,
+    PlannedUnit,
+    TranscriptOwner,
+    Unit,
+    canonical,
+    open_transcript,
+    unanswered_calls_ran,
+)
 
 __all__ = ["TranscriptSession", "TranscriptRunHooks", "ITEMS_EXTRA"]
 
@@ -192,8 +203,8 @@ class TranscriptSession(TranscriptOwner):
     """A transcript as the Agents SDK's `Session` (the protocol, structurally).
 
     Opening creates `path` with `meta` as its session-meta, or loads it and takes its
-    lock (`SessionLocked` when another session holds it) and answers every tool call
-    that a crash left unanswered (SPEC 10.3). `session_id` defaults to the id of the
+    lock (`SessionLocked` when another session holds it) and answers the tool calls
+    that a crash left unanswered (SPEC 10.3), if any of them was dispatched. `session_id` defaults to the id of the
     transcript's session-meta line, the same every time the file is opened.
     """
 
@@ -207,7 +218,8 @@ class TranscriptSession(TranscriptOwner):
     ) -> None:
         transcript = open_transcript(path, meta)
         try:
-            transcript.answer_interrupted_tool_calls()
+            if unanswered_calls_ran(transcript):
+                transcript.answer_interrupted_tool_calls()
             self._mirror = Mirror(transcript, _read, _plan)
         except BaseException:
             transcript.close()

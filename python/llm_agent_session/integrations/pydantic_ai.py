@@ -49,7 +49,18 @@ except ImportError as e:  # pragma: no cover - exercised by a test in a bare int
     ) from e
 
 from .. import Message
-from ._mirror import Gate, LiveRecord, Mirror, PlannedUnit, Record, TranscriptOwner, Unit, open_transcript
+from ._mirror import (
+    DEFERRED,
+    Gate,
+    LiveRecord,
+    Mirror,
+    PlannedUnit,
+    Record,
+    TranscriptOwner,
+    Unit,
+    open_transcript,
+    unanswered_calls_ran,
+)
 
 __all__ = ["TranscriptCapability", "MESSAGE_EXTRA", "PART_EXTRA"]
 
@@ -215,8 +226,9 @@ class TranscriptCapability(TranscriptOwner, AbstractCapability[Any]):
         self._live: Optional[List[ModelMessage]] = None
 
     async def message_history(self) -> List[ModelMessage]:
-        """The conversation so far, as pydantic-ai's messages, with every tool call that a
-        crash left unanswered answered first (SPEC 10.3), so no such call runs again."""
+        """The conversation so far, as pydantic-ai's messages. When a tool call that a
+        crash left unanswered was dispatched, the calls are answered first (SPEC 10.3), so
+        no such call runs again; calls never dispatched (deferred) are left as they are."""
         return await self._gate.run(self._answered_history)
 
     def __repr__(self) -> str:
@@ -226,7 +238,7 @@ class TranscriptCapability(TranscriptOwner, AbstractCapability[Any]):
 
     def _answered_history(self) -> List[ModelMessage]:
         self._mirror.read_tail()  # what the app appended itself, such as a call's real result
-        if self._transcript.answer_interrupted_tool_calls():
+        if unanswered_calls_ran(self._transcript) and self._transcript.answer_interrupted_tool_calls():
             self._mirror.read_tail()
         return [_load(data) for data in self._mirror.natives()]
 
@@ -269,7 +281,7 @@ class TranscriptCapability(TranscriptOwner, AbstractCapability[Any]):
         try:
             result = await handler(args)
         except _DEFERRALS as e:
-            await self._settle(op_id, started, "outcome-unknown", reason=f"deferred: {type(e).__name__}")
+            await self._settle(op_id, started, "outcome-unknown", reason=f"{DEFERRED}: {type(e).__name__}")
             raise
         except asyncio.CancelledError:
             self._returns[call.tool_call_id] = _interrupted(call)

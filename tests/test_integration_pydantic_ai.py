@@ -46,7 +46,8 @@ def parallel_calls_then_text(messages, info):
 
 
 def calc_agent(capability, model=None):
-    agent = Agent(model or FunctionModel(parallel_calls_then_text), capabilities=[capability], instructions="Add.")
+    agent = Agent(model or FunctionModel(parallel_calls_then_text), capabilities=[capability],
+                  instructions="Add.", system_prompt="You are a calculator.")
 
     @agent.tool_plain
     def add(a: int, b: int) -> int:
@@ -74,10 +75,12 @@ def test_history_round_trips_losslessly(tpath):
     try:
         assert s.meta == {"app": "t"}
         roles = [m.role for m in s.messages]
-        assert roles == ["user", "assistant", "tool", "tool", "assistant"] * 2
-        assert [c["id"] for c in s.messages[1].tool_calls] == ["c1", "c2"]
-        assert s.messages[1].tool_calls[0]["function"] == {"name": "add", "arguments": '{"a":1,"b":2}'}
-        assert [(m.tool_call_id, m.content) for m in s.messages[2:4]] == [("c1", "3"), ("c2", "7")]
+        # a request is a line per part: the first one's system prompt and user prompt
+        assert roles == ["system"] + ["user", "assistant", "tool", "tool", "assistant"] * 2
+        assert s.messages[0].content == "You are a calculator."
+        assert [c["id"] for c in s.messages[2].tool_calls] == ["c1", "c2"]
+        assert s.messages[2].tool_calls[0]["function"] == {"name": "add", "arguments": '{"a":1,"b":2}'}
+        assert [(m.tool_call_id, m.content) for m in s.messages[3:5]] == [("c1", "3"), ("c2", "7")]
         # one ModelMessage per carrier line, in order
         carried = [s.message_extra(i).get(MESSAGE_EXTRA) for i in s.message_ids]
         assert [c["kind"] for c in carried if c is not None] == [m.kind for m in everything]

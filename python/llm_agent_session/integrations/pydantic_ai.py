@@ -192,10 +192,10 @@ def _read(records: Sequence[LiveRecord], before: Sequence[Unit]) -> List[Unit]:
         if data is None:
             loose.append(record)
             continue
-        own = len(_project(_load(data))) - 1  # its parts are the lines just before it
-        others = loose[: len(loose) - own] if own else loose
-        units.extend(_fallback(others, tool_names))
-        units.append(Unit([data], [r[0] for r in loose[len(others) :]] + [record[0]]))
+        # Its other parts are the lines just before it (fewer if a rewind cut some off).
+        cut = max(len(loose) - (len(_project(_load(data))) - 1), 0)
+        units.extend(_fallback(loose[:cut], tool_names))
+        units.append(Unit([data], [r[0] for r in loose[cut:]] + [record[0]]))
         loose = []
         note_calls(data)
     units.extend(_fallback(loose, tool_names))

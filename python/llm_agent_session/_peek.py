@@ -97,12 +97,21 @@ def _survey_of(counts: Optional[SurveyCounts], events: Any, spans: Any) -> Dict[
     if counts.problem is not None:
         e: Event = events[counts.problem]
         line, off, _ = spans[counts.problem]
-        through = e.payload.get("replaces-through-id")
-        problem = f"{describe(line, off, True)}: compaction {e.id[:80]} " + (
-            f"replaces-through-id {through[:80]} names no message in the live conversation"
-            if isinstance(through, str)
-            else "has no string replaces-through-id"
-        )
+        if e.type == "rewind":
+            to = e.payload.get("to-id", ())
+            why = (
+                f"to-id {to[:80]} names no message in the live conversation"
+                if isinstance(to, str)
+                else ("has no to-id" if to == () else "has a to-id that is neither a string nor null")
+            )
+        else:
+            through = e.payload.get("replaces-through-id")
+            why = (
+                f"replaces-through-id {through[:80]} names no message in the live conversation"
+                if isinstance(through, str)
+                else "has no string replaces-through-id"
+            )
+        problem = f"{describe(line, off, True)}: {e.type} {e.id[:80]} {why}"
     pending = []
     for i, answered in counts.open:  # only these envelopes' payloads are built
         e = events[i]

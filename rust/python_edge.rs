@@ -213,7 +213,7 @@ fn all_events<'py>(
 
 /// The lenient scan of `[start, size)`: `(events, spans, problems, end, first_type,
 /// messages, bad_roles, ids, survey)`; `events` and `messages` are built on access;
-/// `survey` is `(types, roles, live, problem, open)` (see `survey::Survey`) or None.
+/// `survey` is `(types, roles, live, problem, open, rewound)` (see `survey::Survey`) or None.
 #[pyfunction]
 #[pyo3(signature = (fd, start, size, final_line=false, want_ids=false, want_survey=false))]
 fn scan<'py>(
@@ -310,6 +310,7 @@ fn scan<'py>(
             v.live,
             v.problem,
             v.open,
+            v.rewound,
         )
             .into_pyobject(py)?
             .into_any(),

@@ -69,6 +69,9 @@ pub struct Survey {
     /// (envelope index, a tool message answered it) of every `tool-dispatched`
     /// without a `tool-settled`, in the order they were first dispatched.
     pub open: Vec<(usize, bool)>,
+    /// (index of a message or compaction summary, index of the rewind that cut it),
+    /// in the order the rewinds cut them (SPEC 10.1), up to `problem`.
+    pub rewound: Vec<(usize, usize)>,
 }
 
 fn string_of(raw: &[u8], fields: &[Entry], key: &str) -> Option<String> {
@@ -177,7 +180,9 @@ impl Facts {
 
     /// Fold the facts in file order (the reference's loop, step for step).
     pub fn fold(self) -> Survey {
-        let mut live: Vec<(&str, bool)> = Vec::new();
+        // (id, sticky, envelope index) of each live message.
+        let mut live: Vec<(&str, bool, usize)> = Vec::new();
+        let mut rewound: Vec<(usize, usize)> = Vec::new();
         let mut position: HashMap<&str, usize> = HashMap::new();
         let mut problem = None;
         // Open operations in first-dispatch order, as a Python dict keeps them: a
@@ -193,7 +198,7 @@ impl Facts {
                     call_id,
                 } => {
                     position.insert(id, live.len());
-                    live.push((id, *sticky));
+                    live.push((id, *sticky, *index));
                     let Some(call) = call_id.as_deref() else {
                         continue;
                     };
@@ -241,8 +246,8 @@ impl Facts {
                         continue;
                     };
                     let rest = live.split_off(cut + 1);
-                    live.retain(|&(_, sticky)| sticky);
-                    live.push((id, false));
+                    live.retain(|&(_, sticky, _)| sticky);
+                    live.push((id, false, *index));
                     live.extend(rest);
                     position = positions(&live);
                 }
@@ -264,13 +269,14 @@ impl Facts {
                             continue;
                         }
                     };
-                    live.truncate(keep);
+                    rewound.extend(live.drain(keep..).map(|(_, _, at)| (at, *index)));
                     position = positions(&live);
                 }
             }
         }
         Survey {
             live: live.len() as u64,
+            rewound,
             problem,
             open: slots
                 .into_iter()
@@ -284,10 +290,10 @@ impl Facts {
 }
 
 /// id -> place in the live list (the last place, for an id seen twice: a peek is lenient).
-fn positions<'a>(live: &[(&'a str, bool)]) -> HashMap<&'a str, usize> {
+fn positions<'a>(live: &[(&'a str, bool, usize)]) -> HashMap<&'a str, usize> {
     live.iter()
         .enumerate()
-        .map(|(k, &(id, _))| (id, k))
+        .map(|(k, &(id, _, _))| (id, k))
         .collect()
 }
 

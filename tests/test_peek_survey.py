@@ -35,7 +35,7 @@ from helpers import (
 )
 
 SPEC_KEYS = {"path", "size", "meta", "envelopes", "messages", "warnings", "end", "pending", "identity", "restarted"}
-SURVEY_KEYS = {"counts", "bytes", "roles", "live_messages", "replay_problem", "pending_tool_operations"}
+SURVEY_KEYS = {"counts", "bytes", "roles", "live_messages", "replay_problem", "pending_tool_operations", "rewound"}
 
 
 def test_survey_agrees_with_load_on_a_run_with_every_state(session, tpath):
@@ -209,7 +209,7 @@ def test_nothing_to_read_gives_an_empty_survey(tmp_path, content):
     assert "error" in view
     assert view["survey"] == {
         "counts": {}, "bytes": {}, "roles": {},
-        "live_messages": None, "replay_problem": None, "pending_tool_operations": [],
+        "live_messages": None, "replay_problem": None, "pending_tool_operations": [], "rewound": {},
     }
 
 

@@ -48,6 +48,20 @@ def test_rewind_cuts_the_live_conversation_and_keeps_every_line(session, tpath):
     p = Session.peek(tpath, survey=True)
     assert len(p["messages"]) == 5 and p["survey"]["live_messages"] == 3
     assert p["survey"]["counts"]["rewind"] == 1
+    assert p["survey"]["rewound"] == {ids[2]: rid, ids[3]: rid}
+
+
+def test_survey_names_what_each_rewind_cut(tmp_path):
+    path = tmp_path / "t.jsonl"
+    write_raw(
+        path, meta_line(), msg_line("s", "system", "s", sysprompt=True), msg_line("m1"), msg_line("m2"),
+        compaction_line("c1", "m1"), env_line("w1", "rewind", {"to-id": "c1"}), msg_line("m3"),
+        env_line("w2", "rewind", {"to-id": None}),
+    )
+    survey = Session.peek(path, survey=True)["survey"]
+    assert survey["rewound"] == {"m2": "w1", "s": "w2", "c1": "w2", "m3": "w2"}
+    assert list(survey["rewound"]) == ["m2", "s", "c1", "m3"]  # in the order they were cut
+    assert survey["live_messages"] == 0
 
 
 def test_rewind_to_null_leaves_nothing_not_even_sticky(session, tpath):

@@ -91,7 +91,7 @@ def _survey_of(counts: Optional[SurveyCounts], events: Any, spans: Any) -> Dict[
     if counts is None:
         return {
             "counts": {}, "bytes": {}, "roles": {},
-            "live_messages": None, "replay_problem": None, "pending_tool_operations": [],
+            "live_messages": None, "replay_problem": None, "pending_tool_operations": [], "rewound": {},
         }
     problem = None
     if counts.problem is not None:
@@ -123,6 +123,8 @@ def _survey_of(counts: Optional[SurveyCounts], events: Any, spans: Any) -> Dict[
         "live_messages": None if problem else counts.live,
         "replay_problem": problem,
         "pending_tool_operations": pending,
+        # message (or summary) id -> the rewind that cut it, in the order they were cut
+        "rewound": {events[m].id: events[r].id for m, r in counts.rewound},
     }
 
 

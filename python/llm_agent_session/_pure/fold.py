@@ -235,9 +235,9 @@ class FoldState:
         elif type_ == "rewind":
             # SPEC 10.1: the live list ends with `to-id` (null: nothing is left).
             to_id = payload["to-id"]
-            keep = 0 if to_id is None else cast(int, self.position(to_id)) + 1
-            del self.ids[keep:]
-            del self.messages[keep:]
+            end = 0 if to_id is None else cast(int, self.position(to_id)) + 1
+            del self.ids[end:]
+            del self.messages[end:]
             self.index = None
         elif type_ == "elision":
             for item in payload["items"]:

@@ -114,7 +114,7 @@ class LazyTexts(Mapping[str, str]):
         self._index = index  # _native.SectionTexts
         self._added: Dict[str, str] = {}
 
-    def get(self, digest: str, default: Any = None) -> Any:  # type: ignore[override]
+    def get(self, digest: str, default: Any = None) -> Any:
         if digest in self._added:
             return self._added[digest]
         text: Optional[str] = self._index.get(digest) if isinstance(digest, str) else None

@@ -14,14 +14,14 @@ import subprocess
 import sys
 import tempfile
 import time
-from typing import List, Optional
+from typing import Any, Dict, List, Optional
 
 from . import Session, assistant_message, backend, system_message, tool_message, user_message
 
 TOOL_OUTPUT_BYTES = 64 << 20  # big enough that the kill lands inside the write
 
 
-def _tool_call(call_id: str, name: str, arguments: str) -> dict:
+def _tool_call(call_id: str, name: str, arguments: str) -> Dict[str, Any]:
     return {"id": call_id, "type": "function", "function": {"name": name, "arguments": arguments}}
 
 
@@ -57,7 +57,7 @@ def run_child(path: str) -> None:
         time.sleep(30)
 
 
-def _kill_mid_write(child: subprocess.Popen, path: str, acknowledged: List[str]) -> str:
+def _kill_mid_write(child: "subprocess.Popen[str]", path: str, acknowledged: List[str]) -> str:
     """Read the child's acknowledgements; SIGKILL it as soon as the big line starts to land."""
     assert child.stdout is not None
     size_at_start: Optional[int] = None

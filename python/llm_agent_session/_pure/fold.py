@@ -8,7 +8,7 @@ is what makes "the state after an append equals a load of the same file" true.
 
 from __future__ import annotations
 
-from typing import Any, Dict, Iterable, List, Mapping, MutableMapping, Optional, Tuple, cast
+from typing import Any, Dict, Iterable, List, Mapping, MutableMapping, Optional, Set, Tuple, cast
 
 from ..messages import Message, PendingToolOperation
 
@@ -85,7 +85,7 @@ class FoldState:
         self.index: Optional[Dict[str, int]] = {}  # id -> position; None = rebuild on demand
         self.grants: Dict[str, Any] = {}
         self.pending: Dict[str, PendingToolOperation] = {}  # insertion order = file order
-        self.settled: set = set()
+        self.settled: Set[str] = set()
         self.waiting_by_call: Dict[str, List[str]] = {}  # call id -> pending op ids still "dispatched"
         # digest -> text, from lines that carry it (after a native load: built on access)
         self.sections: MutableMapping[str, str] = {}

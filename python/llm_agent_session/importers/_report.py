@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any, Dict
+from typing import Any, Dict, cast
 
 
 class ImportReport(dict):  # type: ignore[type-arg]
@@ -44,7 +44,7 @@ class ImportReport(dict):  # type: ignore[type-arg]
         entry = self["types"].get(kind)
         if entry is None:
             entry = self["types"][kind] = {"imported": 0, "extras": 0, "skipped": {}}
-        return entry
+        return cast(Dict[str, Any], entry)
 
     def imported(self, kind: str) -> None:
         self._type(kind)["imported"] += 1

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import json
 import os
-from typing import Any, Dict, List, Optional, Set, Tuple
+from typing import Any, Dict, List, Optional, Set, Tuple, cast
 
 from ._driver import Refused, mirror_files, run_import
 from ._parts import as_dict, as_str, image_part, simplest, text_part
@@ -260,14 +260,15 @@ class _Graph:
     def live_leaf(self, root: Optional[str], whole: bool = False) -> Optional[Line]:
         """The last user/assistant line of the main conversation (of any line when
         ``whole``), or of one sidechain."""
-        for line in reversed(self.lines):
-            obj = line.obj
+        candidate: Line
+        for candidate in reversed(self.lines):
+            obj = candidate.obj
             if not _is_conversation(obj):
                 continue
             if root is None and (whole or not obj.get("isSidechain")):
-                return line
-            if root is not None and obj.get("isSidechain") and _uuid(self.sidechain_root(line).obj) == root:
-                return line
+                return candidate
+            if root is not None and obj.get("isSidechain") and _uuid(self.sidechain_root(candidate).obj) == root:
+                return candidate
         return None
 
     def sidechain_roots(self) -> List[str]:
@@ -584,9 +585,9 @@ def _image(block: Dict[str, Any]) -> Optional[Dict[str, Any]]:
         return None
     if source.get("type") == "base64" and isinstance(source.get("data"), str):
         media = source.get("media_type") if isinstance(source.get("media_type"), str) else "image/png"
-        return image_part(f"data:{media};base64,{source['data']}")
+        return cast(Dict[str, Any], image_part(f"data:{media};base64,{source['data']}"))
     if source.get("type") == "url" and isinstance(source.get("url"), str):
-        return image_part(source["url"])
+        return cast(Dict[str, Any], image_part(source["url"]))
     return None
 
 

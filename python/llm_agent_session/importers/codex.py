@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import json
 import os
-from typing import Any, Dict, List, Optional, Tuple
+from typing import Any, Dict, List, Optional, Tuple, cast
 
 from ._driver import mirror_files, run_import
 from ._parts import as_dict, as_str, image_part, simplest, text_part
@@ -167,7 +167,8 @@ class _Job:
     def _meta_payload(obj: Dict[str, Any]) -> Optional[Dict[str, Any]]:
         if obj.get("type") == "session_meta" and isinstance(obj.get("payload"), dict):
             payload = obj["payload"]
-            return payload.get("meta", payload) if isinstance(payload.get("meta"), dict) else payload
+            meta = payload.get("meta")
+            return cast(Dict[str, Any], meta if isinstance(meta, dict) else payload)
         if "type" not in obj and "payload" not in obj and isinstance(obj.get("id"), str) and "timestamp" in obj:
             return obj  # the legacy layout's first line
         return None

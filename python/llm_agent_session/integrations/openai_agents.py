@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import copy
 import time
-from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
+from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple, cast
 
 try:
     from agents import RunHooks
@@ -71,7 +71,7 @@ def _json_item(item: Any) -> Dict[str, Any]:
         raise TypeError(f"a session item must be a mapping (a TResponseInputItem), not {type(item).__name__}")
     item = copy.deepcopy(dict(item))
     canonical(item)  # refuse what JSON cannot carry before anything is written
-    return item
+    return cast(Dict[str, Any], item)
 
 
 def _is_tool_output(item: Mapping[str, Any]) -> bool:
@@ -83,7 +83,7 @@ def _is_model_output(item: Mapping[str, Any]) -> bool:
     """Written by the model: an assistant message, a call, reasoning, ..."""
     role = item.get("role")
     if role is not None:
-        return role == "assistant"
+        return bool(role == "assistant")
     return not _is_tool_output(item)
 
 
@@ -253,7 +253,7 @@ class TranscriptSession(TranscriptOwner):
 
     async def pop_item(self) -> Optional[Dict[str, Any]]:
         """Remove the last item from the history (a rewind) and return it; None when empty."""
-        return await self._gate.run(self._pop)
+        return cast(Optional[Dict[str, Any]], await self._gate.run(self._pop))
 
     async def clear_session(self) -> None:
         """Empty the history (a rewind to nothing; the file keeps every line)."""
@@ -283,7 +283,7 @@ class TranscriptSession(TranscriptOwner):
         if not known:
             return None
         self._settle_to(known[:-1])
-        return copy.deepcopy(known[-1])
+        return cast(Dict[str, Any], copy.deepcopy(known[-1]))
 
     def _settle_to(self, desired: List[Any], ahead: Sequence[Any] = ()) -> None:
         """Sync the transcript to `desired` (ending with `ahead`, the hooks' items that the

@@ -25,7 +25,7 @@ from __future__ import annotations
 import asyncio
 import time
 from dataclasses import dataclass
-from typing import Any, Dict, List, Mapping, Optional, Sequence
+from typing import Any, Dict, List, Mapping, Optional, Sequence, cast
 
 try:
     from pydantic_ai.capabilities import AbstractCapability
@@ -81,7 +81,7 @@ def _interrupted(call: Any) -> ToolReturnPart:
 
 
 def _dump(message: ModelMessage) -> Dict[str, Any]:
-    return ModelMessagesTypeAdapter.dump_python([message], mode="json")[0]
+    return cast(Dict[str, Any], ModelMessagesTypeAdapter.dump_python([message], mode="json")[0])
 
 
 def _load(data: Any) -> ModelMessage:
@@ -229,7 +229,7 @@ class TranscriptCapability(TranscriptOwner, AbstractCapability[Any]):
         """The conversation so far, as pydantic-ai's messages. When a tool call that a
         crash left unanswered was dispatched, the calls are answered first (SPEC 10.3), so
         no such call runs again; calls never dispatched (deferred) are left as they are."""
-        return await self._gate.run(self._answered_history)
+        return cast(List[ModelMessage], await self._gate.run(self._answered_history))
 
     def __repr__(self) -> str:
         return f"TranscriptCapability({self._transcript.path!r})"

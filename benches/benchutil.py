@@ -69,3 +69,18 @@ def tag(benchmark: Any, op: str, size: int, impl: str, nbytes: int, **extra: Any
     benchmark.group = f"{op} {label}"
     benchmark.extra_info.update({"op": op, "size": size, "size_label": label, "impl": impl,
                                  "bytes": nbytes, **extra})
+
+
+def replace_section(results: str, start: str, end: str, text: str) -> None:
+    """Put `text` (which begins with `start` and ends with `end`) in place of that
+    marked section of the file `results`, or at its end when it has none yet."""
+    import re
+
+    with open(results, encoding="utf-8") as fh:
+        old = fh.read()
+    if start in old:
+        new = re.sub(re.escape(start) + ".*?" + re.escape(end), lambda m: text, old, flags=re.S)
+    else:
+        new = old.rstrip("\n") + "\n\n" + text + "\n"
+    with open(results, "w", encoding="utf-8") as fh:
+        fh.write(new)

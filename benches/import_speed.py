@@ -251,14 +251,9 @@ canonical `dumps` of it, once (no conversion, no file written). {note}
 
 
 def write_section(results: str, text: str) -> None:
-    with open(results, encoding="utf-8") as fh:
-        old = fh.read()
-    if SECTION_START in old:
-        new = re.sub(re.escape(SECTION_START) + ".*?" + re.escape(SECTION_END), lambda m: text, old, flags=re.S)
-    else:
-        new = old.rstrip("\n") + "\n\n" + text + "\n"
-    with open(results, "w", encoding="utf-8") as fh:
-        fh.write(new)
+    from benchutil import replace_section
+
+    replace_section(results, SECTION_START, SECTION_END, text)
 
 
 def main(argv: Optional[List[str]] = None) -> int:

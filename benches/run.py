@@ -34,6 +34,8 @@ sys.path.insert(0, HERE)
 
 import cli_times  # noqa: E402
 import generate  # noqa: E402
+import event_loop  # noqa: E402
+from benchutil import replace_section  # noqa: E402
 import import_speed  # noqa: E402
 
 CORPORA = list(generate.CORPORA)
@@ -548,6 +550,8 @@ def main(argv: Optional[List[str]] = None) -> int:
                     help="the transcript the command line is timed on (default 1GB; 'none' skips it)")
     ap.add_argument("--import-size", default="32MB",
                     help="the Claude Code / Codex sources import is timed on (default 32MB; 'none' skips it)")
+    ap.add_argument("--loop-size", default="256MB",
+                    help="the transcript AsyncSession loads beside the event-loop ticker (default 256MB; 'none' skips it)")
     ap.add_argument("--no-write", action="store_true", help="do not rewrite benches/RESULTS.md")
     ap.add_argument("--results", default=os.path.join(HERE, "RESULTS.md"))
     ap.add_argument("--json", default="", help="keep the pytest-benchmark JSON here")
@@ -646,6 +650,14 @@ def main(argv: Optional[List[str]] = None) -> int:
         rows = import_speed.measure(generate.parse_size(args.import_size), _env(), available_backends())
         import_t = import_speed.table(rows, md_table)
 
+    loop_t = "(not measured: --loop-size none)"
+    if args.loop_size.lower() != "none":
+        loop_size = generate.parse_size(args.loop_size)
+        print(f"AsyncSession and the event loop ({generate.size_label(loop_size)} load, {event_loop.APPENDS} "
+              "fsync appends):", flush=True)
+        loop_path, _ = generate.cached(loop_size)
+        loop_t = event_loop.table(event_loop.measure(loop_path), generate.size_label(loop_size))
+
     try:
         info["Load average at end"] = " ".join(f"{x:.2f}" for x in os.getloadavg())
     except OSError:
@@ -669,6 +681,8 @@ def main(argv: Optional[List[str]] = None) -> int:
     print(cli_t)
     print()
     print(import_t)
+    print()
+    print(loop_t)
     print(f"\n{len(res)} benchmarks in {elapsed / 60:.1f} min; pytest exit status {rc}")
 
     if not args.no_write:
@@ -679,6 +693,7 @@ def main(argv: Optional[List[str]] = None) -> int:
         write_results(args.results, info, cmdline, main_t, base_t, rss_t, targets_t, issue17_t, cli_t,
                       elapsed, rc)
         import_speed.write_section(args.results, import_speed.section(import_t, "Measured in this run."))
+        replace_section(args.results, event_loop.SECTION_START, event_loop.SECTION_END, event_loop.section(loop_t))
         print("wrote", os.path.relpath(args.results))
     shutil.rmtree(tmpdir, ignore_errors=True)
     return rc

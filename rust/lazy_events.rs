@@ -489,6 +489,20 @@ impl EnvelopeIds {
     }
 }
 
+impl Drop for EnvelopeIds {
+    fn drop(&mut self) {
+        // A pyclass is dropped with the GIL held, and freeing 10^5 ids took ~17 ms (256 MB
+        // transcript): every other thread, an event loop among them, would wait. A big map
+        // is freed on a thread of its own (if none can be started, it is freed here).
+        if self.at.len() > 10_000 {
+            let at = std::mem::take(&mut self.at);
+            let _ = std::thread::Builder::new()
+                .name("llm-agent-session-free".into())
+                .spawn(move || drop(at));
+        }
+    }
+}
+
 #[pymethods]
 impl EnvelopeIds {
     fn __len__(&self) -> usize {

@@ -16,6 +16,41 @@ from llm_agent_session import Session, _backend  # noqa: E402
 BACKENDS = list(_backend.available())
 
 
+# The inner loop (`pytest -m "not slow"`, under a minute on 2 cores) leaves these out; the
+# test command runs them all. By directory or file, and single tests by name.
+SLOW_PLACES = (
+    "tests/reliability/",
+    "tests/cli/test_hostile.py",
+    "tests/cli/test_export_html.py",
+    "tests/test_integration_",
+    "tests/test_import_fuzz.py",
+    "tests/test_properties.py",
+    "tests/test_demo_and_stub.py",
+)
+SLOW_TESTS = (
+    "test_every_truncation_of_a_representative_transcript_agrees",
+    "test_hypothesis_",
+    "test_generated_transcripts_agree",
+    "test_damaged_transcripts_agree",
+    "test_a_transcript_big_enough_for_two_threads_agrees",
+    "test_viewer_survives_writer_rollbacks",
+    "test_peek_survives_a_file_shrinking_under_it",
+    "test_fork_pool_child_never_holds_the_lock",
+    "test_answering_a_call_killed_mid_tool",
+    "test_racing_creates_exactly_one_wins",
+    "test_tail_follow",
+    "test_two_threads_on_non_ascii_and_escapes",
+)
+
+
+def pytest_collection_modifyitems(config, items):
+    root = str(config.rootpath) + os.sep
+    for item in items:
+        where = str(item.fspath).replace(root, "").replace(os.sep, "/")
+        if where.startswith(SLOW_PLACES) or getattr(item, "originalname", item.name).startswith(SLOW_TESTS):
+            item.add_marker(pytest.mark.slow)
+
+
 def pytest_report_header(config):
     return f"llm_agent_session backends available: {BACKENDS}"
 

@@ -16,6 +16,7 @@ import warnings
 from types import ModuleType
 from typing import Any, Callable, List, NamedTuple, Optional, Sequence, Tuple
 
+from . import _platform
 from ._events import LazyList, LazyTexts
 from ._pure import replay as _pure_replay
 from ._pure import survey as _pure_survey
@@ -58,8 +59,19 @@ class Scanned(NamedTuple):
     survey: Optional[_pure_survey.SurveyCounts]
 
 
+def _pure_replay_of(fd: int, size: int, path: Optional[str] = None) -> Tuple[FoldState, List[Event]]:
+    # `path` only tells the native core how to reopen the file; the pure core reads it all now.
+    return _pure_replay.replay(fd, size)
+
+
 def _pure_scan(
-    fd: int, start: int, size: int, final_line: bool = False, want_ids: bool = False, want_survey: bool = False
+    fd: int,
+    start: int,
+    size: int,
+    final_line: bool = False,
+    want_ids: bool = False,
+    want_survey: bool = False,
+    path: Optional[str] = None,
 ) -> Scanned:
     events, spans, problems, end = _pure_replay.scan(fd, start, size, final_line)
     messages: List[Message] = []
@@ -83,9 +95,11 @@ def _pure_scan(
     )
 
 
-def _native_replay(mod: ModuleType) -> Callable[[int, int], Tuple[FoldState, Sequence[Event]]]:
-    def replay(fd: int, size: int) -> Tuple[FoldState, Sequence[Event]]:
-        meta, ids, messages, grants, pending, settled, sections, section_lines, events = mod.replay(fd, size)
+def _native_replay(mod: ModuleType) -> Callable[..., Tuple[FoldState, Sequence[Event]]]:
+    def replay(fd: int, size: int, path: Optional[str] = None) -> Tuple[FoldState, Sequence[Event]]:
+        meta, ids, messages, grants, pending, settled, sections, section_lines, events = mod.replay(
+            fd, size, _platform.reopen_path(path)
+        )
         if not isinstance(sections, dict):
             sections = LazyTexts(sections)
         state = FoldState.from_parts(
@@ -98,10 +112,16 @@ def _native_replay(mod: ModuleType) -> Callable[[int, int], Tuple[FoldState, Seq
 
 def _native_scan(mod: ModuleType) -> Callable[..., Scanned]:
     def scan(
-        fd: int, start: int, size: int, final_line: bool = False, want_ids: bool = False, want_survey: bool = False
+        fd: int,
+        start: int,
+        size: int,
+        final_line: bool = False,
+        want_ids: bool = False,
+        want_survey: bool = False,
+        path: Optional[str] = None,
     ) -> Scanned:
         events, spans, problems, end, first_type, messages, bad_roles, ids, survey = mod.scan(
-            fd, start, size, final_line, want_ids, want_survey
+            fd, start, size, final_line, want_ids, want_survey, _platform.reopen_path(path)
         )
         return Scanned(
             events if isinstance(events, list) else LazyList(events),
@@ -130,7 +150,7 @@ PURE = Core(
     "pure",
     _pure_tail.tail_check,
     _pure_tail.copy_prefix,
-    _pure_replay.replay,
+    _pure_replay_of,
     _pure_scan,
     (),
 )

@@ -7,7 +7,7 @@ import os
 import threading
 from typing import Any, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple, cast
 
-from . import _backend
+from . import _backend, _platform
 from ._events import EventLog
 from ._files import publish_new, same_inode, write_all
 from ._load import check_and_repair, open_locked, remove_leftover_repair
@@ -102,6 +102,7 @@ class Session:
     @classmethod
     def create(cls, path: Any, meta: Optional[Mapping[str, Any]] = None, *, fsync: bool = False) -> "Session":
         """A new transcript at `path` (FileExistsError if taken) holding the meta line."""
+        _platform.require_lock("Session.create")
         path = os.fspath(path)
         if meta is None:
             meta = {}
@@ -120,6 +121,7 @@ class Session:
     @classmethod
     def load(cls, path: Any, *, fsync: bool = False) -> "Session":
         """Open an existing transcript: repair a torn tail, replay every line, keep a handle."""
+        _platform.require_lock("Session.load")
         path = os.fspath(path)
         fd = open_locked(path)
         warnings: List[str] = []
@@ -127,7 +129,7 @@ class Session:
             remove_leftover_repair(path, warnings)
             fd, size = check_and_repair(path, fd, warnings)
             try:
-                state, events = _backend.core.replay(fd, size)
+                state, events = _backend.core.replay(fd, size, path=path)
             except CoreFailure as f:
                 raise public_error(f, path) from None
         except BaseException:
@@ -163,6 +165,7 @@ class Session:
         """A new transcript at `out`: fresh meta, then `path`'s envelopes through `through_id`."""
         from ._salvage import fork
 
+        _platform.require_lock("Session.fork (it returns the new transcript open for appending)")
         out = os.fspath(out)
         fd, state, events = fork(os.fspath(path), out, through_id, meta)
         return cls(out, fd, state, events, [], False)
@@ -498,7 +501,7 @@ class Session:
         try:
             write_all(fd, line)
             if self._fsync or force_fsync:
-                os.fsync(fd)
+                _platform.fsync(fd)
         except BaseException:
             # Never leave part of a line behind: the next line would be written after garbage.
             try:

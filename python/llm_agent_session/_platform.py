@@ -8,7 +8,7 @@ so that the test suite proves them here:
   fallback reopens it by path and keeps it only if it is the same inode (``st_dev``,
   ``st_ino``) as the descriptor (else everything is built at once, as before);
 - ``F_DUPFD_CLOEXEC`` moves a descriptor to 3 or more; the fallback ``dup``s in a loop;
-- ``os.pread``; the fallback seeks and reads (no caller relies on the file position);
+- ``os.pread`` (missing on Windows); the fallback seeks, reads and seeks back;
 - ``fsync`` on macOS is ``fcntl(F_FULLFSYNC)``, since macOS's ``fsync`` does not
   flush the drive's cache (not a forced fallback: Linux has no F_FULLFSYNC).
 
@@ -101,10 +101,14 @@ def pread(fd: int, length: int, offset: int) -> bytes:
     """Up to `length` bytes of `fd` from `offset`; b"" at the end of the file."""
     if hasattr(os, "pread") and not PORTABLE:
         return os.pread(fd, length, offset)
-    # Seek and read: moves the descriptor's position, which no caller relies on (appends
-    # go through O_APPEND, the repair copy writes to another descriptor).
-    os.lseek(fd, offset, os.SEEK_SET)
-    return os.read(fd, length)
+    # Seek, read, seek back: the position is shared with every duplicate of `fd`, and
+    # callers (the repair copy) promise to leave the source's alone.
+    here = os.lseek(fd, 0, os.SEEK_CUR)
+    try:
+        os.lseek(fd, offset, os.SEEK_SET)
+        return os.read(fd, length)
+    finally:
+        os.lseek(fd, here, os.SEEK_SET)
 
 
 def reopen_path(path: Optional[str]) -> Optional[str]:

@@ -81,3 +81,25 @@ def test_readme_links_stay_inside_the_repository(backend_name):
         assert not target.startswith(("http:", "https:")), target
         if os.path.exists(os.path.join(ROOT, "pyproject.toml")):  # in the source tree
             assert os.path.exists(os.path.join(ROOT, target)), target
+
+
+def test_every_public_name_has_a_docstring(backend_name):
+    if backend_name != "pure":
+        pytest.skip("backend-independent: checked once, in the pure run")
+    import inspect
+
+    import llm_agent_session
+
+    missing = []
+    for name in llm_agent_session.__all__:
+        obj = getattr(llm_agent_session, name)
+        if len(inspect.getdoc(obj) or "") < 20:
+            missing.append(name)
+        if inspect.isclass(obj) and not issubclass(obj, Exception):
+            for attr, value in vars(obj).items():
+                if attr.startswith("_") or not (callable(value) or isinstance(value, (property, classmethod, staticmethod))):
+                    continue
+                doc = value.__doc__ if isinstance(value, property) else inspect.getdoc(getattr(obj, attr))
+                if len(doc or "") < 20:
+                    missing.append(f"{name}.{attr}")
+    assert missing == []

@@ -143,7 +143,8 @@ def _load_native() -> Optional[ModuleType]:
         from . import _native  # type: ignore[attr-defined]
     except ImportError:
         return None
-    return _native
+    # Built where its file I/O is not ported (Windows): an empty module, so not a core.
+    return _native if hasattr(_native, "replay") else None
 
 
 PURE = Core(
@@ -187,8 +188,9 @@ def _select(name: Optional[str]) -> Core:
         mod = _load_native()
         if mod is None:
             warnings.warn(
-                "llm_agent_session: the native extension is not built; using the pure-Python "
-                "core (same behaviour, slower). Reinstall with `pip install .` to build it.",
+                "llm_agent_session: the native extension is not built (or, on this platform, has "
+                "no file I/O); using the pure-Python core (same behaviour, slower). Reinstall "
+                "with `pip install .` to build it.",
                 RuntimeWarning,
                 stacklevel=3,
             )

@@ -2,7 +2,8 @@
 from the physical limit; rewrite ``benches/RESULTS.md``.
 
     python benches/run.py [--sizes 1MB,16MB,256MB] [--gb] [--backends native,pure]
-                          [--append-sizes 1MB,256MB] [--no-rss] [--cli-size 1GB] [--no-write]
+                          [--append-sizes 1MB,256MB] [--no-rss] [--cli-size 1GB]
+                          [--import-size 32MB] [--no-write]
 
 Steps: generate (or reuse from ``benches/.cache``) the transcripts, run the
 pytest-benchmark suites in ``benches/`` (library operations, baselines and limits in
@@ -33,6 +34,7 @@ sys.path.insert(0, HERE)
 
 import cli_times  # noqa: E402
 import generate  # noqa: E402
+import import_speed  # noqa: E402
 
 READ_OPS = ["load", "load-torn", "peek", "peek-since", "salvage"]
 APPEND_OPS = ["append-message-200B", "append-message-20KB", "tool-pair", "sync-messages"]
@@ -436,6 +438,8 @@ def main(argv: Optional[List[str]] = None) -> int:
     ap.add_argument("--no-rss", action="store_true", help="skip the peak-RSS child processes")
     ap.add_argument("--cli-size", default="1GB",
                     help="the transcript the command line is timed on (default 1GB; 'none' skips it)")
+    ap.add_argument("--import-size", default="32MB",
+                    help="the Claude Code / Codex sources import is timed on (default 32MB; 'none' skips it)")
     ap.add_argument("--no-write", action="store_true", help="do not rewrite benches/RESULTS.md")
     ap.add_argument("--results", default=os.path.join(HERE, "RESULTS.md"))
     ap.add_argument("--json", default="", help="keep the pytest-benchmark JSON here")
@@ -504,6 +508,14 @@ def main(argv: Optional[List[str]] = None) -> int:
               "fresh processes:", flush=True)
         cli_t = cli_times.table(cli_times.measure(cli_path, _env()), generate.size_label(cli_size), md_table)
 
+    import_t = "(not measured: --import-size none)"
+    if args.import_size.lower() != "none":
+        from benchutil import available_backends
+
+        print(f"Import of Claude Code and Codex sources ({args.import_size}), fresh processes:", flush=True)
+        rows = import_speed.measure(generate.parse_size(args.import_size), _env(), available_backends())
+        import_t = import_speed.table(rows, md_table)
+
     try:
         info["Load average at end"] = " ".join(f"{x:.2f}" for x in os.getloadavg())
     except OSError:
@@ -522,6 +534,8 @@ def main(argv: Optional[List[str]] = None) -> int:
     print(targets_t)
     print()
     print(cli_t)
+    print()
+    print(import_t)
     print(f"\n{len(res)} benchmarks in {elapsed / 60:.1f} min; pytest exit status {rc}")
 
     if not args.no_write:
@@ -530,6 +544,7 @@ def main(argv: Optional[List[str]] = None) -> int:
             + (f" --append-sizes {args.append_sizes}" if args.append_sizes else "") \
             + (f" --cli-size {args.cli_size}" if args.cli_size != "1GB" else "")
         write_results(args.results, info, cmdline, main_t, base_t, rss_t, targets_t, cli_t, elapsed, rc)
+        import_speed.write_section(args.results, import_speed.section(import_t, "Measured in this run."))
         print("wrote", os.path.relpath(args.results))
     shutil.rmtree(tmpdir, ignore_errors=True)
     return rc

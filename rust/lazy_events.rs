@@ -495,3 +495,27 @@ impl SectionTexts {
         Builder::new(py).value(&raw, item).map(Some)
     }
 }
+
+/// Envelope id -> its index in `events`, as replay found them: how
+/// `Session.message_extra` finds one line without reading the file again.
+#[pyclass(frozen, module = "llm_agent_session._native")]
+pub struct EnvelopeIds {
+    at: HashMap<String, usize>,
+}
+
+impl EnvelopeIds {
+    pub fn new(at: HashMap<String, usize>) -> Self {
+        EnvelopeIds { at }
+    }
+}
+
+#[pymethods]
+impl EnvelopeIds {
+    fn __len__(&self) -> usize {
+        self.at.len()
+    }
+
+    fn get(&self, id: &str) -> Option<usize> {
+        self.at.get(id).copied()
+    }
+}

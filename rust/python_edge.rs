@@ -21,7 +21,7 @@ use crate::file_io::{BorrowedFile, Source};
 use crate::json_grammar::classify;
 use pyo3::types::{PyList, PyTuple};
 
-use crate::lazy_events::{self, LineIndex};
+use crate::lazy_events::{self, EnvelopeIds, LineIndex};
 use crate::py_build;
 use crate::py_replay;
 use crate::repair_copy;
@@ -129,7 +129,7 @@ fn copy_prefix(py: Python<'_>, src_fd: i32, dst_fd: i32, length: u64) -> PyResul
 }
 
 /// Replay the first `size` bytes of `fd`: `(meta, ids, messages, grants, pending,
-/// settled, sections, section_lines, events)`, or `CoreFailure`. The byte work
+/// settled, sections, section_lines, events, envelope_at)`, or `CoreFailure`. The byte work
 /// (read, validate, fold) runs without the GIL; then only the survivors are built.
 /// `reopen_path`: see `lazy_events::reopen`.
 #[pyfunction]
@@ -150,7 +150,8 @@ fn replay<'py>(
         let size = size.min(file.size()?);
         replay_core::replay(&*file, size)
     });
-    let fold = folded.map_err(|e| to_pyerr(py, e))?;
+    let mut fold = folded.map_err(|e| to_pyerr(py, e))?;
+    let envelope_at = std::mem::take(&mut fold.envelope_at);
     let file = BorrowedFile::new(fd).map_err(|e| os_error(py, e))?;
     // Lazy parts read through a descriptor of their own; where none can be had
     // (not the same inode at the path, no `/proc`), everything is built now.
@@ -173,6 +174,7 @@ fn replay<'py>(
             sections,
             section_lines.into_any(),
             events,
+            Bound::new(py, EnvelopeIds::new(envelope_at))?.into_any(),
         ],
     )
 }
@@ -193,7 +195,7 @@ fn all_events<'py>(
 
 /// The lenient scan of `[start, size)`: `(events, spans, problems, end, first_type,
 /// messages, bad_roles, ids, survey)`; `events` and `messages` are built on access;
-/// `survey` is `(types, roles, live, problem, open)` (see `survey::Survey`) or None.
+/// `survey` is `(types, roles, live, problem, open, rewound)` (see `survey::Survey`) or None.
 /// `reopen_path`: see `lazy_events::reopen`.
 #[pyfunction]
 #[pyo3(signature = (fd, start, size, final_line=false, want_ids=false, want_survey=false, reopen_path=None))]
@@ -293,6 +295,7 @@ fn scan<'py>(
             v.live,
             v.problem,
             v.open,
+            v.rewound,
         )
             .into_pyobject(py)?
             .into_any(),
@@ -322,6 +325,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<lazy_events::LineIter>()?;
     m.add_class::<lazy_events::Deferred>()?;
     m.add_class::<lazy_events::SectionTexts>()?;
+    m.add_class::<lazy_events::EnvelopeIds>()?;
     let py = m.py();
     m.add_function(wrap_pyfunction!(classify_line, m)?)?;
     m.add_function(wrap_pyfunction!(parse_envelope_check, m)?)?;

@@ -30,6 +30,8 @@ enum Fact {
     Settled { op_id: Option<String> },
     /// Its `replaces-through-id` when that is a string.
     Compaction { id: String, through: Option<String> },
+    /// Its `to-id`: `Ok(None)` for null, `Err` when missing or neither string nor null.
+    Rewind { to: Result<Option<String>, ()> },
 }
 
 /// One envelope type's share of the file.
@@ -61,12 +63,15 @@ pub struct Survey {
     pub roles: Vec<(String, u64)>,
     /// How many messages replay would give; meaningless when `problem` is set.
     pub live: u64,
-    /// The index of the first compaction whose `replaces-through-id` names nothing
-    /// in the live conversation (replay would fail there).
+    /// The index of the first compaction whose `replaces-through-id`, or rewind whose
+    /// `to-id`, names nothing in the live conversation (replay would fail there).
     pub problem: Option<usize>,
     /// (envelope index, a tool message answered it) of every `tool-dispatched`
     /// without a `tool-settled`, in the order they were first dispatched.
     pub open: Vec<(usize, bool)>,
+    /// (index of a message or compaction summary, index of the rewind that cut it),
+    /// in the order the rewinds cut them (SPEC 10.1), up to `problem`.
+    pub rewound: Vec<(usize, usize)>,
 }
 
 fn string_of(raw: &[u8], fields: &[Entry], key: &str) -> Option<String> {
@@ -129,7 +134,12 @@ impl Facts {
                 sticky: is_true(raw, fields, "sticky")
                     || is_true(raw, fields, "sysprompt")
                     || json_view::get(raw, fields, "depth").is_some_and(|d| d.kind != Kind::Null),
-                call_id: string_of(raw, fields, "tool_call_id"),
+                // Only a `tool` message answers a call (SPEC 2.6).
+                call_id: if role.as_deref() == Some("tool") {
+                    string_of(raw, fields, "tool_call_id")
+                } else {
+                    None
+                },
             },
             "tool-dispatched" => Fact::Dispatched {
                 id: id.to_owned(),
@@ -141,6 +151,15 @@ impl Facts {
             "compaction" => Fact::Compaction {
                 id: id.to_owned(),
                 through: string_of(raw, fields, "replaces-through-id"),
+            },
+            "rewind" => Fact::Rewind {
+                to: match json_view::get(raw, fields, "to-id") {
+                    Some(item) if item.kind == Kind::Null => Ok(None),
+                    Some(item) => json_view::text(raw, item)
+                        .map(|t| Some(t.into_owned()))
+                        .ok_or(()),
+                    None => Err(()),
+                },
             },
             _ => return,
         };
@@ -161,7 +180,9 @@ impl Facts {
 
     /// Fold the facts in file order (the reference's loop, step for step).
     pub fn fold(self) -> Survey {
-        let mut live: Vec<(&str, bool)> = Vec::new();
+        // (id, sticky, envelope index) of each live message.
+        let mut live: Vec<(&str, bool, usize)> = Vec::new();
+        let mut rewound: Vec<(usize, usize)> = Vec::new();
         let mut position: HashMap<&str, usize> = HashMap::new();
         let mut problem = None;
         // Open operations in first-dispatch order, as a Python dict keeps them: a
@@ -177,7 +198,7 @@ impl Facts {
                     call_id,
                 } => {
                     position.insert(id, live.len());
-                    live.push((id, *sticky));
+                    live.push((id, *sticky, *index));
                     let Some(call) = call_id.as_deref() else {
                         continue;
                     };
@@ -225,19 +246,37 @@ impl Facts {
                         continue;
                     };
                     let rest = live.split_off(cut + 1);
-                    live.retain(|&(_, sticky)| sticky);
-                    live.push((id, false));
+                    live.retain(|&(_, sticky, _)| sticky);
+                    live.push((id, false, *index));
                     live.extend(rest);
-                    position = live
-                        .iter()
-                        .enumerate()
-                        .map(|(k, &(id, _))| (id, k))
-                        .collect();
+                    position = positions(&live);
+                }
+                Fact::Rewind { to } => {
+                    if problem.is_some() {
+                        continue;
+                    }
+                    let keep = match to {
+                        Ok(None) => 0,
+                        Ok(Some(to)) => match position.get(to.as_str()) {
+                            Some(&cut) => cut + 1,
+                            None => {
+                                problem = Some(*index);
+                                continue;
+                            }
+                        },
+                        Err(()) => {
+                            problem = Some(*index);
+                            continue;
+                        }
+                    };
+                    rewound.extend(live.drain(keep..).map(|(_, _, at)| (at, *index)));
+                    position = positions(&live);
                 }
             }
         }
         Survey {
             live: live.len() as u64,
+            rewound,
             problem,
             open: slots
                 .into_iter()
@@ -248,6 +287,14 @@ impl Facts {
             roles: self.roles,
         }
     }
+}
+
+/// id -> place in the live list (the last place, for an id seen twice: a peek is lenient).
+fn positions<'a>(live: &[(&'a str, bool, usize)]) -> HashMap<&'a str, usize> {
+    live.iter()
+        .enumerate()
+        .map(|(k, &(id, _, _))| (id, k))
+        .collect()
 }
 
 struct Open<'a> {

@@ -217,6 +217,14 @@ def reference_replay(events) -> Dict[str, Any]:
                 d = m.to_dict()
                 d["content"] = item["stub"]
                 live[i] = (live[i][0], Message.from_dict(d))
+        elif t == "rewind":
+            # SPEC 10.1: the live list ends with to-id; null leaves nothing
+            if p["to-id"] is None:
+                live = []
+            else:
+                idx = [i for i, (mid, _) in enumerate(live) if mid == p["to-id"]]
+                assert idx, "dangling rewind"
+                live = live[: idx[0] + 1]
         elif t == "grants":
             grants = p["grants"]
         elif t == "tool-dispatched":
@@ -255,3 +263,35 @@ def pending_as_dicts(session) -> List[Dict[str, Any]]:
                         arguments_digest=op.arguments_digest, idempotency=op.idempotency,
                         run_id=op.run_id, round=op.round, dispatched_at=op.dispatched_at, state=op.state))
     return out
+
+
+def kill_child_at(code: str, *args: str, marker: str = "IN_TOOL", timeout: float = 60) -> None:
+    """Run `code` in a child, wait for it to print `marker`, then SIGKILL it there."""
+    import signal
+
+    child = spawn_py(code, *args)
+    try:
+        line = child.stdout.readline()
+        assert line.strip() == marker, child.stderr.read()
+        os.kill(child.pid, signal.SIGKILL)
+        child.wait(timeout=timeout)
+    finally:
+        if child.poll() is None:
+            child.kill()
+        child.stdout.close()
+        child.stderr.close()
+
+
+def crash_view(path: Any) -> Tuple[list, list]:
+    """What a new process's `Session.load` sees: pending operations [call id, tool, state]
+    and live messages [role, [tool call ids]], as JSON values."""
+    out = run_py(
+        """
+        s = Session.load(sys.argv[1])
+        print(json.dumps([[o.call_id, o.tool, o.state] for o in s.pending_tool_operations()]))
+        print(json.dumps([[m.role, [c["id"] for c in (m.tool_calls or [])]] for m in s.messages]))
+        s.close()
+        """,
+        str(path),
+    ).stdout.splitlines()
+    return json.loads(out[0]), json.loads(out[1])

@@ -202,6 +202,7 @@ def test_session_used_in_forked_child_refuses(session, tpath):
             code = 7
         except BaseException:
             code = 8
+        session.close()  # the fork hook already closed the child's copy: nothing else is closed
         os._exit(code)
     _, status = os.waitpid(pid, 0)
     assert os.WIFEXITED(status) and os.WEXITSTATUS(status) == 7

@@ -78,7 +78,7 @@ def transcripts(draw: Any) -> bytes:
         kind = draw(
             st.sampled_from(
                 ["message", "message", "message", "compaction", "elision", "grants",
-                 "dispatched", "settled", "run-context", "other"]
+                 "dispatched", "settled", "run-context", "rewind", "other"]
             )
         )
         if kind == "message":
@@ -106,6 +106,15 @@ def transcripts(draw: Any) -> bytes:
         elif kind == "elision" and live:
             items = [{"id": draw(st.sampled_from(live)), "stub": draw(JSON_VALUES)} for _ in range(draw(st.integers(1, 3)))]
             out.append(line(id_, "elision", {"items": items}))
+        elif kind == "rewind":
+            # Mostly a live id; sometimes null, a dead id, or a malformed to-id (load refuses).
+            to = draw(st.sampled_from(live + [None, "gone", 7] if live else [None, "gone"]))
+            payload = {"to-id": to} if draw(st.integers(0, 9)) else {}
+            out.append(line(id_, "rewind", payload))
+            if to is None:
+                live = []
+            elif to in live:
+                live = live[: live.index(to) + 1]
         elif kind == "grants":
             out.append(line(id_, "grants", {"grants": draw(st.dictionaries(st.text(max_size=4), JSON_VALUES, max_size=3))}))
         elif kind == "dispatched":
@@ -320,7 +329,7 @@ def test_damaged_transcripts_agree(tmp_path_factory: Any, data: bytes, seed: int
 
 
 def representative() -> bytes:
-    """Every type, multi-byte characters, escapes, a compaction, an elision, a pending op."""
+    """Every type, multi-byte characters, escapes, a compaction, an elision, a pending op, a rewind."""
     return b"".join(
         [
             line("m0", "session-meta", {"agent": "t\u00e9st", "n": 10**20}),
@@ -343,6 +352,9 @@ def representative() -> bytes:
                                            "round": None}),
             line("s1", "tool-settled", {"op-id": "d1", "outcome": "completed", "duration": 0.25}),
             line("a4", "message", {"role": "assistant", "content": None, "tool_calls": [{"id": "c3"}]}),
+            line("a5", "message", {"role": "user", "content": "undo me"}),
+            line("w1", "rewind", {"to-id": "a4"}),
+            line("a6", "message", {"role": "user", "content": "instead"}),
         ]
     )
 
@@ -362,6 +374,8 @@ def test_a_transcript_big_enough_for_two_threads_agrees(tmp_path: Any) -> None:
         body.append(line(f"id-{i}", "message", {"role": "user", "content": "x" * 500 + str(i)}))
         if i % 1000 == 999:
             body.append(line(f"c-{i}", "compaction", {"summary": f"s{i}", "replaces-through-id": f"id-{i}"}))
+        if i % 1000 == 500:
+            body.append(line(f"w-{i}", "rewind", {"to-id": f"id-{i - 3}"}))
     data = b"".join(body)
     assert len(data) > 9 << 20
     assert_same_load(tmp_path, data)

@@ -35,7 +35,7 @@ from helpers import (
 )
 
 SPEC_KEYS = {"path", "size", "meta", "envelopes", "messages", "warnings", "end", "pending", "identity", "restarted"}
-SURVEY_KEYS = {"counts", "bytes", "roles", "live_messages", "replay_problem", "pending_tool_operations"}
+SURVEY_KEYS = {"counts", "bytes", "roles", "live_messages", "replay_problem", "pending_tool_operations", "rewound"}
 
 
 def test_survey_agrees_with_load_on_a_run_with_every_state(session, tpath):
@@ -162,7 +162,8 @@ def test_an_operation_is_answered_only_by_a_message_after_it(tpath):
         msg_line("early", role="tool", tool_call_id="c1"),
         dispatched_line("d1", "c1"),
         dispatched_line("d2", "c2"),
-        msg_line("r2", role="assistant", tool_call_id="c2"),  # any role with the call id, as replay
+        msg_line("x2", role="assistant", tool_call_id="c2"),  # not a tool message: answers nothing
+        msg_line("r2", role="tool", tool_call_id="c2"),
         dispatched_line("d3", "c2"),  # a second operation for the same call: not answered yet
     )
     survey = Session.peek(tpath, survey=True)["survey"]
@@ -208,7 +209,7 @@ def test_nothing_to_read_gives_an_empty_survey(tmp_path, content):
     assert "error" in view
     assert view["survey"] == {
         "counts": {}, "bytes": {}, "roles": {},
-        "live_messages": None, "replay_problem": None, "pending_tool_operations": [],
+        "live_messages": None, "replay_problem": None, "pending_tool_operations": [], "rewound": {},
     }
 
 

@@ -49,6 +49,8 @@ op = st.one_of(
                        max_size=4),
               st.lists(st.tuples(text, json_value), max_size=3)),
     st.tuples(st.just("sync"), st.lists(message, max_size=2)),
+    st.tuples(st.just("rewind"), st.none() | st.integers(0, 10 ** 6)),
+    st.tuples(st.just("sync-rewind"), st.integers(0, 10 ** 6), st.lists(message, max_size=2)),
 )
 
 
@@ -94,6 +96,20 @@ def _run(s, ops):
             new = s.sync_messages(list(s.messages) + step[1])
             assert len(new) == len(step[1])
             n_lines += len(step[1]) - 1
+        elif kind == "rewind":
+            if step[1] is None:
+                s.append_rewind(None)
+            elif s.message_ids:
+                s.append_rewind(s.message_ids[step[1] % len(s.message_ids)])
+            else:
+                continue
+        elif kind == "sync-rewind":
+            keep = step[1] % (len(s.messages) + 1)
+            before = len(s.events)
+            wanted = list(s.messages)[:keep] + step[2]
+            new = s.sync_messages(wanted, allow_rewind=True)
+            assert s.messages == wanted and len(new) <= len(wanted) - keep  # the common prefix may be longer
+            n_lines += len(s.events) - before - 1
         n_lines += 1
         # after every append, live state == reference fold of what the session says it wrote
         ref = reference_replay(s.events)

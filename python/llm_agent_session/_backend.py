@@ -97,13 +97,13 @@ def _pure_scan(
 
 def _native_replay(mod: ModuleType) -> Callable[..., Tuple[FoldState, Sequence[Event]]]:
     def replay(fd: int, size: int, path: Optional[str] = None) -> Tuple[FoldState, Sequence[Event]]:
-        meta, ids, messages, grants, pending, settled, sections, section_lines, events = mod.replay(
+        (meta, ids, messages, grants, pending, settled, sections, section_lines, events, envelope_at) = mod.replay(
             fd, size, _platform.reopen_path(path)
         )
         if not isinstance(sections, dict):
             sections = LazyTexts(sections)
         state = FoldState.from_parts(
-            meta, ids, messages, grants, pending, settled, sections, section_lines
+            meta, ids, messages, grants, pending, settled, sections, section_lines, envelope_at
         )
         return state, (events if isinstance(events, list) else LazyList(events))
 

@@ -66,7 +66,16 @@ def remove_leftover_repair(path: str, warnings: List[str]) -> None:
             "(a repair of this transcript cannot run until it is moved away)"
         )
         return
-    os.unlink(leftover)  # a symlink is unlinked, its target untouched
+    try:
+        os.unlink(leftover)  # a symlink is unlinked, its target untouched
+    except OSError as e:
+        raise type(e)(
+            e.errno,
+            f"{leftover} is left over from an interrupted repair of {path} and could not be "
+            f"deleted ({e.strerror}); the transcript is intact. Delete that file yourself, or "
+            "make its directory writable, then load again",
+            leftover,
+        ) from None
 
 
 def check_and_repair(path: str, fd: int, warnings: List[str]) -> Tuple[int, int]:

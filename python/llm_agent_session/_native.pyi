@@ -13,6 +13,7 @@ __all__ = [
     "LineIter",
     "Deferred",
     "SectionTexts",
+    "EnvelopeIds",
     "LineProblem",
     "MAX_READ_DEPTH",
 ]
@@ -65,10 +66,19 @@ class SectionTexts:
     def keys(self) -> List[str]: ...
     def get(self, digest: str) -> Optional[str]: ...
 
+@final
+class EnvelopeIds:
+    """Envelope id -> its index in the events replay read (``Session.message_extra``)."""
+
+    def __len__(self) -> int: ...
+    def get(self, id: str) -> Optional[int]: ...
+
 def replay(
     fd: int, size: int, reopen_path: Optional[str] = None
-) -> Tuple[Dict[str, Any], List[str], List[Any], Dict[str, Any], List[Any], List[str], Any, Dict[str, str], Any]:
-    """``(meta, ids, messages, grants, pending, settled, sections, section_lines, events)``
+) -> Tuple[
+    Dict[str, Any], List[str], List[Any], Dict[str, Any], List[Any], List[str], Any, Dict[str, str], Any, EnvelopeIds
+]:
+    """``(meta, ids, messages, grants, pending, settled, sections, section_lines, events, envelope_at)``
     for ``FoldState.from_parts``, or ``CoreFailure`` (``_pure.replay.replay``); ``sections`` is a
     ``SectionTexts`` and ``events`` a ``LineIndex`` (a dict and a list where a descriptor of
     its own cannot be opened: by ``reopen_path``, the same inode, when given, else through

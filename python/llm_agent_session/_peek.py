@@ -19,6 +19,7 @@ def describe(line: int, offset: int, numbered: bool) -> str:
 def peek(
     path: str, *, offset: int = 0, identity: Optional[Tuple[int, int]] = None, survey: bool = False
 ) -> Dict[str, Any]:
+    survey = bool(survey)  # any truthy value, on both cores
     if not isinstance(offset, int) or isinstance(offset, bool) or offset < 0:
         raise ValueError(f"offset must be an int >= 0, not {offset!r}")
     if survey and offset:
@@ -90,18 +91,27 @@ def _survey_of(counts: Optional[SurveyCounts], events: Any, spans: Any) -> Dict[
     if counts is None:
         return {
             "counts": {}, "bytes": {}, "roles": {},
-            "live_messages": None, "replay_problem": None, "pending_tool_operations": [],
+            "live_messages": None, "replay_problem": None, "pending_tool_operations": [], "rewound": {},
         }
     problem = None
     if counts.problem is not None:
         e: Event = events[counts.problem]
         line, off, _ = spans[counts.problem]
-        through = e.payload.get("replaces-through-id")
-        problem = f"{describe(line, off, True)}: compaction {e.id[:80]} " + (
-            f"replaces-through-id {through[:80]} names no message in the live conversation"
-            if isinstance(through, str)
-            else "has no string replaces-through-id"
-        )
+        if e.type == "rewind":
+            to = e.payload.get("to-id", ())
+            why = (
+                f"to-id {to[:80]} names no message in the live conversation"
+                if isinstance(to, str)
+                else ("has no to-id" if to == () else "has a to-id that is neither a string nor null")
+            )
+        else:
+            through = e.payload.get("replaces-through-id")
+            why = (
+                f"replaces-through-id {through[:80]} names no message in the live conversation"
+                if isinstance(through, str)
+                else "has no string replaces-through-id"
+            )
+        problem = f"{describe(line, off, True)}: {e.type} {e.id[:80]} {why}"
     pending = []
     for i, answered in counts.open:  # only these envelopes' payloads are built
         e = events[i]
@@ -113,6 +123,8 @@ def _survey_of(counts: Optional[SurveyCounts], events: Any, spans: Any) -> Dict[
         "live_messages": None if problem else counts.live,
         "replay_problem": problem,
         "pending_tool_operations": pending,
+        # message (or summary) id -> the rewind that cut it, in the order they were cut
+        "rewound": {events[m].id: events[r].id for m, r in counts.rewound},
     }
 
 

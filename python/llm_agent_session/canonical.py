@@ -227,7 +227,8 @@ def parse_arguments(arguments: Any) -> Any:
     """SPEC 2.6: a string that parses as JSON is stored parsed; anything else as given."""
     if isinstance(arguments, str):
         try:
-            return json.loads(arguments, parse_constant=refuse_constant)
+            # parse_int: integers of any size (json.loads alone stops at 4,300 digits).
+            return json.loads(arguments, parse_constant=refuse_constant, parse_int=str_to_int)
         except (ValueError, RecursionError):
             return arguments
     return arguments

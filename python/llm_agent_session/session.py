@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import os
 import threading
+import weakref
 from typing import Any, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple, cast
 
 from . import _backend, _platform
@@ -32,9 +33,20 @@ from .errors import (
     UnknownToolOperation,
     public_error,
 )
-from .messages import Event, Message, MessageLike, PendingToolOperation
+from .messages import MESSAGE_KEYS, Event, Message, MessageLike, PendingToolOperation
 
-_ARTIFACT_KEYS = ("file", "digest", "bytes", "chars", "elided-chars")
+_MESSAGE_KEY_SET = frozenset(MESSAGE_KEYS)
+
+# The default texts of answer_interrupted_tool_calls (SPEC 10.3), also in the README.
+INTERRUPTED_TEXT = (
+    "This tool call was interrupted before its result was recorded (the process running it "
+    "stopped). It may or may not have run: check its effects before running it again."
+)
+NEVER_RUN_TEXT = "This tool call was never run: the run stopped before it was dispatched."
+RESULT_GONE_TEXT = (
+    "This tool call ran, but its result is no longer in the conversation (it was rewound or "
+    "compacted away)."
+)
 
 
 def _require(value: Any, types: Tuple[type, ...], what: str, *, optional: bool = False) -> None:
@@ -70,6 +82,31 @@ def as_message(message: MessageLike) -> Message:
     _require(msg.sysprompt, (bool,), "message sysprompt")
     _require(msg.depth, (int,), "message depth", optional=True)
     return msg
+
+
+# Every session whose descriptor is open in this process, for the fork hook below.
+_open_sessions: "weakref.WeakSet[Session]" = weakref.WeakSet()
+
+
+def _close_inherited_descriptors() -> None:
+    """In a child right after ``fork()``: close every session's inherited descriptor.
+
+    The lock is shared by every descriptor of the open file, so a child that kept its
+    copy would hold the parent's lock after the parent closed (SPEC 3: a forked child
+    never holds a session's lock). No lock is taken here: another thread of the parent
+    may have held one at the fork, and it would never be released in the child. The
+    session object stays; its appends refuse with ``SessionBroken`` (the pid differs).
+    """
+    for session in list(_open_sessions):
+        fd, session._fd = session._fd, None
+        if fd is not None:
+            with contextlib.suppress(OSError):
+                os.close(fd)
+    _open_sessions.clear()
+
+
+if hasattr(os, "register_at_fork"):  # not on Windows, which has no fork
+    os.register_at_fork(after_in_child=_close_inherited_descriptors)
 
 
 class Session:
@@ -118,11 +155,13 @@ class Session:
         self._state = state
         self._read_events = events  # what load read; a lazy sequence on the native core
         self._appended: List[Event] = []
+        self._appended_at: Dict[str, int] = {}  # id -> index in _appended
         self._warnings = warnings
         self._fsync = fsync
         self._lock = threading.RLock()
         self._pid = os.getpid()
         self._broken: Optional[str] = None
+        _open_sessions.add(self)
 
     # -- the three ways in -----------------------------------------------------------------
 
@@ -150,6 +189,7 @@ class Session:
         fd = publish_new(path, envelope_line(id_, "session-meta", ts, payload_json), fsync=fsync)
         state = FoldState()
         state.meta = copy_json(meta)
+        state.envelope_at = {id_: 0}
         events = [Event(id_, "session-meta", ts, 1, state.meta)]
         return cls(path, fd, state, events, [], fsync)
 
@@ -301,6 +341,32 @@ class Session:
         with self._lock:
             return self._state.sections.get(digest)
 
+    def message_extra(self, message_id: str) -> Dict[str, Any]:
+        """The extras the ``message`` envelope `message_id` carries: its payload minus the
+        message keys (SPEC 10.2), as a new dict (editing it changes nothing).
+
+        How a runtime reads back its own item stored beside the chat-shaped message.
+        Works for every message line of the transcript, live or not (compacted,
+        rewound). Raises ``KeyError`` when `message_id` is not a ``message`` envelope of
+        this transcript. Cost: that one line (found by id in memory, read from its
+        byte range on the native core), never a scan of the file.
+        """
+        with self._lock:
+            event = self._event_by_id(message_id)
+        if event is None or event.type != "message":
+            raise KeyError(message_id)
+        return {k: copy_json(v) for k, v in event.payload.items() if k not in _MESSAGE_KEY_SET}
+
+    def _event_by_id(self, id_: Any) -> Optional[Event]:
+        """The envelope `id_` of this transcript, read or appended; None if there is none."""
+        if not isinstance(id_, str):
+            return None
+        k = self._appended_at.get(id_)
+        if k is not None:
+            return self._appended[k]
+        i = self._state.envelope_at.get(id_)
+        return None if i is None else self._read_events[i]
+
     @property
     def artifacts_dir(self) -> str:
         """``<stem>.artifacts`` beside the transcript: where full tool results live."""
@@ -332,8 +398,11 @@ class Session:
         if extra is not None:
             if not isinstance(extra, Mapping):
                 raise TypeError(f"extra must be a mapping, not {type(extra).__name__}")
-            payload.update(extra)
-        payload.update(msg.to_dict())  # a message key always wins over an extra
+            # SPEC 2.2: the message keys belong to the message alone. An extra named like
+            # one is dropped even when the message leaves that key unset, or replay would
+            # read it as the message's own (a name, stickiness, an answered tool call).
+            payload.update((k, v) for k, v in extra.items() if k not in _MESSAGE_KEY_SET)
+        payload.update(msg.to_dict())
         return self._append("message", payload, "message")
 
     def append_grants(self, grants: Mapping[str, Any]) -> str:
@@ -384,6 +453,19 @@ class Session:
             _require(id_, (str,), "elision item id")
             out.append({"id": id_, "stub": stub})
         return self._append("elision", {"items": out}, "elision")
+
+    def append_rewind(self, to_id: Optional[str]) -> str:
+        """Cut the live conversation back so that it ends with the live message `to_id`
+        (``None``: nothing live is left, sticky messages included). SPEC 10.1.
+
+        Nothing is removed from the file: the rewound messages stay on their lines, in
+        ``events`` and every viewer. Tool operations, grants and run context are left
+        as they are. Raises ``DanglingReference`` (nothing written) when `to_id` is not
+        a live message: never written, compacted away or rewound already. Returns the
+        rewind envelope's id.
+        """
+        _require(to_id, (str,), "to_id", optional=True)
+        return self._append("rewind", {"to-id": to_id}, "rewind")
 
     def append_tool_dispatched(
         self,
@@ -514,38 +596,109 @@ class Session:
             payload = {"sections": out, "facts": fact_list}
             return self._append("run-context", payload, "run-context", id_=id_)
 
-    def sync_messages(self, messages: Sequence[MessageLike]) -> List[str]:
+    def sync_messages(self, messages: Sequence[MessageLike], *, allow_rewind: bool = False) -> List[str]:
         """Append each message past those the session has; refuse a list that contradicts it.
 
-        Every new message is checked before the first is written, so a bad one leaves
-        the transcript as it was. Returns the new ids. Raises TranscriptConflict when
-        `messages` does not start with ``messages`` (compared as JSON values), and as
-        ``append_message`` does. O(len(messages)).
+        "Starts with" compares JSON values exactly (``True`` is not ``1``, ``1`` is not
+        ``1.0``); the very objects ``messages`` handed out compare by identity, for free.
+        A list that does not start with the session's messages raises
+        ``TranscriptConflict``, unless ``allow_rewind=True``: then one ``rewind`` to the
+        longest common prefix is written, followed by the rest of the list (SPEC 10.1).
+        Every new message is checked before the first line is written, so a bad one
+        leaves the transcript as it was. Returns the new messages' ids. Cost: O(new)
+        when the list reuses the session's message objects, else one serialisation
+        per message compared.
         """
         given = list(messages)
         with self._lock:
             current = self._state.messages
-            if len(given) < len(current):
-                raise TranscriptConflict(
-                    f"{self._path}: sync_messages got {len(given)} messages, but the transcript "
-                    f"already holds {len(current)}; pass the whole conversation (nothing was written)"
-                )
-            for i, have in enumerate(current):
-                mine = given[i]
+            common = 0
+            for have, mine in zip(current, given):
                 # `is` first: a loop usually hands back the very objects `messages` gave it.
-                if mine is have:
-                    continue
-                mine = as_message(mine)
-                if mine != have and _canonical(mine) != _canonical(have):
+                # Else compared as JSON, not with `==`: Python says True == 1 == 1.0, the
+                # serialisations (and so the transcript) keep them apart (SPEC 3).
+                if mine is not have and _canonical(as_message(mine)) != _canonical(have):
+                    break
+                common += 1
+            if common < len(current) and not allow_rewind:
+                if len(given) < len(current) and common == len(given):
                     raise TranscriptConflict(
-                        f"{self._path}: message {i} of the list (a {mine.role!r} message) differs "
-                        f"from message {i} of the transcript (id {self._state.ids[i]}); a run that "
-                        "contradicts its transcript is not recorded (nothing was written)"
+                        f"{self._path}: sync_messages got {len(given)} messages, but the transcript "
+                        f"already holds {len(current)}; pass the whole conversation, or "
+                        "allow_rewind=True to cut the transcript back (nothing was written)"
                     )
-            new = [as_message(m) for m in given[len(current) :]]
+                mine = as_message(given[common])
+                raise TranscriptConflict(
+                    f"{self._path}: message {common} of the list (a {mine.role!r} message) differs "
+                    f"from message {common} of the transcript (id {self._state.ids[common]}); a run "
+                    "that contradicts its transcript is not recorded (nothing was written; "
+                    "allow_rewind=True records it as a rewind)"
+                )
+            new = [as_message(m) for m in given[common:]]
             for m in new:
                 validate(m.to_dict(), "message")
+            if common < len(current):
+                self.append_rewind(self._state.ids[common - 1] if common else None)
             return [self.append_message(m) for m in new]
+
+    def answer_interrupted_tool_calls(self, content: Any = None) -> List[str]:
+        """Answer every tool call of a live assistant message that no live ``tool``
+        message answers, so that ``messages`` is a conversation the OpenAI
+        chat-completions API accepts again (SPEC 10.3). Returns the new message ids.
+
+        - A call with an operation in state ``dispatched`` (a crash mid-call): a tool
+          message saying it was interrupted and may or may not have run (`content` when
+          given; default ``INTERRUPTED_TEXT``), then the operation is settled
+          ``outcome-unknown`` with reason ``"interrupted"``.
+        - A call that was never dispatched: a tool message saying it never ran
+          (``NEVER_RUN_TEXT``).
+        - A call whose operation ran but whose result is no longer live (rewound or
+          compacted away): a tool message saying so (``RESULT_GONE_TEXT``).
+        Nothing else is written; an operation in state ``result-recorded`` is left for
+        the app to settle. The answers are appended at the end, in the order the calls
+        were made: where a later non-tool message already follows an unanswered call,
+        the append-only file cannot put the answer before it. Cost: O(live messages),
+        plus one line read per settled operation when a call has no pending one.
+        """
+        if content is not None:
+            as_message(Message("tool", content))  # the content's type, checked before any write
+            validate(content, "content")
+        with self._lock:
+            answered = {
+                m.tool_call_id for m in self._state.messages if m.role == "tool" and isinstance(m.tool_call_id, str)
+            }
+            calls: List[str] = []
+            for m in self._state.messages:
+                if m.role != "assistant" or not isinstance(m.tool_calls, (list, tuple)):
+                    continue
+                for call in m.tool_calls:
+                    call_id = call.get("id") if isinstance(call, Mapping) else None
+                    if isinstance(call_id, str) and call_id not in answered:
+                        answered.add(call_id)
+                        calls.append(call_id)
+            new_ids: List[str] = []
+            for call_id in calls:
+                waiting = list(self._state.waiting_by_call.get(call_id, ()))
+                if waiting:
+                    text = INTERRUPTED_TEXT if content is None else content
+                elif self._call_was_dispatched(call_id):
+                    text = RESULT_GONE_TEXT
+                else:
+                    text = NEVER_RUN_TEXT
+                new_ids.append(self.append_message(Message("tool", text, tool_call_id=call_id)))
+                for op_id in waiting:
+                    self.append_tool_settled(op_id, "outcome-unknown", reason="interrupted")
+            return new_ids
+
+    def _call_was_dispatched(self, call_id: str) -> bool:
+        """Whether any operation, pending or settled, was dispatched for `call_id`."""
+        if any(op.call_id == call_id for op in self._state.pending.values()):
+            return True
+        for op_id in self._state.settled:
+            event = self._event_by_id(op_id)
+            if event is not None and event.payload.get("call-id") == call_id:
+                return True
+        return False
 
     # -- closing -------------------------------------------------------------------------------
 
@@ -553,7 +706,8 @@ class Session:
         """Release the handle and the lock; later appends raise SessionClosed. Idempotent."""
         with self._lock:
             fd, self._fd = self._fd, None
-            if fd is not None and os.getpid() == self._pid:
+            _open_sessions.discard(self)
+            if fd is not None:
                 os.close(fd)
 
     def __enter__(self) -> "Session":
@@ -564,7 +718,7 @@ class Session:
 
     def __del__(self) -> None:
         with contextlib.suppress(Exception):
-            if self._fd is not None and os.getpid() == self._pid:
+            if self._fd is not None:
                 os.close(self._fd)
                 self._fd = None
 
@@ -601,18 +755,19 @@ class Session:
             ts = now_ts()
             self._write_line(fd, size, envelope_line(id_, type_, ts, payload_json), force_fsync)
             self._state.apply(id_, type_, ts, payload)
+            self._appended_at[id_] = len(self._appended)
             self._appended.append(Event(id_, type_, ts, 1, payload))
             return id_
 
     def _writable_fd(self) -> Tuple[int, int]:
         """The descriptor and its size, if appending is still safe; else the reason it is not."""
-        if self._fd is None:
-            raise SessionClosed(f"{self._path}: the session is closed; open it again with Session.load")
-        if os.getpid() != self._pid:
+        if os.getpid() != self._pid:  # first: the fork hook closed the child's descriptor
             raise SessionBroken(
                 f"{self._path}: this session belongs to process {self._pid} and cannot append from "
                 "a forked child; load the transcript in the child once the parent has closed it"
             )
+        if self._fd is None:
+            raise SessionClosed(f"{self._path}: the session is closed; open it again with Session.load")
         if self._broken is not None:
             raise SessionBroken(f"{self._path}: {self._broken}")
         st = os.fstat(self._fd)

@@ -5,6 +5,7 @@
 //! references (plus an elision stub's place), pending operations are the lines
 //! that dispatched them. `py_build` turns the survivors into Python objects.
 
+use std::collections::hash_map::Entry;
 use std::collections::{HashMap, HashSet};
 
 use crate::error::{CoreFailure, FailureKind};
@@ -81,7 +82,9 @@ pub struct Fold {
     waiting_by_call: HashMap<String, Vec<String>>,
     pub sections: Vec<SectionRef>,
     section_digests: HashSet<String>,
-    seen_ids: HashSet<String>,
+    /// Every envelope id -> its index in `events` (also the duplicate-id check):
+    /// `Session.message_extra` finds a line by id without reading the file again.
+    pub envelope_at: HashMap<String, usize>,
 }
 
 fn fail(kind: FailureKind, rec: &Record, reason: impl Into<String>) -> CoreFailure {
@@ -110,7 +113,7 @@ impl Fold {
         let expected_lines = usize::try_from(size / 2048).unwrap_or(0).min(1 << 22);
         Fold {
             index: Some(HashMap::new()),
-            seen_ids: HashSet::with_capacity(expected_lines),
+            envelope_at: HashMap::with_capacity(expected_lines),
             ..Default::default()
         }
     }
@@ -199,7 +202,10 @@ impl Fold {
             });
         }
         // One hash per line: the reference adds the id before its fold check too.
-        if !self.seen_ids.insert(rec.id.clone()) {
+        let next = self.events.len();
+        if let Entry::Vacant(slot) = self.envelope_at.entry(rec.id.clone()) {
+            slot.insert(next);
+        } else {
             return Err(fail(
                 FailureKind::Corrupt,
                 &rec,
@@ -223,7 +229,21 @@ impl Fold {
             | Body::Compaction(Err(r))
             | Body::Elision(Err(r))
             | Body::Dispatched(Err(r))
-            | Body::Settled(Err(r)) => corrupt(r),
+            | Body::Settled(Err(r))
+            | Body::Rewind(Err(r)) => corrupt(r),
+            Body::Rewind(Ok(Some(to))) => {
+                if self.position(to).is_none() {
+                    return Err(fail(
+                        FailureKind::Dangling,
+                        rec,
+                        format!(
+                            "rewind to-id {} names no message in the live conversation",
+                            show(to)
+                        ),
+                    ));
+                }
+                Ok(())
+            }
             Body::Compaction(Ok(c)) => {
                 if self.position(&c.through).is_none() {
                     return Err(fail(
@@ -331,6 +351,15 @@ impl Fold {
                 });
                 kept.extend(rest);
                 self.live = kept;
+                self.index = None;
+            }
+            Body::Rewind(Ok(to)) => {
+                // SPEC 10.1: the live list ends with `to` (None: nothing is left).
+                let keep = match to {
+                    None => 0,
+                    Some(to) => self.position(&to).map_or(self.live.len(), |i| i + 1),
+                };
+                self.live.truncate(keep);
                 self.index = None;
             }
             Body::Elision(Ok(items)) => {

@@ -112,6 +112,24 @@ mod tests {
     }
 
     #[test]
+    fn rewinds_cut_the_live_list() {
+        let data = [
+            meta(),
+            line("s", "message", r#"{"role":"system","sysprompt":true}"#),
+            line("a", "message", r#"{"role":"user"}"#),
+            line("b", "message", r#"{"role":"user"}"#),
+            line("w1", "rewind", r#"{"to-id":"a"}"#),
+            line("c", "message", r#"{"role":"user"}"#),
+        ]
+        .concat();
+        let f = run(&data).unwrap();
+        assert_eq!(live_ids(&f), vec!["s", "a", "c"]);
+        assert_eq!(f.envelope_at.get("b"), Some(&3));
+        let all = data + &line("w2", "rewind", r#"{"to-id":null}"#);
+        assert!(run(&all).unwrap().live.is_empty());
+    }
+
+    #[test]
     fn refuses_with_the_reference_reasons() {
         let cases: Vec<(String, FailureKind, u64, &str)> = vec![
             (String::new(), FailureKind::NotATranscript, 0, "the file is empty"),
@@ -127,6 +145,9 @@ mod tests {
             (meta() + &line("d", "tool-dispatched", r#"{"call-id":"c","tool":"t"}"#) + &line("x", "tool-settled", r#"{"op-id":"d","outcome":"completed","artifact":{"file":".."}}"#), FailureKind::Corrupt, 3, "artifact file '..' is not a file name"),
             (meta() + &line("g", "grants", r#"{"grants":[]}"#), FailureKind::Corrupt, 2, "grants payload has no object under grants"),
             (meta() + "\n[1]", FailureKind::Corrupt, 3, "not an envelope: a JSON array, not an object"),
+            (meta() + &line("w", "rewind", "{}"), FailureKind::Corrupt, 2, "rewind has no to-id"),
+            (meta() + &line("w", "rewind", r#"{"to-id":1}"#), FailureKind::Corrupt, 2, "rewind to-id is neither a string nor null"),
+            (meta() + &line("w", "rewind", r#"{"to-id":"q"}"#), FailureKind::Dangling, 2, "rewind to-id q names no message in the live conversation"),
         ];
         for (data, kind, line_no, reason) in cases {
             assert_eq!(

@@ -46,6 +46,8 @@ pub enum Body {
     Dispatched(Result<String, &'static str>),
     Settled(Result<SettledFacts, &'static str>),
     RunContext(Vec<Section>),
+    /// `to-id`: `None` for null (SPEC 10.1: nothing live is left).
+    Rewind(Result<Option<String>, &'static str>),
     /// `session-meta` and every type the fold leaves alone.
     Other,
 }
@@ -91,8 +93,9 @@ thread_local! {
     static FIELDS: std::cell::Cell<Vec<Entry>> = const { std::cell::Cell::new(Vec::new()) };
 }
 
-const KNOWN_TYPES: [&str; 8] = [
+const KNOWN_TYPES: [&str; 9] = [
     "session-meta",
+    "rewind",
     "message",
     "grants",
     "compaction",
@@ -147,7 +150,13 @@ fn body_of(raw: &[u8], type_: &str, entries: &[Entry]) -> Body {
     match type_ {
         "message" => Body::Message(match get("role") {
             Some(role) if role.kind == Kind::String => Ok(MessageFacts {
-                tool_call_id: text(get("tool_call_id")),
+                // Only a `tool` message answers a call (SPEC 2.6): a `tool_call_id` on any
+                // other role never turns a dispatched operation into `result-recorded`.
+                tool_call_id: if json_view::text(raw, role).as_deref() == Some("tool") {
+                    text(get("tool_call_id"))
+                } else {
+                    None
+                },
                 sticky: json_view::is_true(raw, get("sticky"))
                     || json_view::is_true(raw, get("sysprompt"))
                     || json_view::is_set(get("depth")),
@@ -171,6 +180,13 @@ fn body_of(raw: &[u8], type_: &str, entries: &[Entry]) -> Body {
         }),
         "tool-settled" => Body::Settled(settled(raw, entries)),
         "run-context" => Body::RunContext(sections(raw, get("sections"))),
+        "rewind" => Body::Rewind(match get("to-id") {
+            None => Err("rewind has no to-id"),
+            Some(to) if to.kind == Kind::Null => Ok(None),
+            Some(to) => json_view::text(raw, to)
+                .map(|t| Some(t.into_owned()))
+                .ok_or("rewind to-id is neither a string nor null"),
+        }),
         _ => Body::Other,
     }
 }

@@ -81,3 +81,18 @@ def child_env(backend: str, extra: Optional[Dict[str, str]] = None) -> Dict[str,
 
 def cli_argv(*args: str) -> List[str]:
     return [sys.executable, "-m", "llm_agent_session", *args]
+
+
+def read_pty(master: int) -> bytes:
+    """Everything written to a pseudo-terminal until its last writer closes it; closes `master`."""
+    chunks = []
+    while True:
+        try:
+            data = os.read(master, 1 << 16)
+        except OSError:  # EIO: every writer closed the terminal
+            break
+        if not data:
+            break
+        chunks.append(data)
+    os.close(master)
+    return b"".join(chunks)

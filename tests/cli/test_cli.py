@@ -16,7 +16,7 @@ import pytest
 
 from llm_agent_session import Session, user_message
 
-from cli_support import LONG_RESULT, child_env, cli_argv
+from cli_support import LONG_RESULT, child_env, cli_argv, read_pty
 
 ESC = "\x1b["
 
@@ -87,8 +87,8 @@ def test_peek_reports_meta_counts_live_messages_and_pending_operations(cli, tran
     assert "clean" in r.stdout and ESC not in r.stdout
     r = cli("peek", transcript.path, "--json")
     report = json.loads(r.stdout)
-    assert report["counts"]["compaction"] == 1 and report["live-messages"] == 8
-    states = {op["call-id"]: op["state"] for op in report["pending-tool-operations"]}
+    assert report["counts"]["compaction"] == 1 and report["live_messages"] == 8
+    states = {op["call_id"]: op["state"] for op in report["pending_tool_operations"]}
     assert states == {"call_4": "result-recorded", "call_5": "dispatched"}
     assert read(transcript.path) == before
 
@@ -98,7 +98,7 @@ def test_peek_shows_a_torn_tail_and_never_writes(cli, transcript):
     before = read(transcript.path)
     r = cli("peek", transcript.path, "--json")
     assert r.returncode == 0
-    assert json.loads(r.stdout)["pending-bytes"] == torn
+    assert json.loads(r.stdout)["pending"] == torn
     r = cli("peek", transcript.path)
     assert f"{torn:,} bytes of an unfinished last line" in r.stdout
     assert read(transcript.path) == before
@@ -230,7 +230,7 @@ def test_show_piped_into_head_exits_quietly(backend_name, tmp_path):
 
 def test_check_exit_codes(cli, transcript, tmp_path):
     r = cli("check", transcript.path)
-    assert r.returncode == 0 and "loads clean" in r.stdout and "private copy" in r.stdout
+    assert r.returncode == 0 and "loads clean" in r.stdout and "checked read-only" in r.stdout
 
     torn_path = str(tmp_path / "torn.jsonl")
     shutil.copyfile(transcript.path, torn_path)
@@ -247,8 +247,8 @@ def test_check_exit_codes(cli, transcript, tmp_path):
     before = read(bad_path)
     r = cli("check", bad_path)
     assert r.returncode == 2, r.stdout + r.stderr
-    assert "CorruptTranscript" in r.stdout and f"line 3, byte offset {offset}" in r.stdout
-    assert bad_path in r.stdout and "llm-agent-session-cli-" not in r.stdout  # names the user's file
+    assert "CorruptTranscript" in r.stdout and f"line 3, byte offset {offset:,}" in r.stdout
+    assert f"llm-agent-session salvage {bad_path}" in r.stdout and "Session." not in r.stdout
     assert read(bad_path) == before
 
     r = cli("check", not_a_transcript(tmp_path))
@@ -326,15 +326,15 @@ def test_stats(cli, transcript):
     lines = read(transcript.path).splitlines()
     assert sum(t["lines"] for t in s["types"].values()) == len(lines)
     assert sum(t["bytes"] for t in s["types"].values()) == os.path.getsize(transcript.path)
-    assert s["other-bytes"] == 0
+    assert s["other_bytes"] == 0
     assert s["roles"] == {"assistant": 5, "system": 1, "tool": 4, "user": 2}
     bash = s["tools"]["bash"]
     assert bash["count"] == 3 and bash["outcomes"] == {"completed": 2, "pending": 1}
-    assert bash["median-duration"] == pytest.approx(2.0) and bash["p95-duration"] == pytest.approx(2.45)
+    assert bash["median_duration"] == pytest.approx(2.0) and bash["p95_duration"] == pytest.approx(2.45)
     assert s["tools"]["grep"]["outcomes"] == {"failed": 1}
-    assert s["compactions"] == {"count": 1, "fallbacks": 1, "tokens-before": 5200, "tokens-after": 310}
+    assert s["compactions"] == {"count": 1, "fallbacks": 1, "tokens_before": 5200, "tokens_after": 310}
     assert s["elided"]["items"] == 1 and s["elided"]["chars"] == len("SECRET-BUILD-LOG " * 200) - len("[elided: 3,400 chars of build log]")
-    assert s["artifacts"] == {"count": 1, "bytes": 20000, "chars": 19000, "elided-chars": 9000}
+    assert s["artifacts"] == {"count": 1, "bytes": 20000, "chars": 19000, "elided_chars": 9000}
     r = cli("stats", transcript.path)
     assert "p95" in r.stdout and "5,200 → 310 tokens" in r.stdout
     r = cli("stats", os.devnull)
@@ -447,18 +447,8 @@ def test_progress_bar_only_on_a_tty(backend_name, transcript):
     )
     proc = subprocess.Popen([sys.executable, "-c", code], stderr=slave, env=env)
     os.close(slave)
-    chunks = []
-    while True:
-        try:
-            data = os.read(master, 4096)
-        except OSError:
-            break
-        if not data:
-            break
-        chunks.append(data)
+    shown = read_pty(master).decode("utf-8", "replace")
     proc.wait(timeout=10)
-    os.close(master)
-    shown = b"".join(chunks).decode("utf-8", "replace")
     assert "reading big.jsonl" in shown and "40%" in shown
 
 

@@ -3,9 +3,12 @@ conversation, and a screenshot is written under the test's temp dir."""
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import subprocess
+from html.parser import HTMLParser
+from typing import Any, Dict
 
 import pytest
 
@@ -13,6 +16,7 @@ CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 
 
 def chromium(*args: str, cwd: str) -> subprocess.CompletedProcess:
+    assert CHROMIUM is not None
     return subprocess.run(
         [CHROMIUM, "--headless", "--no-sandbox", "--disable-gpu", "--no-first-run", "--disable-dev-shm-usage",
          f"--user-data-dir={os.path.join(cwd, 'chromium-profile')}", *args],
@@ -51,3 +55,88 @@ def test_html_export_renders_in_headless_chromium(cli, transcript, tmp_path):
     assert r.returncode == 0, r.stderr[-2000:]
     data = shot.read_bytes()
     assert data[:8] == b"\x89PNG\r\n\x1a\n" and len(data) > 10_000
+
+
+# ------------------------------------------------------------------ hostile payloads (issue #11)
+
+# Each payload, if it ever ran, marks the page; "EXEC" + "UTED" is built at run time, so
+# the marker appears in the DOM only if a script ran (the escaped payload text holds the two halves).
+RUN = "document.documentElement.setAttribute('data-pwned','EXEC'+'UTED')"
+PAYLOADS = [
+    f"<script>{RUN}</script>",
+    f'<img src=x onerror="{RUN}">',
+    f"\"'><svg onload=\"{RUN}\">",
+    f"</pre></details></article><script>{RUN}</script>",
+    f"<iframe srcdoc=\"<script>parent.{RUN}</script>\"></iframe>",
+    "\x1b[2J\u202e<b>bidi</b>",
+]
+P = "".join(PAYLOADS)
+
+
+def hostile_html_transcript(path: str) -> None:
+    from llm_agent_session import Session
+
+    call: Dict[str, Any] = {"id": "call" + P, "type": "function", "function": {"name": "tool" + P, "arguments": json.dumps({"q": P})}}
+    with Session.create(path, {"agent" + P: P}) as s:
+        s.append_message({"role": "system" + P, "content": "compacted away", "name": "n" + P})
+        s.append_compaction(P, s.message_ids[0], 10, 5)
+        s.append_message({"role": "system" + P, "content": P, "name": "n" + P})
+        s.append_message({"role": "user", "content": [
+            {"type": "text", "text": P},
+            {"type": "image_url", "image_url": {"url": f"javascript:{RUN}"}},
+            {"type": "image_url", "image_url": f"javascript:{RUN}//" + P},
+            {"type": "other" + P, "value": P},
+        ]}, extra={"x" + P: P})
+        s.append_message({"role": "assistant", "content": P, "tool_calls": [call]})
+        s.append_tool_dispatched(call["id"], "tool" + P, {"q": P})
+        s.append_message({"role": "tool", "tool_call_id": call["id"], "content": P * 3})
+        s.append_message({"role": "tool", "tool_call_id": "c" + P, "content": P})
+        s.append_elision([(s.message_ids[-1], P)])
+
+
+class Elements(HTMLParser):
+    """Every element and attribute the browser built."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.tags: list = []
+
+    def handle_starttag(self, tag, attrs):
+        self.tags.append((tag, dict(attrs)))
+
+
+def elements(html: str) -> list:
+    parser = Elements()
+    parser.feed(html)
+    return parser.tags
+
+
+@pytest.mark.skipif(CHROMIUM is None, reason="Debian's chromium is not installed (apt-get install -y chromium)")
+def test_html_export_runs_no_script_from_any_field(cli, tmp_path):
+    path = str(tmp_path / "hostile.jsonl")
+    hostile_html_transcript(path)
+    out = tmp_path / "hostile.html"
+    r = cli("export", path, "--format", "html", "-o", str(out))
+    assert r.returncode == 0, r.stderr
+
+    # The detector works: the same payloads in a page that does not escape them do run.
+    control = tmp_path / "control.html"
+    control.write_text(f"<!DOCTYPE html><html><body>{P}</body></html>", encoding="utf-8")
+    dom = chromium("--dump-dom", control.as_uri(), cwd=str(tmp_path))
+    assert 'data-pwned="EXECUTED"' in dom.stdout, dom.stdout[:2000]
+
+    dom = chromium("--dump-dom", out.as_uri(), cwd=str(tmp_path))
+    assert dom.returncode == 0, dom.stderr[-2000:]
+    html = dom.stdout
+    assert "EXECUTED" not in html
+    built = elements(html)
+    assert [t for t, _ in built if t == "script"] == ["script"]  # only the page's own
+    assert not [t for t, _ in built if t in ("img", "svg", "iframe", "b", "a", "object", "embed")]
+    assert not [(t, a) for t, a in built for k in a if k.startswith("on")]
+    assert not [(t, a) for t, a in built for v in a.values() if v and "javascript:" in v]
+    # Every payload is on the page as text, in every field: meta, roles, names, tool names,
+    # call ids, arguments, content parts, image URLs, results, summaries, stubs, extras.
+    shown = html.count("&lt;script&gt;")
+    assert shown >= 15, shown
+    assert "javascript:document.documentElement" in html  # the image URL, as text
+    assert "\u202e" not in html and "&lt;U+202E&gt;" in html

@@ -8,7 +8,7 @@ is what makes "the state after an append equals a load of the same file" true.
 
 from __future__ import annotations
 
-from typing import Any, Dict, Iterable, List, MutableMapping, Optional, Tuple
+from typing import Any, Dict, Iterable, List, Mapping, MutableMapping, Optional, Tuple, cast
 
 from ..messages import Message, PendingToolOperation
 
@@ -75,6 +75,7 @@ class FoldState:
         "waiting_by_call",
         "sections",
         "section_lines",
+        "envelope_at",
     )
 
     def __init__(self) -> None:
@@ -89,6 +90,9 @@ class FoldState:
         # digest -> text, from lines that carry it (after a native load: built on access)
         self.sections: MutableMapping[str, str] = {}
         self.section_lines: Dict[str, str] = {}  # digest -> id of the first line carrying it
+        # envelope id -> its index in the events replay read (after a native load: a
+        # native map); what Session.message_extra finds a line by
+        self.envelope_at: Mapping[str, int] = {}
 
     @classmethod
     def from_parts(
@@ -101,6 +105,7 @@ class FoldState:
         settled: Iterable[str],
         sections: MutableMapping[str, str],
         section_lines: Dict[str, str],
+        envelope_at: Mapping[str, int],
     ) -> "FoldState":
         """The state a replay done elsewhere (the native core) ended in."""
         state = cls()
@@ -116,6 +121,7 @@ class FoldState:
                 state.waiting_by_call.setdefault(op.call_id, []).append(op.op_id)
         state.sections = sections
         state.section_lines = section_lines
+        state.envelope_at = envelope_at
         return state
 
     # -- lookups -------------------------------------------------------------------------
@@ -159,6 +165,19 @@ class FoldState:
                         "dangling",
                         f"elision names {item['id'][:80]}, which is not in the live conversation",
                     )
+        elif type_ == "rewind":
+            if "to-id" not in payload:
+                raise FoldProblem("corrupt", "rewind has no to-id")
+            to_id = payload["to-id"]
+            if to_id is None:
+                return
+            if not isinstance(to_id, str):
+                raise FoldProblem("corrupt", "rewind to-id is neither a string nor null")
+            if self.position(to_id) is None:
+                raise FoldProblem(
+                    "dangling",
+                    f"rewind to-id {to_id[:80]} names no message in the live conversation",
+                )
         elif type_ == "tool-dispatched":
             if not isinstance(payload.get("call-id"), str):
                 raise FoldProblem("corrupt", "tool-dispatched has no string call-id")
@@ -196,7 +215,8 @@ class FoldState:
             self.ids.append(id_)
             self.messages.append(msg)
             call_id = msg.tool_call_id
-            if isinstance(call_id, str) and call_id in self.waiting_by_call:
+            # Only a `tool` message answers a call (SPEC 2.6).
+            if msg.role == "tool" and isinstance(call_id, str) and call_id in self.waiting_by_call:
                 for op_id in self.waiting_by_call.pop(call_id):
                     op = self.pending.get(op_id)
                     if op is not None:
@@ -211,6 +231,13 @@ class FoldState:
                 + [Message("user", payload["summary"])]
                 + self.messages[cut + 1 :]
             )
+            self.index = None
+        elif type_ == "rewind":
+            # SPEC 10.1: the live list ends with `to-id` (null: nothing is left).
+            to_id = payload["to-id"]
+            end = 0 if to_id is None else cast(int, self.position(to_id)) + 1
+            del self.ids[end:]
+            del self.messages[end:]
             self.index = None
         elif type_ == "elision":
             for item in payload["items"]:

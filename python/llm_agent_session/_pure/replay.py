@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any, List, Tuple
+from typing import Any, Dict, List, Tuple
 
 from ..errors import CoreFailure
 from ..messages import Event
@@ -24,7 +24,7 @@ def duplicate_reason(id_: str) -> str:
 def _replay(buf: Any, size: int) -> Tuple[FoldState, List[Event]]:
     state = FoldState()
     events: List[Event] = []
-    seen = set()
+    seen: Dict[str, int] = {}  # id -> index in events: duplicates, and Session.message_extra
     pos = 0
     line_no = 0
     find = buf.find
@@ -56,7 +56,7 @@ def _replay(buf: Any, size: int) -> Tuple[FoldState, List[Event]]:
                 state.meta = payload
             if id_ in seen:
                 raise CoreFailure("corrupt", line_no, pos, duplicate_reason(id_))
-            seen.add(id_)
+            seen[id_] = len(events)
             try:
                 state.check(type_, payload)
             except FoldProblem as p:
@@ -67,6 +67,7 @@ def _replay(buf: Any, size: int) -> Tuple[FoldState, List[Event]]:
     if not events:
         reason = "the file is empty" if size == 0 else "the file holds only blank lines"
         raise CoreFailure("not-a-transcript", 0, 0, reason)
+    state.envelope_at = seen
     return state, events
 
 

@@ -6,7 +6,9 @@ Lines and bytes by type; messages by role; how many messages replay would give
 then the summary, then the rest); and the ``tool-dispatched`` operations without a
 ``tool-settled``, each with whether a message answered it (SPEC 2.6). Lenient, like peek: a value of the wrong
 type is passed over rather than refused; only a compaction naming nothing in the
-live conversation stops the count, since the count would be wrong past it.
+live conversation (or a rewind naming nothing live, or without a string or null
+``to-id``) stops the count, since the count would be wrong past it. A rewind cuts the
+live list back to its ``to-id`` (SPEC 10.1).
 """
 
 from __future__ import annotations
@@ -23,8 +25,9 @@ class SurveyCounts(NamedTuple):
     types: List[Tuple[str, int, int]]  # (type, lines, bytes with newlines), in first-appearance order
     roles: List[Tuple[str, int]]  # messages with a string role, per role, in first-appearance order
     live: int  # messages replay would give; meaningless when `problem` is set
-    problem: Optional[int]  # the first compaction naming nothing live
+    problem: Optional[int]  # the first compaction or rewind naming nothing live
     open: List[Tuple[int, bool]]  # (dispatch, answered by a message), in first-dispatch order
+    rewound: List[Tuple[int, int]]  # (message or summary, the rewind that cut it), in cut order
 
 
 def _string(payload: Dict[str, Any], key: str) -> Optional[str]:
@@ -35,7 +38,8 @@ def _string(payload: Dict[str, Any], key: str) -> Optional[str]:
 def survey(events: Sequence[Event], spans: Sequence[Span]) -> SurveyCounts:
     types: Dict[str, List[int]] = {}  # type -> [lines, bytes]
     roles: Dict[str, int] = {}
-    live: List[Tuple[str, bool]] = []  # (id, sticky)
+    live: List[Tuple[str, bool, int]] = []  # (id, sticky, envelope index)
+    rewound: List[Tuple[int, int]] = []
     position: Dict[str, int] = {}
     problem: Optional[int] = None
     open_ops: Dict[str, List[Any]] = {}  # op id -> [index, call id, answered]; dict order = first dispatch
@@ -53,8 +57,8 @@ def survey(events: Sequence[Event], spans: Sequence[Span]) -> SurveyCounts:
             roles[role] = roles.get(role, 0) + 1
             sticky = p.get("sticky") is True or p.get("sysprompt") is True or p.get("depth") is not None
             position[e.id] = len(live)
-            live.append((e.id, sticky))
-            answers = _string(p, "tool_call_id")
+            live.append((e.id, sticky, index))
+            answers = _string(p, "tool_call_id") if role == "tool" else None  # SPEC 2.6
             if answers is not None:
                 for op_id in waiting.pop(answers, ()):
                     op = open_ops.get(op_id)
@@ -69,18 +73,32 @@ def survey(events: Sequence[Event], spans: Sequence[Span]) -> SurveyCounts:
             settles = _string(e.payload, "op-id")
             if settles is not None:
                 open_ops.pop(settles, None)
+        elif type_ == "rewind" and problem is None:
+            p = e.payload
+            to_id = p.get("to-id", ())  # () stands for a missing key: load refuses it
+            if to_id is None:
+                end = 0
+            elif isinstance(to_id, str) and to_id in position:
+                end = position[to_id] + 1
+            else:
+                problem = index
+                continue
+            rewound.extend((at, index) for _, _, at in live[end:])
+            del live[end:]
+            position = {id_: k for k, (id_, _, _) in enumerate(live)}
         elif type_ == "compaction" and problem is None:
             through = _string(e.payload, "replaces-through-id")
             cut = position.get(through) if through is not None else None
             if cut is None:
                 problem = index
                 continue
-            live = [x for x in live[: cut + 1] if x[1]] + [(e.id, False)] + live[cut + 1 :]
-            position = {id_: k for k, (id_, _) in enumerate(live)}
+            live = [x for x in live[: cut + 1] if x[1]] + [(e.id, False, index)] + live[cut + 1 :]
+            position = {id_: k for k, (id_, _, _) in enumerate(live)}
     return SurveyCounts(
         [(t, lines, size) for t, (lines, size) in types.items()],
         list(roles.items()),
         len(live),
         problem,
         [(index, answered) for index, _, answered in open_ops.values()],
+        rewound,
     )

@@ -1,76 +1,94 @@
 """``check``: a read-only verdict on what ``Session.load`` would do, with exit codes.
 
-The verdict comes from loading a private copy, since load itself repairs: the copy gives
-the exact error (line, byte offset) and the exact size of the repair, and the file the
-user named is never opened for writing.
+The verdict comes from load's own tail check and replay run read-only on the file
+(``verdict.py``): no copy, no lock, nothing written, so a 256 MB transcript checks with
+no free space at all, and a torn tail is reported exactly as ``repair`` would remove it.
 """
 
 from __future__ import annotations
 
 import argparse
-import os
+from dataclasses import asdict
+from typing import Any, Dict
 
-from .. import CorruptTranscript, NotATranscript, Session, SessionLocked, TranscriptError, UnsupportedVersion
-from .output import Out, human_bytes
+from .advice import command, error_text, recovery
+from .output import Out, count, human_bytes
 from .progress import Progress
-from .reading import load_error_text, peek, private_copy, require_file
+from .reading import require_file
+from .verdict import CLEAN, NOT_A_TRANSCRIPT, WOULD_FAIL, WOULD_REPAIR, Verdict, verdict
 
-CLEAN, WOULD_REPAIR, WOULD_FAIL, NOT_A_TRANSCRIPT = 0, 1, 2, 3
+VERDICTS = {CLEAN: "loads clean", WOULD_REPAIR: "would repair", WOULD_FAIL: "would fail", NOT_A_TRANSCRIPT: "not a transcript"}
+
+
+def report(path: str, v: Verdict) -> Dict[str, Any]:
+    """The --json form of a verdict (keys as the Python API spells them)."""
+    out: Dict[str, Any] = {"path": path, "size": v.size, "exit_code": v.code, "verdict": VERDICTS[v.code]}
+    out["torn"] = None if v.torn is None else {
+        "line": v.torn.line, "offset": v.torn.cut, "bytes": v.torn.removed, "excerpt": v.torn.excerpt,
+    }
+    out["adds_newline"] = v.adds_newline
+    e = v.error
+    out["error"] = None if e is None else {
+        "type": type(e).__name__,
+        "line": getattr(e, "line", None),
+        "offset": getattr(e, "offset", None),
+        "reason": getattr(e, "reason", None) or str(e),
+        "message": error_text(e, path),
+    }
+    if v.code in (CLEAN, WOULD_REPAIR):
+        out["live_messages"] = v.messages  # as peek and its survey name it
+        out["pending_tool_operations"] = [asdict(op) for op in v.pending]  # as peek --json lists them
+    out["notes"] = list(v.notes)
+    return out
+
+
+def torn_text(v: Verdict) -> str:
+    """The torn line as ``repair`` would report removing it."""
+    t = v.torn
+    assert t is not None
+    return (f"a torn last line of {count(t.removed)} bytes (line {count(t.line)}, from byte {count(t.cut)} "
+            f"to the end, starting {t.excerpt[:60]!r})")
 
 
 def run(args: argparse.Namespace, out: Out) -> int:
     path = args.file
-    require_file(path)
-    view = peek(path)
-    if "error" in view:
-        out.line(("not a transcript", "error"), f": {path}: {view['error']}")
-        return NOT_A_TRANSCRIPT
-    with private_copy(path) as copy:
-        before = os.path.getsize(copy)
-        try:
-            with Progress(f"checking {path} ({human_bytes(before)})"):
-                session = Session.load(copy)
-        except NotATranscript as e:
-            out.line(("not a transcript", "error"), ": " + load_error_text(e, path, copy))
-            return NOT_A_TRANSCRIPT
-        except (CorruptTranscript, UnsupportedVersion) as e:
-            after = os.path.getsize(copy) if os.path.exists(copy) else before
-            out.line(("would fail", "error"), f": Session.load would raise {type(e).__name__}")
-            if e.line is not None:
-                out.line(f"  at line {e.line}, byte offset {e.offset}: {e.reason}")
-            out.line("  " + load_error_text(e, path, copy))
-            out.line(f"  to recover: llm-agent-session salvage {path} NEW.jsonl (every line that parses), "
-                     f"or llm-agent-session fork {path} NEW.jsonl --through ID (everything up to an envelope)")
-            if after < before:
-                out.line(f"  (it would first remove a torn last line of {before - after:,} bytes)")
-            out.line(("  checked on a private copy; the file was not changed", "dim"))
-            return WOULD_FAIL
-        except (SessionLocked, TranscriptError, OSError) as e:
-            out.line(("would fail", "error"), ": " + load_error_text(e, path, copy))
-            return WOULD_FAIL
-        try:
-            after = os.path.getsize(copy)
-            warnings = session.warnings
-            messages = len(session.message_ids)
-            pending = session.pending_tool_operations()
-        finally:
-            session.close()
-    code = CLEAN
-    if after < before:
-        code = WOULD_REPAIR
+    size = require_file(path)
+    try:
+        with Progress(f"checking {path} ({human_bytes(size)})"):
+            v = verdict(path)
+    except OSError as e:  # it cannot be read (or vanished): like a missing file
+        v = Verdict(NOT_A_TRANSCRIPT, size, error=e)
+    if args.json:
+        out.json(report(path, v))
+        return v.code
+    if v.code == NOT_A_TRANSCRIPT:
+        out.line(("not a transcript", "error"), ": " + error_text(v.error or Exception(), path))
+        return v.code
+    if v.code == WOULD_FAIL:
+        error = v.error
+        assert error is not None
+        out.line(("would fail", "error"), f": a load raises {type(error).__name__}")
+        if getattr(error, "line", None) is not None:
+            line, offset, reason = error.line, error.offset, error.reason  # type: ignore[attr-defined]
+            out.line(f"  at line {count(line)}, byte offset {count(offset)}: {reason}")
+            out.line("  " + recovery(error, path))
+        else:
+            out.line("  " + error_text(error, path))
+        if v.torn:
+            out.line(f"  (it would first remove {torn_text(v)})")
+        out.line(("  checked read-only; the file was not changed", "dim"))
+        return WOULD_FAIL
+    if v.code == WOULD_REPAIR:
         out.line(
             ("would repair", "warn"),
-            f": a load removes a torn last line of {before - after:,} bytes "
-            f"(llm-agent-session repair {path} does it)",
+            f": a load removes {torn_text(v)}; `{command('repair', path)}` does it",
         )
-    elif after > before:
+    elif v.adds_newline:
         out.line(("loads clean", "ok"), ": a load adds the missing final newline (no line is removed)")
     else:
         out.line(("loads clean", "ok"), f": {path}")
-    for w in warnings:
-        out.line("  ", ("on the copy, load " + load_error_text(Exception(w), path, copy), "warn"))
-    out.line(f"  {messages:,} message(s) the model would be sent; {len(pending)} pending tool operation(s)")
-    for w in view["warnings"]:
-        out.line("  ", ("peek: " + w, "dim"))
-    out.line(("  checked on a private copy; the file was not changed", "dim"))
-    return code
+    for note in v.notes:
+        out.line("  ", (note, "warn"))
+    out.line(f"  {count(v.messages)} message(s) the model would be sent; {count(len(v.pending))} pending tool operation(s)")
+    out.line(("  checked read-only; the file was not changed", "dim"))
+    return v.code

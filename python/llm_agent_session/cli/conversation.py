@@ -10,8 +10,9 @@ from dataclasses import dataclass, field
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 from .. import Event, Message
+from ..messages import MESSAGE_KEYS
+from .output import count, human_seconds
 
-MESSAGE_KEYS = ("role", "content", "tool_calls", "tool_call_id", "name", "sticky", "sysprompt", "depth")
 
 
 @dataclass
@@ -26,6 +27,47 @@ class Entry:
     compaction: Dict[str, Any] = field(default_factory=dict)  # the compaction payload, for summaries
     elided_by: Optional[str] = None  # the elision envelope whose stub is the content now
     extras: Dict[str, Any] = field(default_factory=dict)  # e.g. finish-reason
+    rewound_by: Optional[str] = None  # the rewind that cut it from the conversation (SPEC 10.1)
+
+
+@dataclass
+class RewoundGroup:
+    """The messages one rewind cut from the conversation, as they were written."""
+
+    rewind_id: str
+    ts: str
+    to_id: Optional[str]  # the live message the conversation went back to; None: to the start
+    entries: List[Entry]
+
+
+def rewound_groups(envelopes: Sequence[Event], rewound: Dict[str, str]) -> List[RewoundGroup]:
+    """Group peek's ``survey["rewound"]`` (message id -> rewind id) by rewind, each message
+    built from its own line. Only headers are read to find them, then the few lines named."""
+    if not rewound:
+        return []
+    wanted = set(rewound) | set(rewound.values())
+    at: Dict[str, int] = {}
+    for i in range(len(envelopes)):
+        id_ = envelopes[i].id
+        if id_ in wanted:
+            at[id_] = i
+    groups: Dict[str, RewoundGroup] = {}
+    for message_id, rewind_id in rewound.items():
+        group = groups.get(rewind_id)
+        if group is None:
+            r = envelopes[at[rewind_id]]
+            to = r.payload.get("to-id")
+            group = groups[rewind_id] = RewoundGroup(rewind_id, r.ts, to if isinstance(to, str) else None, [])
+        e = envelopes[at[message_id]]
+        p = e.payload
+        if e.type == "compaction":
+            entry = Entry(at[message_id], e.id, Message("user", p.get("summary")), "summary", e.ts, dict(p))
+        else:
+            entry = Entry(at[message_id], e.id, Message.from_dict(p), ts=e.ts,
+                          extras={k: v for k, v in p.items() if k not in MESSAGE_KEYS})
+        entry.rewound_by = rewind_id
+        group.entries.append(entry)
+    return list(groups.values())
 
 
 def annotate(events: Sequence[Event], ids: List[str], messages: List[Message], start: int, stop: int) -> List[Entry]:
@@ -104,6 +146,14 @@ def pretty_arguments(args: str) -> str:
 
 def envelope_summary(e: Event, width: int = 100) -> str:
     """One line saying what an envelope is about (for tail and show --raw)."""
+    try:
+        return _summary(e, width)
+    except (TypeError, AttributeError, ValueError):  # a payload of an unexpected shape
+        text = " ".join(json.dumps(e.payload, ensure_ascii=False, sort_keys=True).split())
+        return text if len(text) <= width else text[: width - 1] + "…"
+
+
+def _summary(e: Event, width: int) -> str:
     p = e.payload
 
     def cut(text: str) -> str:
@@ -125,25 +175,29 @@ def envelope_summary(e: Event, width: int = 100) -> str:
         return f"{p.get('tool')} [{p.get('call-id')}] {cut(json.dumps(args, ensure_ascii=False, sort_keys=True))}"
     if e.type == "tool-settled":
         bits = [str(p.get("outcome")), f"op {p.get('op-id')}"]
-        if "duration" in p:
-            bits.append(f"{p['duration']}s")
+        if isinstance(p.get("duration"), (int, float)) and not isinstance(p.get("duration"), bool):
+            bits.append(human_seconds(p["duration"]))
         if p.get("reason"):
             bits.append(cut(str(p["reason"])))
         return " ".join(bits)
     if e.type == "compaction":
         fb = ", fallback" if p.get("fallback") else ""
         return (
-            f"through {p.get('replaces-through-id')}: {p.get('tokens-before')} → {p.get('tokens-after')} tokens{fb}: "
+            f"through {p.get('replaces-through-id')}: {count(p.get('tokens-before'))} → {count(p.get('tokens-after'))} tokens{fb}: "
             f"{cut(str(p.get('summary', '')))}"
         )
     if e.type == "elision":
         items = p.get("items") or []
-        return f"{len(items)} item(s): " + ", ".join(str(i.get("id")) for i in items[:5] if isinstance(i, dict))
+        return f"{len(items):,} item(s): " + ", ".join(str(i.get("id")) for i in items[:5] if isinstance(i, dict))
     if e.type == "grants":
         return cut(json.dumps(p.get("grants"), ensure_ascii=False, sort_keys=True))
+    if e.type == "rewind":
+        to = p.get("to-id")
+        return "back to the start: no message is left in the conversation" if to is None else (
+            f"back to {to}: the messages after it leave the conversation (they stay in the file)")
     if e.type == "run-context":
         names = [str(s.get("name")) for s in p.get("sections") or () if isinstance(s, dict)]
-        return f"sections {', '.join(names)}; {len(p.get('facts') or [])} fact(s)"
+        return f"sections {', '.join(names)}; {len(p.get('facts') or []):,} fact(s)"
     return cut(json.dumps(p, ensure_ascii=False, sort_keys=True))
 
 

@@ -6,8 +6,9 @@ import argparse
 import os
 import sys
 
-from .conversation import annotate
-from .output import CliError, Out
+from .. import Session
+from .conversation import annotate, rewound_groups
+from .output import CliError, Out, visible
 from .reading import open_read_only
 
 
@@ -22,6 +23,12 @@ def run(args: argparse.Namespace, out: Out) -> int:
             entries = annotate(s.events, ids, messages, 0, len(ids))
         pending = s.pending_tool_operations()
         note = opened.note
+    rewound = []
+    if args.format == "html":
+        # What rewinds cut stays on the page, marked (SPEC 10.1: nothing is ever deleted).
+        view = Session.peek(args.file, survey=True)
+        if "survey" in view and "error" not in view:
+            rewound = rewound_groups(view["envelopes"], view["survey"]["rewound"])
     limit = 0 if args.full else args.max_chars
     if args.format == "openai":
         from .export_openai import render as render_openai
@@ -34,7 +41,7 @@ def run(args: argparse.Namespace, out: Out) -> int:
     else:
         from .export_html import render as render_html
 
-        text = render_html(args.file, meta, entries, pending, limit)
+        text = render_html(args.file, meta, entries, pending, limit, rewound)
     if args.output in (None, "-"):
         out.stream.write(text)
     else:
@@ -45,7 +52,8 @@ def run(args: argparse.Namespace, out: Out) -> int:
             raise CliError(f"{args.output}: already exists; name a new file (export never overwrites)", 1) from None
         except OSError as e:
             raise CliError(f"{args.output}: cannot write it ({e.strerror})", 1) from None
-        print(f"wrote {args.output} ({os.path.getsize(args.output):,} bytes, {len(messages)} messages)", file=sys.stderr)
+        print(visible(f"wrote {args.output} ({os.path.getsize(args.output):,} bytes, {len(messages):,} messages)"),
+              file=sys.stderr)
     if note:
-        print(f"llm-agent-session export: {note}", file=sys.stderr)
+        print(visible(f"llm-agent-session export: {note}"), file=sys.stderr)
     return 0

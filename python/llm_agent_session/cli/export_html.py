@@ -6,12 +6,13 @@ compaction summaries and elision stubs are boxed and labelled as what they are.
 
 from __future__ import annotations
 
-import json
+import base64
+import hashlib
 from html import escape
-from typing import Any, Dict, List
+from typing import Any, Dict, List, Sequence
 
-from .conversation import Entry, content_text, pretty_arguments, tool_call_parts
-from .output import shorten
+from .conversation import Entry, RewoundGroup, content_text, pretty_arguments, tool_call_parts
+from .output import count, json_text, shorten, visible
 
 CSS = """
 :root { --fg:#1d1f23; --muted:#6a6f78; --line:#dcdfe4; --bg:#fbfbfc; }
@@ -39,6 +40,9 @@ details[open].tool-result .preview { display: none; }
 .compaction-note { background: #dbe6ff; color: #143d73; }
 .elision-note { background: #fde8e8; color: #8a1c1c; }
 .elided .content, .elided pre { color: #8a1c1c; font-style: italic; }
+.rewound { opacity: .7; border-style: dashed; }
+.rewound-note { background: #f0f0f0; color: #444; }
+.rewound-group { margin: .6rem 0; }
 .pending { background: #fff7e0; border: 1px solid #e0b000; border-radius: 6px; padding: .5rem .9rem; }
 @media print {
   body { background: #fff; margin: 0; max-width: none; }
@@ -50,44 +54,70 @@ details[open].tool-result .preview { display: none; }
 
 # Printing shows collapsed <details> open (no network: this is the page's only script).
 SCRIPT = "window.addEventListener('beforeprint',function(){document.querySelectorAll('details').forEach(function(d){d.open=true;});});"
+# Defence in depth behind the escaping: the page may run only that script, load nothing
+# (no images, no fonts, no frames: a transcript cannot make the reader's browser call out).
+CSP = (
+    "default-src 'none'; style-src 'unsafe-inline'; "
+    f"script-src 'sha256-{base64.b64encode(hashlib.sha256(SCRIPT.encode()).digest()).decode()}'; "
+    "base-uri 'none'; form-action 'none'"
+)
+
+
+def esc(text: Any, multiline: bool = False) -> str:
+    """Transcript text as HTML text: escaped (quotes too), and with control, bidi and
+    invisible characters shown as ``visible`` shows them (they could reorder or hide
+    text on the page as on a terminal)."""
+    return escape(visible(str(text), multiline))
 
 
 def _pre(text: str, cls: str = "") -> str:
-    return f'<pre class="{cls}">{escape(text)}</pre>' if cls else f"<pre>{escape(text)}</pre>"
+    return f'<pre class="{cls}">{esc(text, True)}</pre>' if cls else f"<pre>{esc(text, True)}</pre>"
+
+
+def role_class(role: str) -> str:
+    """A CSS class for a role: only the four known roles get their colour."""
+    return f"role-{role}" if role in ("system", "user", "assistant", "tool") else "role-other"
 
 
 def render_entry(entry: Entry, limit: int) -> str:
     m = entry.message
-    classes = ["msg", f"role-{escape(m.role)}"]
+    classes = ["msg", role_class(m.role)]
     if entry.kind == "summary":
         classes.append("compaction")
     if entry.elided_by:
         classes.append("elided")
+    if entry.rewound_by:
+        classes.append("rewound")
     marks = [k for k, on in (("sysprompt", m.sysprompt), ("sticky", m.sticky)) if on]
     if m.depth is not None:
-        marks.append(f"depth {m.depth}")
-    head = f'<span class="role">{escape(m.role)}</span>'
+        marks.append(f"depth {count(m.depth)}")
+    head = f'<span class="role">{esc(m.role)}</span>'
     if entry.kind == "summary":
         head += ' <span class="role kind">· compaction summary</span>'
     if m.name:
-        head += f" ({escape(m.name)})"
+        head += f" ({esc(m.name)})"
     if m.tool_call_id:
-        head += f' <span class="id">← {escape(m.tool_call_id)}</span>'
+        head += f' <span class="id">← {esc(m.tool_call_id)}</span>'
     if marks:
         head += f' <span class="id">[{escape(", ".join(marks))}]</span>'
-    head += f' <span class="id">#{entry.index} {escape(entry.id)} {escape(entry.ts)}</span>'
-    parts = [f'<article class="{" ".join(classes)}" id="m-{escape(entry.id)}">', f'<div class="head">{head}</div>']
+    head += f' <span class="id">#{entry.index:,} {esc(entry.id)} {esc(entry.ts)}</span>'
+    parts = [f'<article class="{" ".join(classes)}" id="m-{esc(entry.id)}">', f'<div class="head">{head}</div>']
     if entry.kind == "summary":
         c = entry.compaction
         fb = " — fallback: the summarizer was unreachable, the middle was hard-trimmed" if c.get("fallback") else ""
         parts.append(
             f'<div class="note compaction-note">Compaction summary of the conversation through '
-            f'{escape(str(c.get("replaces-through-id")))} ({escape(str(c.get("tokens-before")))} → '
-            f'{escape(str(c.get("tokens-after")))} tokens){escape(fb)}</div>'
+            f'{esc(c.get("replaces-through-id"))} ({esc(count(c.get("tokens-before")))} → '
+            f'{esc(count(c.get("tokens-after")))} tokens){escape(fb)}</div>'
+        )
+    if entry.rewound_by:
+        parts.append(
+            f'<div class="note rewound-note">Rewound by {esc(entry.rewound_by)}: no longer in the conversation; '
+            "the line stays in the transcript file</div>"
         )
     if entry.elided_by:
         parts.append(
-            f'<div class="note elision-note">Elided by {escape(entry.elided_by)}: the content below is a stub; '
+            f'<div class="note elision-note">Elided by {esc(entry.elided_by)}: the content below is a stub; '
             "the original stays in the transcript file</div>"
         )
     text = content_text(m.content)
@@ -98,44 +128,80 @@ def render_entry(entry: Entry, limit: int) -> str:
         preview = preview if len(preview) <= 90 else preview[:89] + "…"
         parts.append(
             f'<details class="tool-result"><summary>Tool result: {len(text):,} chars{escape(note)}'
-            f' <span class="preview">{escape(preview)}</span></summary>{_pre(shown)}</details>'
+            f' <span class="preview">{esc(preview)}</span></summary>{_pre(shown)}</details>'
         )
     elif text:
-        parts.append(f'<div class="content">{escape(text)}</div>')
+        parts.append(f'<div class="content">{esc(text, True)}</div>')
     for call in m.tool_calls or ():
         call_id, name, args = tool_call_parts(call)
         parts.append(
-            f'<div class="call">→ call <span class="call-name">{escape(name)}</span> '
-            f'<span class="id">{escape(call_id)}</span>{_pre(pretty_arguments(args))}</div>'
+            f'<div class="call">→ call <span class="call-name">{esc(name)}</span> '
+            f'<span class="id">{esc(call_id)}</span>{_pre(pretty_arguments(args))}</div>'
         )
     if entry.extras:
-        extras = ", ".join(f"{k}={json.dumps(v, ensure_ascii=False)}" for k, v in sorted(entry.extras.items()))
-        parts.append(f'<div class="extras">{escape(extras)}</div>')
+        extras = ", ".join(f"{k}={json_text(v)}" for k, v in sorted(entry.extras.items()))
+        parts.append(f'<div class="extras">{esc(extras)}</div>')
     parts.append("</article>")
     return "\n".join(parts)
 
 
-def render(path: str, meta: Dict[str, Any], entries: List[Entry], pending: List[Any], limit: int) -> str:
+def render_rewound(group: RewoundGroup, limit: int) -> str:
+    """What one rewind cut, where the conversation went back from, open (not hidden)."""
+    where = f"back to {esc(group.to_id)}" if group.to_id is not None else "back to the start"
+    return "\n".join(
+        [f'<details class="rewound-group" open><summary class="sub">{len(group.entries):,} message(s) '
+         f"rewound by {esc(group.rewind_id)} at {esc(group.ts)} ({where})</summary>"]
+        + [render_entry(e, limit) for e in group.entries]
+        + ["</details>"]
+    )
+
+
+def render(
+    path: str,
+    meta: Dict[str, Any],
+    entries: List[Entry],
+    pending: List[Any],
+    limit: int,
+    rewound: Sequence[RewoundGroup] = (),
+) -> str:
     title = f"Transcript {path}"
     body = [
         "<header>",
-        f"<h1>{escape(title)}</h1>",
+        f"<h1>{esc(title)}</h1>",
         f'<div class="sub">{len(entries):,} messages, as the model would be sent them next</div>',
-        f'<details class="meta"><summary class="sub">session meta</summary>{_pre(json.dumps(meta, ensure_ascii=False, indent=2, sort_keys=True))}</details>',
+        f'<details class="meta"><summary class="sub">session meta</summary>{_pre(json_text(meta, indent=2, sort_keys=True))}</details>',
         "</header>",
         "<main>",
     ]
-    body += [render_entry(e, limit) for e in entries]
+    # A rewind's group goes right after the message the conversation went back to, when that
+    # is still live; to the top for a rewind to the start; else after the conversation.
+    live = {e.id for e in entries}
+    first: List[RewoundGroup] = []
+    after: Dict[str, List[RewoundGroup]] = {}
+    last: List[RewoundGroup] = []
+    for group in rewound:
+        if group.to_id is None:
+            first.append(group)
+        elif group.to_id in live:
+            after.setdefault(group.to_id, []).append(group)
+        else:
+            last.append(group)
+    body += [render_rewound(g, limit) for g in first]
+    for e in entries:
+        body.append(render_entry(e, limit))
+        body += [render_rewound(g, limit) for g in after.get(e.id, ())]
+    body += [render_rewound(g, limit) for g in last]
     if pending:
         body.append('<div class="pending"><strong>Pending tool operations</strong><ul>')
         for op in pending:
-            body.append(f"<li>{escape(op.tool)} [{escape(op.call_id)}]: {escape(op.state)}</li>")
+            body.append(f"<li>{esc(op.tool)} [{esc(op.call_id)}]: {esc(op.state)}</li>")
         body.append("</ul></div>")
     body.append("</main>")
     return (
         '<!DOCTYPE html>\n<html lang="en">\n<head>\n<meta charset="utf-8">\n'
         '<meta name="viewport" content="width=device-width, initial-scale=1">\n'
-        f"<title>{escape(title)}</title>\n<style>{CSS}</style>\n</head>\n<body>\n"
+        f'<meta http-equiv="Content-Security-Policy" content="{escape(CSP)}">\n'
+        f"<title>{esc(title)}</title>\n<style>{CSS}</style>\n</head>\n<body>\n"
         + "\n".join(body)
         + f"\n<script>{SCRIPT}</script>\n</body>\n</html>\n"
     )

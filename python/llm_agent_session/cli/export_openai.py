@@ -6,6 +6,7 @@ import json
 from typing import Any, Dict, List
 
 from .. import Message
+from .output import json_text
 
 
 def openai_message(m: Message) -> Dict[str, Any]:
@@ -32,4 +33,5 @@ def openai_message(m: Message) -> Dict[str, Any]:
 
 
 def render(messages: List[Message]) -> str:
-    return json.dumps([openai_message(m) for m in messages], ensure_ascii=False, indent=2) + "\n"
+    # json_text: control, bidi and invisible characters as \\u escapes (the same JSON values).
+    return json_text([openai_message(m) for m in messages], indent=2) + "\n"

@@ -4,21 +4,24 @@ from __future__ import annotations
 
 import argparse
 import os
+from typing import Optional
 
 from .. import NotATranscript, Session, SessionLocked, TranscriptError
+from .advice import error_text, fork_hint
 from .output import CliError, Out
 from .progress import Progress
 from .reading import require_file
 
 
-def _failure(e: BaseException, path: str) -> CliError:
+def _failure(e: BaseException, path: str, out: Optional[str] = None) -> CliError:
+    """The CliError for a failure about `path` (or the new file `out`)."""
     if isinstance(e, SessionLocked):
-        return CliError(f"{e} (stop the process that has it open, or wait for it to finish)", 1)
+        return CliError(f"{error_text(e, path)} (stop the process that has it open, or wait for it to finish)", 1)
     if isinstance(e, NotATranscript):
-        return CliError(str(e), 3)
+        return CliError(error_text(e, path), 3)
     if isinstance(e, FileExistsError):
-        return CliError(f"{e.filename or path}: already exists; it is never overwritten, name a new file", 1)
-    return CliError(str(e), 1)
+        return CliError(f"{e.filename or out or path}: already exists; it is never overwritten, name a new file", 1)
+    return CliError(error_text(e, path), 1)
 
 
 def repair(args: argparse.Namespace, out: Out) -> int:
@@ -45,7 +48,7 @@ def repair(args: argparse.Namespace, out: Out) -> int:
         out.line(("repaired", "warn"), f": added the missing final newline to {path}")
     else:
         out.line(("nothing to repair", "ok"), f": {path} loads clean")
-    out.line(f"  {before:,} → {after:,} bytes; {messages:,} message(s); {len(pending)} pending tool operation(s)")
+    out.line(f"  {before:,} → {after:,} bytes; {messages:,} message(s); {len(pending):,} pending tool operation(s)")
     for op in pending:
         out.line("  ", (f"{op.state}", "warn"), f" {op.tool} [{op.call_id}] op {op.op_id}")
     return 0
@@ -58,16 +61,19 @@ def salvage(args: argparse.Namespace, out: Out) -> int:
         with Progress(f"salvaging {args.file}"):
             report = Session.salvage(args.file, args.out)
     except (TranscriptError, OSError) as e:
-        raise _failure(e, args.out) from None
+        raise _failure(e, args.file, args.out) from None
     dropped = report["dropped"]
-    out.line(("salvaged", "ok"), f": {report['kept']:,} envelope(s) copied to {args.out}; {len(dropped)} line(s) dropped")
+    out.line(("salvaged", "ok"), f": {report['kept']:,} envelope(s) copied to {args.out}; {len(dropped):,} line(s) dropped")
     for d in dropped:
-        out.line(f"  line {d['line']} (bytes {d['start']:,}–{d['end']:,}): {d['reason']}")
+        out.line(f"  line {d['line']:,} (bytes {d['start']:,}–{d['end']:,}): {d['reason']}")
     if report["loads"]:
         out.line(("  the new file loads clean", "ok"))
         return 0
-    out.line(("  the new file does not load yet: ", "error"), str(report["error"]).replace(report["path"], args.out))
-    out.line("  fork it through an envelope before that line: llm-agent-session fork OUT NEW --through ID")
+    # The library's advice after "Nothing was changed" is about the source; ours is about OUT.
+    error = str(report["error"]).replace(report["path"], args.out)
+    error = error.split(" Nothing was changed")[0]
+    out.line(("  the new file does not load yet: ", "error"), error_text(Exception(error), args.out))
+    out.line(f"  keep what comes before that line: {fork_hint(args.out)}")
     return 1
 
 
@@ -78,7 +84,7 @@ def fork(args: argparse.Namespace, out: Out) -> int:
         with Progress(f"forking {args.file}"):
             session = Session.fork(args.file, args.out, args.through)
     except (TranscriptError, OSError) as e:
-        raise _failure(e, args.out) from None
+        raise _failure(e, args.file, args.out) from None
     try:
         events = len(session.events)
         messages = len(session.message_ids)
@@ -86,5 +92,5 @@ def fork(args: argparse.Namespace, out: Out) -> int:
     finally:
         session.close()
     out.line(("forked", "ok"), f": {args.out} holds {events - 1:,} envelope(s) of {args.file} through {args.through}")
-    out.line(f"  {messages:,} message(s) the model would be sent; {len(pending)} pending tool operation(s)")
+    out.line(f"  {messages:,} message(s) the model would be sent; {len(pending):,} pending tool operation(s)")
     return 0

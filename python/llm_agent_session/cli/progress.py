@@ -12,7 +12,7 @@ import sys
 import threading
 from typing import Any, Optional
 
-from .output import rich_available
+from .output import rich_available, visible
 
 # Seconds before the bar shows; LLM_AGENT_SESSION_PROGRESS_DELAY overrides it (tests use 0).
 DELAY = 0.5
@@ -29,7 +29,7 @@ class Progress:
     """``with Progress("reading x.jsonl (1.0 GB)") as p: ... p.update(done, total)``."""
 
     def __init__(self, label: str, total: Optional[int] = None) -> None:
-        self.label = label
+        self.label = visible(label)
         self.total = total
         self.done = 0
         self._lock = threading.Lock()
@@ -53,7 +53,7 @@ class Progress:
             if self._closed:
                 return
             self._bar = RichProgress(
-                TextColumn("{task.description}"),
+                TextColumn("{task.description}", markup=False),  # a file name is not markup
                 BarColumn(),
                 TextColumn("{task.percentage:>3.0f}%" if self.total else ""),
                 TimeElapsedColumn(),
@@ -69,7 +69,7 @@ class Progress:
             if total is not None:
                 self.total = total
             if label is not None:
-                self.label = label
+                self.label = visible(label)
             if self._bar is not None:
                 self._bar.update(self._task, completed=done, total=self.total, description=self.label)
 

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from typing import Any, Dict, Iterator, Optional, Tuple
 
 from .. import NotATranscript, Session, SessionLocked, TranscriptError
+from .advice import command, error_text
 from .output import CliError, human_bytes
 from .progress import Progress
 
@@ -112,13 +113,12 @@ def _load(path: str, shown_as: str) -> Session:
     except SessionLocked:
         raise
     except NotATranscript as e:
-        raise CliError(load_error_text(e, shown_as, path), 3) from None
+        raise CliError(error_text(e, shown_as, path), 3) from None
     except (TranscriptError, OSError) as e:
-        raise CliError(
-            load_error_text(e, shown_as, path)
-            + f" (`llm-agent-session check {shown_as}` says more; `salvage` recovers what parses)",
-            1,
-        ) from None
+        text = error_text(e, shown_as, path)
+        if not isinstance(e, TranscriptError) or getattr(e, "line", None) is None:
+            text += f" (`{command('check', shown_as)}` says more)"
+        raise CliError(text, 1) from None
 
 
 @contextlib.contextmanager
@@ -151,11 +151,3 @@ def peek(path: str, **kw: Any) -> Dict[str, Any]:
     size = os.path.getsize(path) if os.path.exists(path) else 0
     with Progress(f"reading {path} ({human_bytes(size)})"):
         return Session.peek(path, **kw)
-
-
-def load_error_text(error: BaseException, path: str, copy: Optional[str] = None) -> str:
-    """The library's message, naming the user's file rather than our private copy."""
-    text = str(error)
-    if copy:
-        text = text.replace(copy, path)
-    return text

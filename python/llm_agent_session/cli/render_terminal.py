@@ -8,7 +8,8 @@ from typing import Any, List, Optional
 
 from .. import Event
 from .conversation import Entry, annotate, content_text, pretty_arguments, tool_call_parts
-from .output import CliError, Out, shorten
+from .advice import command
+from .output import CliError, Out, count, shorten
 from .reading import open_read_only, peek, require_file
 
 ROLE_STYLES = {"system": "role.system", "user": "role.user", "assistant": "role.assistant", "tool": "role.tool"}
@@ -23,7 +24,8 @@ def select(ids: List[str], last: Optional[int], from_id: Optional[str], path: st
         except ValueError:
             raise CliError(
                 f"{path}: no {what} has id {from_id!r}"
-                + ("; a compacted message is no longer in the conversation (see `show --raw`)" if what == "message" else ""),
+                + (f"; a compacted message is no longer in the conversation (`{command('show', '--raw', path)}` "
+                   "lists every envelope)" if what == "message" else ""),
                 1,
             ) from None
     stop = len(ids)
@@ -48,10 +50,10 @@ def render_entry(out: Out, entry: Entry, limit: int) -> None:
     if msg.sticky:
         marks.append("sticky")
     if msg.depth is not None:
-        marks.append(f"depth {msg.depth}")
+        marks.append(f"depth {count(msg.depth)}")
     if marks:
         head.append((f" [{', '.join(marks)}]", "dim"))
-    head.append((f"  #{entry.index} {entry.id}", "id"))
+    head.append((f"  #{entry.index:,} {entry.id}", "id"))
     out.line(*head)
     if entry.kind == "summary":
         c = entry.compaction
@@ -59,7 +61,7 @@ def render_entry(out: Out, entry: Entry, limit: int) -> None:
         out.line(
             "   ",
             (f"[compaction summary of the conversation through {c.get('replaces-through-id')}: "
-             f"{c.get('tokens-before')} → {c.get('tokens-after')} tokens{fb}]", "summary"),
+             f"{count(c.get('tokens-before'))} → {count(c.get('tokens-after'))} tokens{fb}]", "summary"),
         )
     if entry.elided_by:
         out.line("   ", (f"[elided by {entry.elided_by}: the content below is a stub; the original stays in the file]", "elided"))
@@ -95,7 +97,7 @@ def show_conversation(args: argparse.Namespace, out: Out) -> int:
         entries = annotate(s.events, ids, messages, rows.start, rows.stop)
         pending = s.pending_tool_operations()
     if rows.start > 0:
-        out.line((f"# {rows.start} earlier message(s) not shown", "dim"))
+        out.line((f"# {rows.start:,} earlier message(s) not shown", "dim"))
     limit = 0 if args.full else args.max_chars
     for entry in entries:
         render_entry(out, entry, limit)
@@ -104,8 +106,9 @@ def show_conversation(args: argparse.Namespace, out: Out) -> int:
     return 0
 
 
-def render_envelope(out: Out, number: int, e: Event, limit: int) -> None:
-    out.line((f"── {number} {e.type}", "key"), (f"  {e.id}  {e.ts}", "id"))
+def render_envelope(out: Out, number: int, e: Event, limit: int, rewound_by: Optional[str] = None) -> None:
+    mark = (f"  · rewound by {rewound_by}: no longer in the conversation", "warn") if rewound_by else ""
+    out.line((f"── {number:,} {e.type}", "key"), mark, (f"  {e.id}  {e.ts}", "id"))
     text = json.dumps(e.payload, ensure_ascii=False, indent=2, sort_keys=True)
     if limit:
         shown, cut = shorten(text, limit)
@@ -119,10 +122,11 @@ def render_envelope(out: Out, number: int, e: Event, limit: int) -> None:
 def show_raw(args: argparse.Namespace, out: Out) -> int:
     """Every envelope in file order, from a peek (no replay, no lock, nothing written)."""
     require_file(args.file)
-    view = peek(args.file)
+    view = peek(args.file, survey=True)  # the survey names the messages a rewind cut
     if "error" in view:
         raise CliError(f"{args.file}: not a transcript: {view['error']}", 3)
     envelopes = view["envelopes"]
+    rewound = view["survey"]["rewound"]
     count = len(envelopes)
     if args.from_id is not None:
         # Index only what is needed: find the id, then print from there.
@@ -135,7 +139,8 @@ def show_raw(args: argparse.Namespace, out: Out) -> int:
         start = max(start, count - args.last)
     limit = 0 if args.full else args.max_chars
     for i in range(start, count):
-        render_envelope(out, i + 1, envelopes[i], limit)
+        e = envelopes[i]
+        render_envelope(out, i + 1, e, limit, rewound.get(e.id))
     for w in view["warnings"]:
         out.line(("# warning: " + w, "warn"))
     if view["pending"]:

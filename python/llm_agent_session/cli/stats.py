@@ -12,13 +12,12 @@ re-serialised; the same report).
 from __future__ import annotations
 
 import argparse
-import json
 import math
 from collections import Counter, defaultdict
 from typing import Any, Dict, List
 
 from .conversation import content_text
-from .output import CliError, Out, human_bytes
+from .output import CliError, Out, human_bytes, human_seconds
 from .progress import Progress
 from .reading import peek, require_file
 
@@ -43,9 +42,9 @@ def compute(path: str) -> Dict[str, Any]:
     content_chars: Dict[str, int] = {}  # chars of a compaction summary, or of content already elided
     ops: Dict[str, str] = {}  # op id -> tool
     tools: Dict[str, Dict[str, Any]] = defaultdict(lambda: {"count": 0, "outcomes": Counter(), "durations": []})
-    compactions = {"count": 0, "fallbacks": 0, "tokens-before": 0, "tokens-after": 0}
+    compactions = {"count": 0, "fallbacks": 0, "tokens_before": 0, "tokens_after": 0}
     elided = {"elisions": 0, "items": 0, "chars": 0}
-    artifacts = {"count": 0, "bytes": 0, "chars": 0, "elided-chars": 0}
+    artifacts = {"count": 0, "bytes": 0, "chars": 0, "elided_chars": 0}
 
     def chars_of(id_: str) -> int:
         if id_ in content_chars:
@@ -66,8 +65,8 @@ def compute(path: str) -> Dict[str, Any]:
                 compactions["count"] += 1
                 compactions["fallbacks"] += 1 if p.get("fallback") is True else 0
                 for key in ("tokens-before", "tokens-after"):
-                    if isinstance(p.get(key), int):
-                        compactions[key] += p[key]
+                    if isinstance(p.get(key), int) and not isinstance(p.get(key), bool):
+                        compactions[key.replace("-", "_")] += p[key]
                 content_chars[e.id] = len(str(p.get("summary", "")))
             elif type_ == "elision":
                 elided["elisions"] += 1
@@ -95,8 +94,8 @@ def compute(path: str) -> Dict[str, Any]:
                 if isinstance(art, dict):
                     artifacts["count"] += 1
                     for key in ("bytes", "chars", "elided-chars"):
-                        if isinstance(art.get(key), int):
-                            artifacts[key] += art[key]
+                        if isinstance(art.get(key), int) and not isinstance(art.get(key), bool):
+                            artifacts[key.replace("-", "_")] += art[key]
     for tool in ops.values():  # dispatched, never settled
         tools[tool]["outcomes"]["pending"] += 1
     accounted = sum(survey["bytes"].values())
@@ -106,17 +105,19 @@ def compute(path: str) -> Dict[str, Any]:
         per_tool[name] = {
             "count": t["count"],
             "outcomes": dict(sorted(t["outcomes"].items())),
-            "median-duration": percentile(d, 0.5) if d else None,
-            "p95-duration": percentile(d, 0.95) if d else None,
+            "median_duration": percentile(d, 0.5) if d else None,
+            "p95_duration": percentile(d, 0.95) if d else None,
         }
     return {
         "path": path,
         "size": view["size"],
         "types": {t: {"lines": n, "bytes": survey["bytes"][t]} for t, n in sorted(survey["counts"].items())},
-        "other-bytes": view["size"] - accounted,
+        "other_bytes": view["size"] - accounted,
         "roles": dict(sorted(survey["roles"].items())),
         "tools": per_tool,
         "compactions": compactions,
+        # SPEC 10.1: rewind lines, and the messages they cut (still in the file)
+        "rewinds": {"count": survey["counts"].get("rewind", 0), "rewound_messages": len(survey["rewound"])},
         "elided": elided,
         "artifacts": artifacts,
         "warnings": list(view["warnings"]),
@@ -127,33 +128,38 @@ def run(args: argparse.Namespace, out: Out) -> int:
     require_file(args.file)
     report = compute(args.file)
     if args.json:
-        out.stream.write(json.dumps(report, ensure_ascii=False, indent=2, sort_keys=True) + "\n")
+        out.json(report)
         return 0
     size = report["size"] or 1
     out.line(("file        ", "key"), f"{args.file}  {human_bytes(report['size'])}")
     out.line(("by type      ", "key"), ("lines       bytes   share", "dim"))
     for t, row in report["types"].items():
         out.line(f"  {t:<16} {row['lines']:>9,} {human_bytes(row['bytes']):>11} {100 * row['bytes'] / size:>6.1f}%")
-    if report["other-bytes"]:
-        out.line(f"  {'other':<16} {'':>9} {human_bytes(report['other-bytes']):>11}", ("  (blank, malformed or unfinished lines)", "dim"))
+    if report["other_bytes"]:
+        out.line(f"  {'other':<16} {'':>9} {human_bytes(report['other_bytes']):>11}", ("  (blank, malformed or unfinished lines)", "dim"))
     out.line(("messages    ", "key"), ", ".join(f"{r} {n:,}" for r, n in report["roles"].items()) or "none")
-    out.line(("tools       ", "key"), ("count  outcomes                         median     p95", "dim") if report["tools"] else "none")
+    out.line(("tools       ", "key"), ("count  outcomes                           median       p95", "dim") if report["tools"] else "none")
     for name, t in report["tools"].items():
-        outcomes = ", ".join(f"{k} {v}" for k, v in t["outcomes"].items())
-        med = "-" if t["median-duration"] is None else f"{t['median-duration']:.3f}s"
-        p95 = "-" if t["p95-duration"] is None else f"{t['p95-duration']:.3f}s"
-        out.line(f"  {name:<16} {t['count']:>5}  {outcomes:<32} {med:>7} {p95:>7}")
+        outcomes = ", ".join(f"{k} {v:,}" for k, v in t["outcomes"].items())
+        med = "-" if t["median_duration"] is None else human_seconds(t["median_duration"])
+        p95 = "-" if t["p95_duration"] is None else human_seconds(t["p95_duration"])
+        out.line(f"  {name:<16} {t['count']:>5,}  {outcomes:<32} {med:>9} {p95:>9}")
     c = report["compactions"]
     out.line(
         ("compactions ", "key"),
-        f"{c['count']}" + (f": {c['tokens-before']:,} → {c['tokens-after']:,} tokens, {c['fallbacks']} fallback(s)" if c["count"] else ""),
+        f"{c['count']:,}" + (f": {c['tokens_before']:,} → {c['tokens_after']:,} tokens, {c['fallbacks']:,} fallback(s)" if c["count"] else ""),
+    )
+    r = report["rewinds"]
+    out.line(
+        ("rewinds     ", "key"),
+        f"{r['count']:,}" + (f": {r['rewound_messages']:,} message(s) rewound (kept in the file)" if r["count"] else ""),
     )
     el = report["elided"]
-    out.line(("elided      ", "key"), f"{el['chars']:,} chars in {el['items']} item(s) of {el['elisions']} elision(s)")
+    out.line(("elided      ", "key"), f"{el['chars']:,} chars in {el['items']:,} item(s) of {el['elisions']:,} elision(s)")
     a = report["artifacts"]
     out.line(
         ("artifacts   ", "key"),
-        f"{a['count']}" + (f": {human_bytes(a['bytes'])}, {a['chars']:,} chars, {a['elided-chars']:,} elided from the model's view" if a["count"] else ""),
+        f"{a['count']:,}" + (f": {human_bytes(a['bytes'])}, {a['chars']:,} chars, {a['elided_chars']:,} elided from the model's view" if a["count"] else ""),
     )
     for w in report["warnings"]:
         out.line(("warning     ", "warn"), w)

@@ -9,33 +9,39 @@ from __future__ import annotations
 
 import argparse
 import time
-from typing import Optional, Sequence
+from typing import Dict, Optional, Sequence
 
 from .. import Event, Session
 from .conversation import canonical_line, envelope_summary
-from .output import CliError, Out
+from .output import CliError, Out, json_visible
 from .reading import peek, require_file
 
 POLL_SECONDS = 0.2
 
 
-def print_envelopes(out: Out, envelopes: Sequence[Event], start: int, as_json: bool) -> None:
+def print_envelopes(
+    out: Out, envelopes: Sequence[Event], start: int, as_json: bool, rewound: Optional[Dict[str, str]] = None
+) -> None:
+    """One line per envelope; a message a later rewind cut is marked (`rewound`: its id ->
+    the rewind's, from peek's survey)."""
     for i in range(start, len(envelopes)):
         e = envelopes[i]
         if as_json:
-            out.stream.write(canonical_line(e) + "\n")
-        else:
-            out.line((e.ts[11:23] + " ", "dim"), (f"{e.type:<15}", "key"), " ", envelope_summary(e), (f"  {e.id}", "id"))
+            out.stream.write(json_visible(canonical_line(e)) + "\n")
+            continue
+        by = rewound.get(e.id) if rewound else None
+        mark = (f"  [rewound by {by}]", "warn") if by is not None else ""
+        out.line((e.ts[11:23] + " ", "dim"), (f"{e.type:<15}", "key"), " ", envelope_summary(e), mark, (f"  {e.id}", "id"))
     out.stream.flush()
 
 
 def run(args: argparse.Namespace, out: Out) -> int:
     require_file(args.file)
-    view = peek(args.file)
+    view = peek(args.file, survey=True)  # the survey names the messages a rewind cut
     if "error" in view:
         raise CliError(f"{args.file}: not a transcript: {view['error']}", 3)
     envelopes = view["envelopes"]
-    print_envelopes(out, envelopes, max(0, len(envelopes) - args.lines), args.json)
+    print_envelopes(out, envelopes, max(0, len(envelopes) - args.lines), args.json, view["survey"]["rewound"])
     if not args.follow:
         return 0
     # What has been printed, to recognise it after a restart: the count and the last id.

@@ -1,0 +1,290 @@
+"""How fast ``import claude-code`` and ``import codex`` read sources (issue #16): MB of
+source per second, on each backend, for a realistic generated session of each format.
+
+    python benches/import_speed.py [--size 32MB] [--write]   # --write: its section of RESULTS.md
+
+The sources are written here from the two formats (a long coding session: text, thinking
+blocks with signatures, tool calls, tool results of skewed size with code and escapes,
+usage on every assistant line, bookkeeping lines, Claude Code's one block per line) and
+cached in ``benches/.cache``. The time is one whole import into a new transcript (read,
+parse, convert, write every envelope, publish), best of three; the target is >= 50 MB/s.
+``run.py`` includes the same table in its report.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import random
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+from typing import Callable, Dict, List, Optional, Tuple
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+
+import generate  # noqa: E402
+
+ROUNDS = 3
+TARGET_MB_S = 50
+_WORDS = ("parse date time zone offset value error test fixture module return import class def self "
+          "assert config path file line bytes json schema résumé naïve 数据 ✓").split()
+
+
+def _text(rng: random.Random, n: int) -> str:
+    words = []
+    size = 0
+    while size < n:
+        w = rng.choice(_WORDS)
+        if rng.random() < 0.05:
+            w += rng.choice(['"quoted"', "\\path\\x", "\t", "\n", "{json: 1}"])
+        words.append(w)
+        size += len(w) + 1
+    return " ".join(words)
+
+
+def _result_size(rng: random.Random) -> int:
+    return min(100_000, int(rng.lognormvariate(7.6, 1.2)))  # median about 2 KB
+
+
+def claude_code_source(size: int, seed: int = 1) -> bytes:
+    rng = random.Random(seed)
+    out: List[str] = []
+    total = 0
+    parent: Optional[str] = None
+    n = 0
+    common = {"isSidechain": False, "userType": "external", "cwd": "/home/dev/project", "sessionId": "bench",
+              "version": "2.0.14", "gitBranch": "main"}
+
+    def emit(rec: Dict) -> None:
+        nonlocal total
+        line = json.dumps(rec, ensure_ascii=False) + "\n"
+        out.append(line)
+        total += len(line.encode())
+
+    while total < size:
+        n += 1
+        ts = f"2025-10-01T{(n // 3600) % 24:02d}:{(n // 60) % 60:02d}:{n % 60:02d}.000Z"
+        uid = f"u-{n}"
+        emit({"parentUuid": parent, **common, "type": "user", "message": {"role": "user", "content": _text(rng, 200)},
+              "uuid": uid, "timestamp": ts})
+        parent = uid
+        for step in range(rng.randint(1, 6)):
+            mid = f"msg_{n}_{step}"
+            blocks = [{"type": "thinking", "thinking": _text(rng, 600), "signature": "E" + "x" * 400},
+                      {"type": "text", "text": _text(rng, 300)}]
+            calls = [{"type": "tool_use", "id": f"toolu_{n}_{step}_{k}", "name": rng.choice(["Bash", "Read", "Edit"]),
+                      "input": {"command": _text(rng, 80), "timeout": 120000}} for k in range(rng.randint(1, 2))]
+            for b, block in enumerate(blocks + calls):
+                aid = f"a-{n}-{step}-{b}"
+                emit({"parentUuid": parent, **common, "type": "assistant",
+                      "message": {"id": mid, "type": "message", "role": "assistant", "model": "claude-sonnet-4-5",
+                                  "content": [block], "stop_reason": None, "stop_sequence": None,
+                                  "usage": {"input_tokens": 4, "cache_creation_input_tokens": 1200,
+                                            "cache_read_input_tokens": 50000, "output_tokens": 300,
+                                            "service_tier": "standard"}},
+                      "requestId": f"req_{n}_{step}", "uuid": aid, "timestamp": ts})
+                parent = aid
+            for call in calls:
+                rid = f"r-{call['id']}"
+                result = _text(rng, _result_size(rng))
+                emit({"parentUuid": parent, **common, "type": "user",
+                      "message": {"role": "user", "content": [{"type": "tool_result", "tool_use_id": call["id"],
+                                                               "content": result, "is_error": rng.random() < 0.1}]},
+                      "toolUseResult": {"stdout": result[:200], "stderr": "", "interrupted": False, "isImage": False},
+                      "uuid": rid, "timestamp": ts})
+                parent = rid
+        if rng.random() < 0.3:
+            emit({"type": "file-history-snapshot", "messageId": f"u-{n}",
+                  "snapshot": {"messageId": f"u-{n}", "trackedFileBackups": {}, "timestamp": ts}, "isSnapshotUpdate": False})
+    return "".join(out).encode()
+
+
+def codex_source(size: int, seed: int = 1) -> bytes:
+    rng = random.Random(seed)
+    out: List[str] = []
+    total = 0
+
+    def emit(kind: str, payload: Dict, n: int) -> None:
+        nonlocal total
+        line = json.dumps({"timestamp": f"2025-10-01T10:{(n // 60) % 60:02d}:{n % 60:02d}.000Z", "type": kind,
+                           "payload": payload}, ensure_ascii=False) + "\n"
+        out.append(line)
+        total += len(line.encode())
+
+    emit("session_meta", {"id": "bench", "cwd": "/home/dev/project", "originator": "codex_cli_rs",
+                          "cli_version": "0.46.0", "instructions": _text(rng, 4000)}, 0)
+    n = 0
+    while total < size:
+        n += 1
+        ctx = {"cwd": "/home/dev/project", "approval_policy": "on-request", "model": "gpt-5-codex",
+               "sandbox_policy": {"mode": "workspace-write"}, "effort": "medium", "summary": "auto"}
+        emit("turn_context", ctx, n)
+        text = _text(rng, 200)
+        emit("response_item", {"type": "message", "role": "user", "content": [{"type": "input_text", "text": text}]}, n)
+        emit("event_msg", {"type": "user_message", "message": text, "images": []}, n)
+        for step in range(rng.randint(1, 6)):
+            emit("response_item", {"type": "reasoning", "summary": [{"type": "summary_text", "text": _text(rng, 200)}],
+                                   "content": None, "encrypted_content": "gAAAA" + "x" * 1500}, n)
+            call = f"call_{n}_{step}"
+            emit("response_item", {"type": "function_call", "name": "shell", "call_id": call,
+                                   "arguments": json.dumps({"command": ["bash", "-lc", _text(rng, 80)]})}, n)
+            result = json.dumps({"output": _text(rng, _result_size(rng)),
+                                 "metadata": {"exit_code": 0 if rng.random() < 0.9 else 1, "duration_seconds": 0.5}})
+            emit("response_item", {"type": "function_call_output", "call_id": call, "output": result}, n)
+            emit("event_msg", {"type": "token_count", "info": {"last_token_usage": {"input_tokens": 30000}}}, n)
+        answer = _text(rng, 400)
+        emit("response_item", {"type": "message", "role": "assistant", "content": [{"type": "output_text", "text": answer}]}, n)
+        emit("event_msg", {"type": "agent_message", "message": answer}, n)
+    return "".join(out).encode()
+
+
+SOURCES: Dict[str, Tuple[str, Callable[[int, int], bytes]]] = {
+    "claude-code": ("claude_code", claude_code_source),
+    "codex": ("codex", codex_source),
+}
+
+
+def cached_source(fmt: str, size: int) -> str:
+    path = os.path.join(generate.cache_dir(), f"import-{fmt}-{generate.size_label(size)}-v1.jsonl")
+    if not os.path.exists(path):
+        data = SOURCES[fmt][1](size, 1)
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        with open(path + ".tmp", "wb") as fh:
+            fh.write(data)
+        os.replace(path + ".tmp", path)
+    return path
+
+
+_CHILD = r"""
+import json, os, sys, time, importlib
+module, src, work, rounds = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4])
+from llm_agent_session import backend
+importer = importlib.import_module("llm_agent_session.importers." + module)
+best, cpu, report = None, None, None
+for i in range(rounds):
+    out = os.path.join(work, f"out-{i}.jsonl")
+    t0, c0 = time.perf_counter(), time.process_time()
+    report = importer.import_transcript(src, out)
+    dt, dc = time.perf_counter() - t0, time.process_time() - c0
+    best = dt if best is None else min(best, dt)
+    cpu = dc if cpu is None else min(cpu, dc)
+    assert report["status"] == "imported", report.get("error")
+# The floor of this design: parse every source line and serialise it once again.
+from llm_agent_session.canonical import dumps
+data = open(src, "rb").read()
+floor = None
+for i in range(rounds):
+    t0 = time.perf_counter()
+    for line in data.split(b"\n"):
+        if line:
+            dumps(json.loads(line)).encode()
+    dt = time.perf_counter() - t0
+    floor = dt if floor is None else min(floor, dt)
+print(json.dumps({"backend": backend(), "seconds": best, "bytes": os.path.getsize(src),
+                  "out_bytes": os.path.getsize(out), "written": report["written"], "floor": floor, "cpu": cpu,
+                  "load": os.getloadavg()[0]}))
+"""
+
+
+def measure(size: int, env: Dict[str, str], backends: List[str]) -> List[Dict]:
+    rows = []
+    for fmt, (module, _) in SOURCES.items():
+        src = cached_source(fmt, size)
+        for be in backends:
+            work = tempfile.mkdtemp(prefix="las-import-bench-")
+            try:
+                child_env = dict(env, LLM_AGENT_SESSION_BACKEND=be)
+                p = subprocess.run([sys.executable, "-c", _CHILD, module, src, work, str(ROUNDS)], env=child_env,
+                                   capture_output=True, text=True, timeout=3600)
+            finally:
+                shutil.rmtree(work, ignore_errors=True)
+            if p.returncode != 0:
+                print(f"  import {fmt} ({be}): failed: {p.stderr.strip()[-300:]}")
+                continue
+            r = json.loads(p.stdout.strip().splitlines()[-1])
+            r["format"] = fmt
+            rows.append(r)
+            print(f"  import {fmt} ({be}): {r['bytes'] / r['seconds'] / 1e6:.1f} MB/s "
+                  f"(load average {r['load']:.1f})", flush=True)
+    return rows
+
+
+def table(rows: List[Dict], md_table: Callable[[List[str], List[List[str]]], str]) -> str:
+    head = ["source", "backend", "source size", "transcript size", "envelopes", "time", "MB/s of source",
+            "MB/s of CPU time", "json.loads + dumps per line", "import / that", "target", "met"]
+    body = []
+    for r in rows:
+        rate = r["bytes"] / r["seconds"] / 1e6
+        floor = r["bytes"] / r["floor"] / 1e6
+        body.append([r["format"], r["backend"], f"{r['bytes'] / 1e6:.1f} MB", f"{r['out_bytes'] / 1e6:.1f} MB",
+                     f"{r['written']:,}", f"{r['seconds']:.2f} s", f"{rate:.1f}",
+                     f"{r['bytes'] / r['cpu'] / 1e6:.1f}" if r.get("cpu") else "—", f"{floor:.1f} MB/s",
+                     f"{r['seconds'] / r['floor']:.2f}x", f">= {TARGET_MB_S}",
+                     "yes" if rate >= TARGET_MB_S else "**no**"])
+    return md_table(head, body) if body else "(not measured)"
+
+
+SECTION_START = "<!-- import-speed:start -->"
+SECTION_END = "<!-- import-speed:end -->"
+
+
+def section(table_text: str, note: str) -> str:
+    return f"""{SECTION_START}
+## Importing Claude Code and Codex sessions
+
+`llm_agent_session.importers.claude_code.import_transcript` and `...codex.import_transcript`
+(issue #16) on a generated source of each format (`benches/import_speed.py`: thinking
+blocks, tool calls, results of skewed size, usage on every line, one block per line for
+Claude Code), each a fresh process per backend, best of three whole imports into a new
+transcript. MB/s is source bytes per second of wall time (10^6 bytes per MB); on a shared
+machine the CPU time of the import (`time.process_time`) says more. Beside it, the floor of
+any importer written this way: `json.loads` of every source line and the library's
+canonical `dumps` of it, once (no conversion, no file written). {note}
+
+{table_text}
+{SECTION_END}"""
+
+
+def write_section(results: str, text: str) -> None:
+    with open(results, encoding="utf-8") as fh:
+        old = fh.read()
+    if SECTION_START in old:
+        new = re.sub(re.escape(SECTION_START) + ".*?" + re.escape(SECTION_END), lambda m: text, old, flags=re.S)
+    else:
+        new = old.rstrip("\n") + "\n\n" + text + "\n"
+    with open(results, "w", encoding="utf-8") as fh:
+        fh.write(new)
+
+
+def main(argv: Optional[List[str]] = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--size", default="32MB")
+    ap.add_argument("--backends", default="")
+    ap.add_argument("--write", action="store_true", help="replace this section of benches/RESULTS.md")
+    args = ap.parse_args(argv)
+    import run  # the same table layout and environment as the whole suite
+
+    from benchutil import available_backends
+
+    backends = [b for b in available_backends() if not args.backends or b in args.backends.split(",")]
+    size = generate.parse_size(args.size)
+    rows = measure(size, run._env(), backends)
+    text = table(rows, run.md_table)
+    print(text)
+    if args.write:
+        info = run.machine_info()
+        note = (f"Measured alone by `python benches/import_speed.py --size {args.size} --write` at "
+                f"{info.get('Commit', '?')} on {info.get('Date', '?')} (load average "
+                f"{info.get('Load average at start', '?')}); the rest of this page is from the run named at the top.")
+        write_section(os.path.join(HERE, "RESULTS.md"), section(text, note))
+        print("wrote its section of benches/RESULTS.md")
+    return 0 if rows else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,18 @@
+"""Importers: other agents' session files into durable transcripts.
+
+- :mod:`llm_agent_session.importers.claude_code` — Claude Code, ``~/.claude/projects/<project>/<session>.jsonl``
+- :mod:`llm_agent_session.importers.codex` — Codex, ``~/.codex/sessions/YYYY/MM/DD/rollout-*.jsonl``
+
+Each has ``import_transcript(src, out)`` returning an :class:`ImportReport`, and
+``import_tree(src_dir, out_dir)`` for a directory. A malformed or unknown source line
+never stops an import and never raises: the report says what was imported, kept as
+extras or skipped and why, and which lines were malformed. Importing the same source
+again appends only what it gained since (a session still running), and refuses if the
+part imported before has changed.
+"""
+
+from ._report import ImportReport
+
+FORMATS = ("claude-code", "codex")
+
+__all__ = ["ImportReport", "FORMATS"]

@@ -1,0 +1,142 @@
+"""One import, whatever the format: read the source, then either make a new transcript
+(written under a temporary name and published whole, so a failed import leaves nothing
+at OUT) or append what is new to the transcript an earlier import made, after checking
+that the part of the source it imported then is byte for byte unchanged."""
+
+from __future__ import annotations
+
+import os
+import traceback
+from typing import Any, Callable, Dict, List, Optional, Protocol
+
+from .. import Session, TranscriptError, __version__
+from ._report import ImportReport, reason_of
+from ._source import SourceError, read_source
+from ._bulk import BulkWriter
+from ._writer import SessionWriter, Writer, _storable, last_checkpoint, publish, source_digest, temp_path_for
+
+
+class Refused(Exception):
+    """The import cannot go on; the message says why and what to do."""
+
+
+class Job(Protocol):
+    """A source prepared for writing: what it adds and how far into the source that goes."""
+
+    meta: Dict[str, Any]
+    end: int
+    line_count: int
+
+    def write(self, writer: Writer) -> Dict[str, Any]:
+        """Append the records; return the state a later import resumes from."""
+
+
+Prepare = Callable[[bytes, Optional[Dict[str, Any]], ImportReport], Job]
+
+
+def run_import(src: Any, out: Any, fmt: str, prepare: Prepare) -> ImportReport:
+    """Import ``src`` into ``out``; never raises on source content (the report says what failed)."""
+    src, out = os.fspath(src), os.fspath(out)
+    report = ImportReport(src, out, fmt)
+    try:
+        data = read_source(src, report)
+    except SourceError as e:
+        return report.failed(str(e))
+    try:
+        if os.path.lexists(out):
+            _append_new(data, src, out, fmt, prepare, report)
+        else:
+            _create(data, src, out, fmt, prepare, report)
+    except Refused as e:
+        report.failed(str(e))
+    except (TranscriptError, OSError) as e:
+        report.failed(f"{out}: {reason_of(e)}")
+    except Exception as e:  # noqa: BLE001 - a bug here must not stop a tree import; say so
+        where = traceback.extract_tb(e.__traceback__)[-1]
+        report.failed(
+            f"internal error while importing {src} ({type(e).__name__}: {reason_of(e)}, at "
+            f"{os.path.basename(where.filename)}:{where.lineno}); please report it"
+        )
+    return report
+
+
+def _checkpoint(src: str, fmt: str, data: bytes, job: Job, resume: Dict[str, Any]) -> Dict[str, Any]:
+    return {
+        "format": fmt,
+        "source": os.path.abspath(src),
+        "bytes": job.end,
+        "lines": job.line_count,
+        "digest": source_digest(data, job.end),
+        "resume": resume,
+        "importer": f"llm-agent-session {__version__}",
+    }
+
+
+def _create(data: bytes, src: str, out: str, fmt: str, prepare: Prepare, report: ImportReport) -> None:
+    job = prepare(data, None, report)
+    temp = temp_path_for(out)
+    Session.create(temp, _storable(job.meta)).close()  # the meta line, in a private file of our own
+    try:
+        fd = os.open(temp, os.O_WRONLY | os.O_APPEND | os.O_CLOEXEC)
+        try:
+            writer = BulkWriter(fd, report)
+            writer.checkpoint(_checkpoint(src, fmt, data, job, job.write(writer)))
+        finally:
+            os.close(fd)
+        # Read back before it gets its name: only a transcript that loads is published.
+        try:
+            Session.load(temp).close()
+        except TranscriptError as e:
+            raise Refused(f"internal error: the import of {src} does not load ({reason_of(e)}); please report it") from None
+        publish(temp, out)
+    except BaseException:
+        if os.path.lexists(temp):
+            os.unlink(temp)
+        raise
+    report["written"] += 1  # the session-meta line
+
+
+def _append_new(data: bytes, src: str, out: str, fmt: str, prepare: Prepare, report: ImportReport) -> None:
+    try:
+        session = Session.load(out)
+    except (TranscriptError, OSError) as e:
+        raise Refused(f"{out} exists and does not load ({reason_of(e)}); choose a new OUT") from None
+    with session:
+        cp, after = last_checkpoint(session)
+        if cp is None:
+            raise Refused(f"{out} exists and was not made by an import (it has no import checkpoint); choose a new OUT")
+        if cp.get("format") != fmt:
+            raise Refused(f"{out} is an import of a {cp.get('format')} source, not {fmt}; choose a new OUT")
+        if after:
+            raise Refused(
+                f"{out} has {after} envelope(s) after its last import checkpoint (an import was interrupted, "
+                "or another program appended); import into a new OUT"
+            )
+        done = cp.get("bytes")
+        if not isinstance(done, int) or done > len(data) or source_digest(data, done) != cp.get("digest"):
+            raise Refused(
+                f"the part of {src} imported into {out} before (its first {done} bytes) has changed since; "
+                "import into a new OUT"
+            )
+        if done == len(data):
+            report["status"] = "unchanged"
+            return
+        job = prepare(data, cp, report)
+        if job.end <= done:
+            report["status"] = "unchanged"  # only an unfinished last line: nothing whole yet
+            return
+        writer = SessionWriter(session, report)
+        writer.checkpoint(_checkpoint(src, fmt, data, job, job.write(writer)))
+        report["status"] = "appended"
+
+
+def mirror_files(src_dir: str, pick: Callable[[str], bool]) -> List[str]:
+    """The files under ``src_dir`` (relative paths, sorted) that ``pick`` accepts."""
+    found = []
+    for root, dirs, files in os.walk(src_dir):
+        dirs.sort()
+        for name in sorted(files):
+            rel = os.path.relpath(os.path.join(root, name), src_dir)
+            if pick(rel):
+                found.append(rel)
+    return found

@@ -1,0 +1,608 @@
+"""Import Claude Code session files into transcripts.
+
+Claude Code keeps one JSONL file per session, ``~/.claude/projects/<project>/<session-uuid>.jsonl``
+(subagents under ``<session-uuid>/subagents/agent-<id>.jsonl``; deleted after 30 days unless
+``cleanupPeriodDays`` says otherwise). Its lines form a graph (``uuid``/``parentUuid``): a
+rewind leaves the abandoned messages as siblings, so the conversation is the branch found
+by walking back from the last user or assistant line (through ``logicalParentUuid`` across a
+compaction). ``isSidechain`` lines (the subagents of older versions) form graphs of their
+own and become transcripts of their own, in ``<out-stem>/sidechains/<first-uuid>.jsonl``.
+
+    report = import_transcript("~/.claude/projects/p/1234.jsonl", "out/1234.jsonl")
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from typing import Any, Dict, List, Optional, Set, Tuple
+
+from ._driver import Refused, mirror_files, run_import
+from ._parts import as_dict, as_str, image_part, simplest, text_part
+from ._report import ImportReport
+from ._source import Line, parse_lines
+from ._writer import SessionWriter, Writer
+
+FORMAT = "claude-code"
+DEFAULT_SOURCE = "~/.claude/projects"
+
+# Lines that are not part of the conversation, and why they are not imported as messages.
+_BOOKKEEPING = {
+    "file-history-snapshot": "Claude Code's file-undo snapshot, not part of the conversation",
+    "progress": "a progress update of a running tool or hook, not part of the conversation",
+    "queue-operation": "a prompt queued while the agent was busy; imported when it is sent",
+    "last-prompt": "Claude Code's prompt history, not part of the conversation",
+    "attachment": "context Claude Code attached (a hook's output, a mentioned file), not a message of its own",
+    "content-replacement": "Claude Code's record of content it shortened, not part of the conversation",
+}
+# Lines whose text names the session: kept in the meta of a new transcript.
+_TITLES = {"summary": "summary", "ai-title": "aiTitle", "custom-title": "customTitle"}
+
+
+def import_transcript(src: Any, out: Any) -> ImportReport:
+    """Import one Claude Code session file ``src`` into the transcript ``out`` (a new file,
+    or one an earlier import made: then only what is new is appended). Its sidechains and
+    its ``subagents/`` files, when there are any, become transcripts beside ``out``; their
+    reports are in ``report["transcripts"]``."""
+    src, out = os.fspath(src), os.fspath(out)
+    report = run_import(src, out, FORMAT, lambda data, cp, rep: _Job(src, out, data, cp, rep, None))
+    roots = report.pop("_sidechains", [])
+    if report["status"] == "failed":
+        return report
+    if report["status"] == "unchanged":  # not parsed again: the sidechains imported before
+        side_dir = os.path.join(_stem_dir(out), "sidechains")
+        names = sorted(os.listdir(side_dir)) if os.path.isdir(side_dir) else []
+        roots = [n[: -len(".jsonl")] for n in names if n.endswith(".jsonl")]
+    for root in roots:
+        path = sidechain_path(out, root)
+        report["transcripts"].append(run_import(src, path, FORMAT, _sidechain_job(src, path, root)))
+    sub_dir = os.path.join(_stem_dir(src), "subagents")
+    if os.path.isdir(sub_dir):
+        for rel in mirror_files(sub_dir, lambda rel: rel.endswith(".jsonl")):
+            child_out = os.path.join(_stem_dir(out), "subagents", rel)
+            report["transcripts"].append(import_subagent(os.path.join(sub_dir, rel), child_out, parent_out=out))
+    return report
+
+
+def _sidechain_job(src: str, out: str, root: str) -> Any:
+    return lambda data, cp, rep: _Job(src, out, data, cp, rep, root)
+
+
+def import_subagent(src: Any, out: Any, parent_out: Optional[str] = None) -> ImportReport:
+    """A ``<session>/subagents/agent-<id>.jsonl`` file: a transcript whose meta names its parent."""
+    src, out = os.fspath(src), os.fspath(out)
+    parent_src = os.path.dirname(os.path.dirname(os.path.abspath(src))) + ".jsonl"
+    parent = {"source-path": parent_src}
+    if parent_out is not None:
+        parent["transcript"] = os.path.relpath(os.path.abspath(parent_out), os.path.dirname(os.path.abspath(out)))
+    return run_import(src, out, FORMAT, lambda data, cp, rep: _Job(src, out, data, cp, rep, None, parent))
+
+
+def import_tree(src_dir: Any, out_dir: Any, on_file: Any = None) -> List[ImportReport]:
+    """Every session file under ``src_dir`` into the same place under ``out_dir``.
+    ``on_file(report, done, total)`` is called after each file."""
+    src_dir, out_dir = os.fspath(src_dir), os.fspath(out_dir)
+    files = mirror_files(src_dir, lambda rel: rel.endswith(".jsonl"))
+    mains = [rel for rel in files if "subagents" not in rel.split(os.sep)[:-1]]
+    main_stems = {rel[: -len(".jsonl")] for rel in mains}
+    # A subagent file is imported with its session; only one without a session file on its own.
+    work = [rel for rel in files if rel in mains or _owner(rel) not in main_stems]
+    reports: List[ImportReport] = []
+    for n, rel in enumerate(work, 1):
+        if rel in mains:
+            report = import_transcript(os.path.join(src_dir, rel), os.path.join(out_dir, rel))
+        else:
+            report = import_subagent(os.path.join(src_dir, rel), os.path.join(out_dir, rel))
+        reports.append(report)
+        if on_file is not None:
+            on_file(report, n, len(work))
+    return reports
+
+
+def _owner(rel: str) -> str:
+    parts = rel.split(os.sep)
+    return os.sep.join(parts[: parts.index("subagents")])
+
+
+def sidechain_path(out: str, root_uuid: str) -> str:
+    safe = "".join(c for c in root_uuid if c.isalnum() or c in "-_")[:64] or "sidechain"
+    return os.path.join(_stem_dir(out), "sidechains", safe + ".jsonl")
+
+
+def _stem_dir(path: str) -> str:
+    return path[: -len(".jsonl")] if path.endswith(".jsonl") else path + ".d"
+
+
+def _kind(obj: Dict[str, Any]) -> str:
+    kind = obj.get("type")
+    if not isinstance(kind, str):
+        return "(no type)"
+    if kind == "system" and isinstance(obj.get("subtype"), str):
+        return f"system/{obj['subtype']}"
+    return kind
+
+
+def _uuid(obj: Dict[str, Any]) -> Optional[str]:
+    u = obj.get("uuid")
+    return u if isinstance(u, str) and u else None
+
+
+def _parent(obj: Dict[str, Any]) -> Optional[str]:
+    p = obj.get("parentUuid")
+    if p is None and obj.get("type") == "system" and obj.get("subtype") == "compact_boundary":
+        p = obj.get("logicalParentUuid")  # the chain goes on across a compaction
+    return p if isinstance(p, str) and p else None
+
+
+def _message(obj: Dict[str, Any]) -> Dict[str, Any]:
+    m = obj.get("message")
+    return m if isinstance(m, dict) else {}
+
+
+def _has_tool_result(obj: Dict[str, Any]) -> bool:
+    content = _message(obj).get("content")
+    return isinstance(content, list) and any(isinstance(b, dict) and b.get("type") == "tool_result" for b in content)
+
+
+def _is_conversation(obj: Dict[str, Any]) -> bool:
+    return obj.get("type") in ("user", "assistant") and _uuid(obj) is not None
+
+
+class _Graph:
+    """The uuid graph of one file: live branches and the sidechain components."""
+
+    def __init__(self, lines: List[Line], report: ImportReport) -> None:
+        self.by_uuid: Dict[str, Line] = {}
+        for line in lines:
+            u = _uuid(line.obj)
+            if u is not None:
+                self.by_uuid[u] = line  # a uuid written twice: the later line stands
+        self.lines = lines
+        self.report = report
+        self._roots: Dict[int, Line] = {}  # line number -> the root line of its sidechain
+        # For the parallel-tool repair below: assistant lines by message.id, and the user
+        # lines holding tool results by the assistant line they name as parent.
+        self.by_message_id: Dict[str, List[Line]] = {}
+        self.results_by_parent: Dict[str, List[Line]] = {}
+        for line in lines:
+            obj = line.obj
+            if obj.get("type") == "assistant":
+                mid = _message(obj).get("id")
+                if isinstance(mid, str):
+                    self.by_message_id.setdefault(mid, []).append(line)
+            elif obj.get("type") == "user" and _has_tool_result(obj):
+                parent = _parent(obj)
+                if parent is not None:
+                    self.results_by_parent.setdefault(parent, []).append(line)
+
+    def branch(self, leaf: Optional[Line]) -> List[Line]:
+        """From the root to ``leaf``, following parents (a cycle in a damaged file stops it)."""
+        chain: List[Line] = []
+        seen: Set[str] = set()
+        cur = leaf
+        while cur is not None:
+            u = _uuid(cur.obj)
+            if u is None or u in seen:
+                break
+            seen.add(u)
+            chain.append(cur)
+            p = _parent(cur.obj)
+            if p is None:
+                break
+            nxt = self.by_uuid.get(p)
+            if nxt is None:
+                self.report.warn(f"line {cur.number}: its parent {p[:80]} is not in the file; the conversation starts there")
+            cur = nxt
+        chain.reverse()
+        return self._recover_parallel_tools(chain)
+
+    def _recover_parallel_tools(self, chain: List[Line]) -> List[Line]:
+        """Put back what one walk up the parents misses, as Claude Code does when it resumes.
+
+        Parallel tool calls are written one assistant line per call (same ``message.id``),
+        and each result names its own call's line as parent: the walk keeps one of those
+        branches. Older versions also forked a progress line off each call, which the walk
+        followed instead of the result. So after each message on the branch come the other
+        lines of that message and every result whose parent is one of them, in file order.
+        """
+        if not chain:
+            return chain
+        side = bool(chain[0].obj.get("isSidechain"))
+        on = {ln.number for ln in chain}
+        last_of: Dict[str, int] = {}
+        for i, ln in enumerate(chain):
+            mid = _message(ln.obj).get("id") if ln.obj.get("type") == "assistant" else None
+            if isinstance(mid, str):
+                last_of[mid] = i
+        out: List[Line] = []
+        for i, ln in enumerate(chain):
+            out.append(ln)
+            mid = _message(ln.obj).get("id") if ln.obj.get("type") == "assistant" else None
+            if not isinstance(mid, str) or last_of.get(mid) != i:
+                continue
+            members = [m for m in self.by_message_id.get(mid, []) if bool(m.obj.get("isSidechain")) == side]
+            found = [m for m in members if m.number not in on]
+            for m in members:
+                u = _uuid(m.obj)
+                if u is not None:
+                    found.extend(r for r in self.results_by_parent.get(u, []) if r.number not in on)
+            for extra in sorted({m.number: m for m in found}.values(), key=lambda m: m.number):
+                on.add(extra.number)
+                out.append(extra)
+        return out
+
+    def sidechain_root(self, line: Line) -> Line:
+        """The first line of the sidechain ``line`` is on (remembered for every line walked)."""
+        path: List[int] = []
+        seen: Set[int] = set()
+        cur = line
+        while cur.number not in seen:
+            known = self._roots.get(cur.number)
+            if known is not None:
+                cur = known
+                break
+            seen.add(cur.number)
+            path.append(cur.number)
+            p = _parent(cur.obj)
+            up = self.by_uuid.get(p) if p else None
+            if up is None or not up.obj.get("isSidechain"):
+                break
+            cur = up
+        for number in path:
+            self._roots[number] = cur
+        return cur
+
+    def only_sidechains(self) -> bool:
+        """A subagent's own file: every conversation line is marked ``isSidechain``."""
+        talk = [ln for ln in self.lines if _is_conversation(ln.obj)]
+        return bool(talk) and all(ln.obj.get("isSidechain") for ln in talk)
+
+    def live_leaf(self, root: Optional[str], whole: bool = False) -> Optional[Line]:
+        """The last user/assistant line of the main conversation (of any line when
+        ``whole``), or of one sidechain."""
+        for line in reversed(self.lines):
+            obj = line.obj
+            if not _is_conversation(obj):
+                continue
+            if root is None and (whole or not obj.get("isSidechain")):
+                return line
+            if root is not None and obj.get("isSidechain") and _uuid(self.sidechain_root(line).obj) == root:
+                return line
+        return None
+
+    def sidechain_roots(self) -> List[str]:
+        roots: List[str] = []
+        for line in self.lines:
+            if line.obj.get("isSidechain") and _is_conversation(line.obj):
+                u = _uuid(self.sidechain_root(line).obj)
+                if u is not None and u not in roots:
+                    roots.append(u)
+        return roots
+
+
+class _Job:
+    """One Claude Code file (or one sidechain of it) prepared for writing."""
+
+    def __init__(
+        self,
+        src: str,
+        out: str,
+        data: bytes,
+        cp: Optional[Dict[str, Any]],
+        report: ImportReport,
+        sidechain: Optional[str],
+        parent: Optional[Dict[str, Any]] = None,
+    ) -> None:
+        self.report = report
+        self.sidechain = sidechain
+        self.resume: Dict[str, Any] = dict(cp.get("resume") or {}) if cp else {}
+        self.old_lines = int(cp.get("lines", 0)) if cp else 0
+        # The graph needs every line, old ones too; only new lines are counted in the report.
+        scratch = ImportReport(src, out, FORMAT)
+        parsed = parse_lines(data, 0, 1, scratch)
+        report["malformed"] = [m for m in scratch["malformed"] if m["line"] > self.old_lines]
+        report["pending_tail"] = scratch["pending_tail"]
+        old_end = int(cp.get("bytes", 0)) if cp else 0
+        report["bytes"] = parsed.end - old_end
+        report["lines"] = parsed.line_count - self.old_lines
+        self.end, self.line_count = parsed.end, parsed.line_count
+        self.graph = _Graph(parsed.lines, report)
+        # A subagent's file (agent-<id>.jsonl) is one sidechain through and through: its own conversation.
+        self.whole = sidechain is None and self.graph.only_sidechains()
+        self.branch = self.graph.branch(self.graph.live_leaf(sidechain, self.whole))
+        self.meta = self._meta(src, parsed.lines, parent)
+        if sidechain is None and not self.whole:
+            report["_sidechains"] = self.graph.sidechain_roots()
+
+    def _meta(self, src: str, lines: List[Line], parent: Optional[Dict[str, Any]]) -> Dict[str, Any]:
+        meta: Dict[str, Any] = {"imported-from": FORMAT, "source-path": os.path.abspath(src)}
+        first = self.branch[0].obj if self.branch else (lines[0].obj if lines else {})
+        for key, name in (("sessionId", "session-id"), ("cwd", "cwd"), ("gitBranch", "git-branch"),
+                          ("version", "version"), ("agentId", "agent-id")):
+            value = first.get(key)
+            if isinstance(value, str) and value:
+                meta[name] = value
+        if self.sidechain is not None:
+            meta["parent"] = {"source-path": os.path.abspath(src), "session-id": meta.get("session-id"),
+                              "sidechain-root": self.sidechain}
+        elif parent is not None:
+            meta["parent"] = dict(parent, **({"session-id": meta["session-id"]} if "session-id" in meta else {}))
+        summaries = [as_str(ln.obj.get("summary")) for ln in lines if ln.obj.get("type") == "summary"]
+        if any(summaries):
+            meta["summaries"] = [s for s in summaries if s]
+        for ln in lines:
+            field = _TITLES.get(as_str(ln.obj.get("type")))
+            if field and field != "summary" and isinstance(ln.obj.get(field), str):
+                meta["title"] = ln.obj[field]
+        return meta
+
+    # -- counting: only lines this import reads for the first time ------------------------------
+
+    def _new(self, line: Line) -> bool:
+        return line.number > self.old_lines
+
+    def _count(self, line: Line, how: str, reason: str = "") -> None:
+        if not self._new(line):
+            return
+        kind = _kind(line.obj)
+        if how == "imported":
+            self.report.imported(kind)
+        elif how == "extras":
+            self.report.extras(kind)
+        else:
+            self.report.skipped(kind, reason)
+
+    # -- writing --------------------------------------------------------------------------------
+
+    def write(self, writer: Writer) -> Dict[str, Any]:
+        todo = self._todo(writer)
+        on_branch = {ln.number for ln in self.branch}
+        for line in self.graph.lines:
+            if line.number in on_branch:
+                continue
+            obj = line.obj
+            kind = as_str(obj.get("type"))
+            if self.sidechain is None and not self.whole and obj.get("isSidechain"):
+                self._count(line, "skipped", "a sidechain (subagent): imported into its own transcript")
+            elif self.sidechain is not None and not obj.get("isSidechain"):
+                continue  # the main conversation's line; counted in its own report
+            elif kind in _TITLES:
+                self._count(line, "extras" if self.old_lines == 0 else "skipped",
+                            "" if self.old_lines == 0 else "a title or summary after the first import (meta is written once)")
+            elif kind in _BOOKKEEPING:
+                self._count(line, "skipped", _BOOKKEEPING[kind])
+            elif _uuid(obj) is not None and kind in ("user", "assistant", "system", "attachment"):
+                self._count(line, "skipped", "not on the live branch (rewound or abandoned)")
+            elif kind in ("user", "assistant"):
+                self._count(line, "skipped", "a message without a uuid (it cannot be placed in the conversation)")
+            else:
+                self._count(line, "skipped", f"unknown record type {kind[:60]!r}" if kind else "no record type")
+        return self._write_branch(writer, todo)
+
+    def _todo(self, writer: Writer) -> List[Line]:
+        """The branch lines to write: all of them for a new transcript; else those past what
+        the last import wrote, after a rewind if the live branch has moved away from it since."""
+        if not self.resume:
+            return self.branch
+        pos = {_uuid(ln.obj): i for i, ln in enumerate(self.branch)}
+        head = self.resume.get("head")
+        group = self.resume.get("group")
+        if isinstance(head, str) and head in pos:
+            start = pos[head] + 1
+            # The last assistant message may have gone on growing (one content block per line).
+            if isinstance(group, dict) and start < len(self.branch):
+                mid = _message(self.branch[start].obj).get("id")
+                if self.branch[start].obj.get("type") == "assistant" and mid == group.get("message-id"):
+                    self._rewind_before(writer, group.get("out-id"))
+                    return self.branch[min(i for i, ln in enumerate(self.branch) if _message(ln.obj).get("id") == mid):]
+            # A parallel call's result written after the import went past its place on the
+            # branch: it answers now, before what follows.
+            late = [ln for ln in self.branch[:start] if self._new(ln) and _has_tool_result(ln.obj)]
+            return late + self.branch[start:]
+        # The branch moved (a rewind in Claude Code): cut back to the last message still on it.
+        ids = writer.message_ids()
+        sources = writer.message_sources() if isinstance(writer, SessionWriter) else {}
+        for mid_ in reversed(ids):
+            u = sources.get(mid_)
+            if isinstance(u, str) and u in pos:
+                self._rewind(writer, mid_)
+                return self.branch[pos[u] + 1:]
+        self._rewind(writer, None)
+        return self.branch
+
+    def _rewind_before(self, writer: Writer, out_id: Any) -> None:
+        ids = writer.message_ids()
+        if not isinstance(out_id, str) or out_id not in ids:
+            raise Refused("the last imported assistant message grew in the source but is no longer live; import into a new OUT")
+        i = ids.index(out_id)
+        self._rewind(writer, ids[i - 1] if i else None)
+
+    def _rewind(self, writer: Writer, to_id: Optional[str]) -> None:
+        ids = writer.message_ids()
+        if ids and ids[-1] == to_id:
+            return
+        if not ids and to_id is None:
+            return
+        if writer.rewind("rewind", to_id) is None:
+            raise Refused("the source's live branch moved since the last import and the rewind to it was refused "
+                          "(see the report); import into a new OUT")
+
+    def _write_branch(self, writer: Writer, todo: List[Line]) -> Dict[str, Any]:
+        groups: Dict[str, List[Line]] = {}
+        for ln in self.branch:
+            if ln.obj.get("type") == "assistant":
+                mid = _message(ln.obj).get("id")
+                if isinstance(mid, str):
+                    groups.setdefault(mid, []).append(ln)
+        state: Dict[str, Any] = {"head": None, "group": None}
+        resumed = todo is not self.branch
+        compaction: Optional[Dict[str, Any]] = self.resume.get("compaction") if resumed else None
+        if resumed and isinstance(self.resume.get("group"), dict):
+            state["group"] = self.resume["group"]
+        done: Set[str] = set()
+        for ln in todo:
+            obj = ln.obj
+            kind = as_str(obj.get("type"))
+            state["head"] = _uuid(obj)
+            if kind == "assistant":
+                mid = _message(obj).get("id")
+                if isinstance(mid, str):
+                    if mid in done:
+                        continue  # merged into the message written at its first line, counted there
+                    done.add(mid)
+                    group = groups[mid]
+                else:
+                    group = [ln]
+                out_id = self._assistant(writer, group)
+                state["group"] = {"message-id": mid, "out-id": out_id} if isinstance(mid, str) else None
+                continue
+            state["group"] = None
+            if kind == "user":
+                compaction = self._user(writer, ln, compaction)
+            elif kind == "system" and obj.get("subtype") == "compact_boundary":
+                meta = as_dict(obj.get("compactMetadata"))
+                pre = meta.get("preTokens")
+                compaction = {"tokens-before": pre if isinstance(pre, int) and not isinstance(pre, bool) else 0,
+                              "trigger": meta.get("trigger")}
+                self._count(ln, "imported")
+            elif kind == "system":
+                self._count(ln, "skipped", "a Claude Code status line, never sent to the model")
+            elif kind in _BOOKKEEPING:
+                self._count(ln, "skipped", _BOOKKEEPING[kind])
+            else:
+                self._count(ln, "skipped", f"unknown record type {as_str(kind)[:60]!r}" if kind else "no record type")
+        state["compaction"] = compaction
+        if todo:  # the furthest line along the branch (a late result may come first in todo)
+            where = {ln.number: i for i, ln in enumerate(self.branch)}
+            state["head"] = _uuid(max(todo, key=lambda ln: where.get(ln.number, -1)).obj)
+        elif self.resume:
+            state = dict(self.resume)  # nothing new on the branch: keep the old position
+        return state
+
+    # -- one record -------------------------------------------------------------------------------
+
+    def _extra(self, obj: Dict[str, Any]) -> Dict[str, Any]:
+        extra: Dict[str, Any] = {}
+        if isinstance(obj.get("timestamp"), str):
+            extra["source-ts"] = obj["timestamp"]
+        if _uuid(obj):
+            extra["source-uuid"] = obj["uuid"]
+        return extra
+
+    def _assistant(self, writer: Writer, group: List[Line]) -> Optional[str]:
+        parts: List[Any] = []
+        calls: List[Tuple[str, str, str]] = []
+        thinking: List[Any] = []
+        other: List[Any] = []
+        extra = self._extra(group[0].obj)
+        extra["source-uuid"] = _uuid(group[-1].obj)
+        if len(group) > 1:
+            extra["source-uuids"] = [_uuid(ln.obj) for ln in group]
+        requests: List[str] = []
+        for ln in group:
+            msg = _message(ln.obj)
+            content = msg.get("content")
+            blocks = [{"type": "text", "text": content}] if isinstance(content, str) else content
+            for block in blocks if isinstance(blocks, list) else []:
+                if not isinstance(block, dict):
+                    other.append(block)
+                    continue
+                btype = block.get("type")
+                if btype == "text" and isinstance(block.get("text"), str):
+                    parts.append(text_part(block["text"]))
+                elif btype in ("thinking", "redacted_thinking"):
+                    thinking.append(block)
+                elif btype == "tool_use" and isinstance(block.get("id"), str) and block["id"]:
+                    name = as_str(block.get("name")) or "unknown"
+                    arguments = json.dumps(block.get("input", {}), ensure_ascii=False)
+                    calls.append((block["id"], name, arguments))
+                elif btype == "image":
+                    parts.append(_image(block) or block)
+                else:
+                    other.append(block)
+            for key, name in (("model", "model"), ("id", "message-id"), ("stop_reason", "stop-reason"),
+                              ("usage", "usage")):
+                if msg.get(key) is not None:
+                    extra[name] = msg[key]
+            if isinstance(ln.obj.get("requestId"), str) and ln.obj["requestId"] not in requests:
+                requests.append(ln.obj["requestId"])
+            if ln.obj.get("isApiErrorMessage"):
+                extra["api-error"] = True
+        if requests:
+            extra["request-id"] = requests[0] if len(requests) == 1 else requests
+        if thinking:
+            extra["thinking"] = thinking
+        if other:
+            extra["other-blocks"] = other
+        out_id = writer.assistant("assistant", simplest(parts), calls, extra)
+        for ln in group:
+            self._count(ln, "imported" if out_id is not None else "skipped", "" if out_id else "see the warnings")
+        return out_id
+
+    def _user(self, writer: Writer, ln: Line, compaction: Optional[Dict[str, Any]]) -> Optional[Dict[str, Any]]:
+        obj = ln.obj
+        msg = _message(obj)
+        content = msg.get("content")
+        extra = self._extra(obj)
+        if obj.get("isMeta"):
+            extra["is-meta"] = True
+        if obj.get("isCompactSummary"):
+            text = content if isinstance(content, str) else "\n\n".join(
+                b.get("text", "") for b in content if isinstance(b, dict) and isinstance(b.get("text"), str)
+            ) if isinstance(content, list) else ""
+            before = (compaction or {}).get("tokens-before", 0)
+            writer.compaction("user", text, before if isinstance(before, int) else 0, 0, extra)
+            self._count(ln, "imported")
+            return None
+        blocks = [{"type": "text", "text": content}] if isinstance(content, str) else content
+        if not isinstance(blocks, list):
+            self._count(ln, "skipped", "a user line without message content")
+            return compaction
+        rest: List[Any] = []
+        result_extra = dict(extra)
+        if "toolUseResult" in obj:
+            result_extra["tool-use-result"] = obj["toolUseResult"]
+        wrote = False
+        for block in blocks:
+            if isinstance(block, dict) and block.get("type") == "tool_result" and isinstance(block.get("tool_use_id"), str):
+                writer.tool_result("user", block["tool_use_id"], _result_content(block.get("content")),
+                                   bool(block.get("is_error")), result_extra)
+                result_extra = dict(extra)  # toolUseResult belongs with the first result of the line
+                wrote = True
+            else:
+                rest.append(_part(block))
+        if rest:
+            writer.message("user", {"role": "user", "content": simplest(rest)}, extra)
+            wrote = True
+        self._count(ln, "imported" if wrote else "skipped", "" if wrote else "a user line with empty content")
+        return compaction
+
+
+def _image(block: Dict[str, Any]) -> Optional[Dict[str, Any]]:
+    source = block.get("source")
+    if not isinstance(source, dict):
+        return None
+    if source.get("type") == "base64" and isinstance(source.get("data"), str):
+        media = source.get("media_type") if isinstance(source.get("media_type"), str) else "image/png"
+        return image_part(f"data:{media};base64,{source['data']}")
+    if source.get("type") == "url" and isinstance(source.get("url"), str):
+        return image_part(source["url"])
+    return None
+
+
+def _result_content(content: Any) -> Any:
+    if isinstance(content, str) or content is None:
+        return content if content is not None else ""
+    if not isinstance(content, list):
+        return json.dumps(content, ensure_ascii=False)
+    parts = [_part(block) for block in content]
+    return simplest(parts) if parts else ""
+
+
+def _part(block: Any) -> Any:
+    """A text or image block as a chat content part; anything else as it is."""
+    if isinstance(block, dict) and block.get("type") == "text" and isinstance(block.get("text"), str):
+        return text_part(block["text"])
+    if isinstance(block, dict) and block.get("type") == "image":
+        return _image(block) or block
+    return block

@@ -1,0 +1,148 @@
+"""SPEC 10.4: ``AsyncSession``: Session's API as coroutines, off the event loop, in order."""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+import threading
+
+import pytest
+
+from helpers import parsed_lines, read
+from llm_agent_session import (
+    DanglingReference,
+    Session,
+    SessionClosed,
+    SessionLocked,
+    assistant_message,
+    user_message,
+)
+from llm_agent_session.aio import AsyncSession
+
+
+def run(coro):
+    return asyncio.run(coro)
+
+
+def test_same_methods_and_properties_as_session():
+    public = {n for n in dir(Session) if not n.startswith("_")}
+    missing = public - set(dir(AsyncSession))
+    assert not missing, missing
+    for name in public:
+        attr = inspect.getattr_static(Session, name)
+        mine = inspect.getattr_static(AsyncSession, name)
+        if isinstance(attr, property):
+            assert isinstance(mine, property), name
+        else:
+            assert inspect.iscoroutinefunction(getattr(AsyncSession, name)), name
+
+
+def test_create_append_load_round_trip(tpath):
+    async def main():
+        async with await AsyncSession.create(tpath, {"agent": "async"}) as s:
+            ids = [await s.append_message(user_message(str(i)), extra={"n": i}) for i in range(3)]
+            await s.append_rewind(ids[1])
+            assert [m.content for m in s.messages] == ["0", "1"] and s.message_ids == ids[:2]
+            assert await s.message_extra(ids[2]) == {"n": 2}
+            assert s.meta == {"agent": "async"} and not s.closed
+        assert s.closed
+        async with await AsyncSession.load(tpath) as again:
+            assert [m.content for m in again.messages] == ["0", "1"]
+            peeked = await AsyncSession.peek(tpath, survey=True)
+            assert peeked["survey"]["live_messages"] == 2
+            return ids
+
+    ids = run(main())
+    with Session.load(tpath) as s:
+        assert s.message_ids == ids[:2]
+
+
+def test_calls_run_in_the_order_they_were_awaited(tpath):
+    async def main():
+        async with await AsyncSession.create(tpath, {}, fsync=True) as s:
+            # Started together: they must reach the file in the order they were made.
+            await asyncio.gather(*(s.append_message(user_message(f"m{i}")) for i in range(60)))
+            return [m.content for m in s.messages]
+
+    contents = run(main())
+    assert contents == [f"m{i}" for i in range(60)]
+    assert [line["payload"]["content"] for line in parsed_lines(tpath)[1:]] == contents
+
+
+def test_blocking_work_runs_off_the_loop_thread(tpath):
+    async def main():
+        loop_thread = threading.get_ident()
+        async with await AsyncSession.create(tpath, {}) as s:
+            worker = await s.run(threading.get_ident)
+            return loop_thread, worker
+
+    loop_thread, worker = run(main())
+    assert loop_thread != worker
+
+
+def test_the_loop_keeps_running_while_a_call_waits_on_the_disk(tpath):
+    """While the session's thread is held inside a call, other tasks still run."""
+    gate = threading.Event()
+
+    async def main():
+        async with await AsyncSession.create(tpath, {}) as s:
+            blocked = asyncio.ensure_future(s.run(lambda: gate.wait(10)))
+            ticks = 0
+            for _ in range(5):
+                await asyncio.sleep(0.001)
+                ticks += 1
+            assert not blocked.done()
+            gate.set()
+            assert await blocked is True
+            return ticks
+
+    assert run(main()) == 5
+
+
+def test_errors_are_the_same_classes(tpath):
+    async def main():
+        s = await AsyncSession.create(tpath, {})
+        with pytest.raises(SessionLocked):
+            await AsyncSession.load(tpath)
+        with pytest.raises(DanglingReference):
+            await s.append_rewind("nope")
+        with pytest.raises(FileExistsError):
+            await AsyncSession.create(tpath, {})
+        await s.close()
+        with pytest.raises(SessionClosed):
+            await s.append_message(user_message("late"))
+
+    run(main())
+
+
+def test_answer_interrupted_and_sync_through_async(tpath):
+    call = {"id": "c1", "type": "function", "function": {"name": "t", "arguments": "{}"}}
+
+    async def main():
+        async with await AsyncSession.create(tpath, {}) as s:
+            await s.append_message(assistant_message(None, [call]))
+            await s.append_tool_dispatched("c1", "t", {})
+            assert [op.state for op in await s.pending_tool_operations()] == ["dispatched"]
+            new = await s.answer_interrupted_tool_calls()
+            assert len(new) == 1 and await s.pending_tool_operations() == []
+            added = await s.sync_messages([user_message("other")], allow_rewind=True)
+            assert len(added) == 1 and [m.content for m in s.messages] == ["other"]
+
+    run(main())
+    assert parsed_lines(tpath)[-2]["type"] == "rewind"
+
+
+def test_close_waits_for_calls_awaited_before_it(tpath):
+    async def main():
+        s = await AsyncSession.create(tpath, {})
+        pending = [asyncio.ensure_future(s.append_message(user_message(str(i)))) for i in range(10)]
+        await asyncio.sleep(0)  # let them start, so they are awaited before close
+        await s.close()
+        await asyncio.gather(*pending)
+
+    run(main())
+    assert len(parsed_lines(tpath)) == 11
+    before = read(tpath)
+    with Session.load(tpath):
+        pass
+    assert read(tpath) == before

@@ -1,0 +1,211 @@
+"""Importing Codex rollouts (issue #16), on both backends."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from import_fixtures import (
+    check_exit,
+    codex_legacy,
+    codex_rollout,
+    conversation,
+    cx,
+    cx_msg,
+    event_kinds,
+    import_into,
+    jsonl,
+    tool_outcomes,
+    write,
+)
+
+from llm_agent_session import Session
+from llm_agent_session.importers import codex
+from llm_agent_session.importers.codex import import_transcript, import_tree
+
+
+def _import(tmp_path, text, name="rollout-2025-09-10T12-00-00-0199.jsonl"):
+    return import_into(codex, tmp_path, text, name)
+
+
+def test_rollout_items_calls_events_and_compaction(tmp_path):
+    src, out, report = _import(tmp_path, codex_rollout())
+    assert report["status"] == "imported", report
+    assert check_exit(out) == 0
+    kinds = event_kinds(out)
+    assert kinds[:-1] == [
+        "session-meta",
+        "run-context",  # session_meta: instructions and facts
+        "message:system",  # developer
+        "message:user",  # environment context
+        "run-context",  # turn_context
+        "message:user",  # text and image; the user_message event is not imported again
+        "message:assistant",
+        "dispatched:call_ls",
+        "dispatched:call_patch",
+        "message:tool:call_ls",
+        "settled:completed",
+        "message:tool:call_patch",
+        "settled:failed",  # exit code 1
+        "message:assistant",
+        "message:user",  # turn 2, interrupted: call_rm stays pending
+        "message:assistant",
+        "dispatched:call_rm",
+        "rewind",  # thread_rolled_back: turn 2 dropped
+        "run-context",  # the model changed
+        "message:user",
+        "message:assistant",
+        "compaction",
+        "message:user",
+    ]
+    assert kinds[-1] == "import-checkpoint"
+    with Session.load(out) as s:
+        events = list(s.events)
+        meta = s.meta
+        pending = s.pending_tool_operations()
+        messages = [m.to_dict() for m in s.messages]
+    assert meta["imported-from"] == "codex" and meta["session-id"] == "0199-sess"
+    assert (meta["cwd"], meta["version"], meta["git-branch"], meta["git-commit"]) == ("/home/dev/proj", "0.36.0", "main", "abc123")
+    assert events[1].payload["sections"][0]["name"] == "instructions"
+    assert events[1].payload["sections"][0]["text"] == "Be concise."
+    assert events[2].payload["role"] == "system" and events[2].payload["source-role"] == "developer"
+    assert dict(events[4].payload["facts"])["model"] == "gpt-5-codex"
+    image = events[5].payload["content"]
+    assert image[0]["type"] == "text" and image[1]["type"] == "image_url"
+    assistant = events[6].payload
+    assert assistant["content"] is None
+    assert assistant["reasoning"][0]["summary"][0]["text"] == "**Looking**"
+    calls = assistant["tool_calls"]
+    assert calls[0] == {"id": "call_ls", "type": "function", "function": {"name": "shell", "arguments": '{"command": ["ls"]}'}}
+    assert json.loads(calls[1]["function"]["arguments"]) == {"input": "*** Begin Patch\n*** Add File: a.txt\n+hi\n*** End Patch\n"}
+    assert events[8].payload["arguments"] == {"input": "*** Begin Patch\n*** Add File: a.txt\n+hi\n*** End Patch\n"}
+    shell = events[16].payload
+    assert shell["tool-settled" if False else "call-id"] == "call_rm" and shell["tool"] == "local_shell"
+    assert shell["arguments"]["command"] == ["rm", "b.py"]
+    assert [(p.call_id, p.state) for p in pending] == [("call_rm", "dispatched")]
+    rewind = events[17].payload
+    assert rewind["to-id"] == events[13].id  # the end of turn 1
+    assert events[21].payload["tokens-before"] == 4200
+    # After the rollback and the compaction: sticky system prompt, summary, then the rest.
+    assert [m["role"] for m in messages] == ["system", "user", "user"]
+    assert messages[1]["content"] == "The user listed the files a.py and b.py."
+    assert messages[2]["content"] == "thanks"
+    assert all("source-ts" in ev.payload for ev in events if ev.type == "message")
+    types = report["types"]
+    assert types["event_msg/user_message"]["skipped"] == {"duplicates a response_item message": 2}
+    assert types["event_msg/agent_message"]["skipped"] == {"duplicates a response_item message": 1}
+    assert types["event_msg/thread_rolled_back"]["imported"] == 1
+    assert types["response_item/reasoning"]["extras"] == 1
+    assert types["mystery_line"]["skipped"] == {"unknown record type": 1}
+    assert report["malformed"] == []
+
+
+def test_legacy_flat_layout(tmp_path):
+    src, out, report = _import(tmp_path, codex_legacy(), name="rollout-2025-05-01-legacy.jsonl")
+    assert report["status"] == "imported"
+    assert event_kinds(out)[1:-1] == [
+        "run-context", "message:user", "message:assistant", "dispatched:c1", "message:tool:c1",
+        "settled:completed", "message:assistant",
+    ]
+    with Session.load(out) as s:
+        assert s.meta["session-id"] == "legacy-1" and s.meta["git-branch"] == "dev"
+    assert report["types"]["legacy/state"]["skipped"] == {"a legacy state record, not part of the conversation": 2}
+    assert report["types"]["legacy/message"]["imported"] == 2
+    assert check_exit(out) == 0
+
+
+def test_event_messages_without_response_items_are_imported_once(tmp_path):
+    text = jsonl([
+        cx("session_meta", {"id": "s"}, 0),
+        cx("event_msg", {"type": "user_message", "message": "hi", "images": []}, 1),
+        cx("event_msg", {"type": "agent_message", "message": "hello"}, 2),
+        cx("event_msg", {"type": "task_complete"}, 3),
+        cx_msg("user", "again", 4),
+        cx("event_msg", {"type": "user_message", "message": "again"}, 4),
+    ])
+    src, out, report = _import(tmp_path, text)
+    assert [(m["role"], m["content"]) for m in conversation(out)] == [("user", "hi"), ("assistant", "hello"), ("user", "again")]
+    assert report["types"]["event_msg/user_message"] == {"imported": 1, "extras": 0, "skipped": {"duplicates a response_item message": 1}}
+
+
+def test_incremental_import_of_a_running_rollout(tmp_path):
+    lines = codex_rollout().splitlines(keepends=True)
+    src = str(tmp_path / "r.jsonl")
+    out = str(tmp_path / "o.jsonl")
+    # Grown a few lines at a time, cut mid-turn (between two calls of one message) and
+    # mid-line: after each import, the same as one import of what the source then held.
+    for stop in (3, 9, 12, 17, 22, len(lines)):
+        grown = "".join(lines[:stop])
+        write(src, grown + (lines[stop][:25] if stop < len(lines) else ""))
+        report = import_transcript(src, out)
+        assert report["status"] in ("imported", "appended"), report
+        assert check_exit(out) == 0
+        once = str(tmp_path / f"once-{stop}.jsonl")
+        import_transcript(write(str(tmp_path / f"prefix-{stop}.jsonl"), grown), once)
+        assert conversation(out) == conversation(once), stop
+        assert tool_outcomes(out) == tool_outcomes(once), stop
+    assert import_transcript(src, out)["status"] == "unchanged"
+
+
+def test_tree_mirrors_dated_directories(tmp_path, capsys):
+    from llm_agent_session.cli import main
+
+    root = tmp_path / "sessions"
+    write(str(root / "2025" / "09" / "10" / "rollout-2025-09-10T12-00-00-0199.jsonl"), codex_rollout())
+    write(str(root / "rollout-2025-05-01-legacy.jsonl"), codex_legacy())
+    write(str(root / "2025" / "09" / "11" / "rollout-broken.jsonl"), "\x00\xff garbage\n{\"type\":\n")
+    out = tmp_path / "out"
+    assert main(["import", "codex", str(root), str(out), "--color", "never"]) == 0
+    text = capsys.readouterr().out
+    assert "3 transcript(s): 3 imported" in text
+    assert "2 malformed line(s) (1, 2)" in text
+    for rel in ("2025/09/10/rollout-2025-09-10T12-00-00-0199.jsonl", "rollout-2025-05-01-legacy.jsonl",
+                "2025/09/11/rollout-broken.jsonl"):
+        assert check_exit(str(out / rel)) == 0
+    reports = import_tree(str(root), str(out))
+    assert [r["status"] for r in reports] == ["unchanged"] * 3
+
+
+def test_zstd_rollouts(tmp_path):
+    zstandard = pytest.importorskip("zstandard")
+    data = zstandard.ZstdCompressor().compress(codex_rollout().encode())
+    src = tmp_path / "rollout-x.jsonl.zst"
+    src.write_bytes(data)
+    plain = str(tmp_path / "plain.jsonl")
+    import_transcript(write(str(tmp_path / "rollout-x.jsonl"), codex_rollout()), plain)
+    out = str(tmp_path / "out.jsonl")
+    report = import_transcript(str(src), out)
+    assert report["status"] == "imported"
+    assert conversation(out) == conversation(plain)
+    # A torn compressed file gives what decompresses, and says it is torn.
+    src.write_bytes(data[: len(data) // 2])
+    torn = import_transcript(str(src), str(tmp_path / "torn.jsonl"))
+    assert torn["status"] == "imported" and "the zstd stream ends early" in torn["warnings"][0]
+    src.write_bytes(b"not zstd at all")
+    assert "zstd" in import_transcript(str(src), str(tmp_path / "bad.jsonl"))["error"]
+
+
+def test_zstd_without_the_module_says_what_to_install(tmp_path, monkeypatch):
+    import sys
+
+    monkeypatch.setitem(sys.modules, "zstandard", None)  # as if the zstd extra were not installed
+    src = tmp_path / "rollout-x.jsonl.zst"
+    src.write_bytes(b"(\xb5/\xfd")
+    report = import_transcript(str(src), str(tmp_path / "out.jsonl"))
+    assert report["status"] == "failed" and "llm-agent-session[zstd]" in report["error"]
+    assert not (tmp_path / "out.jsonl").exists()
+
+
+def test_a_server_side_compaction_keeps_its_replacement_history_as_the_summary(tmp_path):
+    text = jsonl([
+        cx("session_meta", {"id": "s"}, 0),
+        cx_msg("user", "first question", 1),
+        cx_msg("assistant", "first answer", 2),
+        cx("compacted", {"message": "", "replacement_history": [
+            {"type": "message", "role": "user", "content": [{"type": "input_text", "text": "first question"}]},
+            {"type": "compaction", "encrypted_content": "gAAA"}]}, 3),
+        cx_msg("user", "next", 4),
+    ])
+    src, out, report = _import(tmp_path, text)
+    assert [(m["role"], m["content"]) for m in conversation(out)] == [("user", "first question"), ("user", "next")]
+    assert report["types"]["compacted"]["imported"] == 1

@@ -1,0 +1,373 @@
+"""Issue #15: pydantic-ai's message history and tool calls in a transcript, run offline with
+pydantic-ai's FunctionModel/TestModel (model requests disallowed), on both backends, with a
+real SIGKILL."""
+
+from __future__ import annotations
+
+import asyncio
+import datetime
+
+import pytest
+
+try:
+    import pydantic_ai.models
+    from pydantic_ai import Agent
+    from pydantic_ai.messages import ModelResponse, TextPart, ToolCallPart, ToolReturnPart
+    from pydantic_ai.models.function import FunctionModel
+    from pydantic_ai.models.test import TestModel
+except ImportError:
+    pytest.skip("pydantic-ai not installed: pip install 'llm-agent-session[pydantic-ai]'", allow_module_level=True)
+
+from helpers import crash_view, kill_child_at
+from llm_agent_session import Session, SessionLocked, tool_message
+from llm_agent_session.integrations.pydantic_ai import MESSAGE_EXTRA, TranscriptCapability
+
+pydantic_ai.models.ALLOW_MODEL_REQUESTS = False  # offline: only the scripted models answer
+
+
+def run(coro):
+    return asyncio.run(coro)
+
+
+def of_type(tpath, type_):
+    return [e for e in Session.peek(tpath)["envelopes"] if e.type == type_]
+
+
+def parallel_calls_then_text(messages, info):
+    """Asks for two additions at once, then reports what came back."""
+    last = messages[-1]
+    returns = [p for p in last.parts if isinstance(p, ToolReturnPart)]
+    if returns:
+        return ModelResponse(parts=[TextPart(" and ".join(str(p.content) for p in returns))])
+    return ModelResponse(parts=[
+        ToolCallPart("add", {"a": 1, "b": 2}, tool_call_id="c1"),
+        ToolCallPart("add", {"a": 3, "b": 4}, tool_call_id="c2"),
+    ])
+
+
+def calc_agent(capability, model=None):
+    agent = Agent(model or FunctionModel(parallel_calls_then_text), capabilities=[capability],
+                  instructions="Add.", system_prompt="You are a calculator.")
+
+    @agent.tool_plain
+    def add(a: int, b: int) -> int:
+        """Add two integers."""
+        return a + b
+
+    return agent
+
+
+def test_history_round_trips_losslessly(tpath):
+    async def go():
+        async with TranscriptCapability(tpath, meta={"app": "t"}) as cap:
+            agent = calc_agent(cap)
+            first = await agent.run("add things", message_history=await cap.message_history())
+            assert first.output == "3 and 7"
+            second = await agent.run("again", message_history=await cap.message_history())
+            everything = second.all_messages()
+            assert await cap.message_history() == everything
+        async with TranscriptCapability(tpath) as cap:
+            assert await cap.message_history() == everything  # after a reload, equal ModelMessages
+        return everything
+
+    everything = run(go())
+    s = Session.load(tpath)
+    try:
+        assert s.meta == {"app": "t"}
+        roles = [m.role for m in s.messages]
+        # a request is a line per part: the first one's system prompt and user prompt
+        assert roles == ["system"] + ["user", "assistant", "tool", "tool", "assistant"] * 2
+        assert s.messages[0].content == "You are a calculator."
+        assert [c["id"] for c in s.messages[2].tool_calls] == ["c1", "c2"]
+        assert s.messages[2].tool_calls[0]["function"] == {"name": "add", "arguments": '{"a":1,"b":2}'}
+        assert [(m.tool_call_id, m.content) for m in s.messages[3:5]] == [("c1", "3"), ("c2", "7")]
+        # one ModelMessage per carrier line, in order
+        carried = [s.message_extra(i).get(MESSAGE_EXTRA) for i in s.message_ids]
+        assert [c["kind"] for c in carried if c is not None] == [m.kind for m in everything]
+        assert s.pending_tool_operations() == []
+    finally:
+        s.close()
+    assert of_type(tpath, "rewind") == []  # a normal run writes each message once
+    outcomes = [e.payload["outcome"] for e in of_type(tpath, "tool-settled")]
+    assert outcomes == ["completed"] * 4
+
+
+def test_call_is_on_disk_before_the_tool_runs(tpath):
+    seen = {}
+
+    async def go():
+        async with TranscriptCapability(tpath) as cap:
+            agent = Agent(TestModel(), capabilities=[cap])
+
+            @agent.tool_plain
+            def look() -> str:
+                """Looks at the transcript from inside the tool."""
+                p = Session.peek(tpath)
+                seen["messages"] = [(m.role, len(m.tool_calls or [])) for m in p["messages"]]
+                seen["last"] = p["envelopes"][-1].type
+                return "looked"
+
+            await agent.run("look", message_history=await cap.message_history())
+
+    run(go())
+    assert seen["messages"] == [("user", 0), ("assistant", 1)]
+    assert seen["last"] == "tool-dispatched"
+    assert [e.payload["tool"] for e in of_type(tpath, "tool-dispatched")] == ["look"]
+
+
+def test_failing_tool_is_settled_failed_and_the_history_answers_it(tpath):
+    def model(messages, info):
+        last = messages[-1]
+        if any(isinstance(p, ToolReturnPart) for p in last.parts):
+            return ModelResponse(parts=[TextPart("saw: " + "; ".join(str(p.content) for p in last.parts if isinstance(p, ToolReturnPart)))])
+        return ModelResponse(parts=[ToolCallPart("explode", {"why": "test"}, tool_call_id="c9")])
+
+    async def go():
+        async with TranscriptCapability(tpath) as cap:
+            agent = Agent(FunctionModel(model), capabilities=[cap])
+            runs = []
+
+            @agent.tool_plain
+            def explode(why: str) -> str:
+                """Fails."""
+                runs.append(why)
+                raise RuntimeError("kaput: " + why)
+
+            with pytest.raises(RuntimeError, match="kaput"):
+                await agent.run("go", message_history=await cap.message_history())
+            history = await cap.message_history()
+            answer = history[-1].parts[-1]
+            assert isinstance(answer, ToolReturnPart) and answer.tool_call_id == "c9"
+            assert answer.outcome == "failed" and "RuntimeError: kaput: test" in answer.content
+            result = await agent.run("what happened?", message_history=history)
+            assert result.output.startswith("saw: The tool call failed")
+            assert runs == ["test"]  # never run again
+            everything = result.all_messages()
+        async with TranscriptCapability(tpath) as cap:
+            assert await cap.message_history() == everything
+
+    run(go())
+    settled = of_type(tpath, "tool-settled")
+    assert [(e.payload["outcome"], e.payload.get("error")) for e in settled] == [("failed", "RuntimeError: kaput: test")]
+
+
+def test_retry_and_non_json_arguments(tpath):
+    from pydantic_ai import ModelRetry
+
+    def model(messages, info):
+        last = messages[-1]
+        kinds = [p.part_kind for p in last.parts]
+        # a ModelRetry comes back as a retry prompt or, in newer versions, a "retried" return
+        if "retry-prompt" in kinds or any(getattr(p, "outcome", None) == "retried" for p in last.parts):
+            return ModelResponse(parts=[ToolCallPart("weekday", {"day": "2026-11-30", "strict": False}, tool_call_id="w2")])
+        if "tool-return" in kinds:
+            return ModelResponse(parts=[TextPart("it is " + str(last.parts[0].content))])
+        return ModelResponse(parts=[ToolCallPart("weekday", {"day": "2026-11-30", "strict": True}, tool_call_id="w1")])
+
+    async def go():
+        async with TranscriptCapability(tpath) as cap:
+            agent = Agent(FunctionModel(model), capabilities=[cap])
+
+            @agent.tool_plain
+            def weekday(day: datetime.date, strict: bool) -> str:
+                """The weekday of a date."""
+                if strict:
+                    raise ModelRetry("be lenient")
+                return day.strftime("%A")
+
+            result = await agent.run("which day?", message_history=await cap.message_history())
+            assert result.output == "it is Monday"
+            everything = result.all_messages()
+        async with TranscriptCapability(tpath) as cap:
+            assert await cap.message_history() == everything
+
+    run(go())
+    dispatched = of_type(tpath, "tool-dispatched")
+    assert [e.payload["arguments"] for e in dispatched] == [{"day": "2026-11-30", "strict": True}, {"day": "2026-11-30", "strict": False}]
+    settled = [(e.payload["outcome"], e.payload.get("error")) for e in of_type(tpath, "tool-settled")]
+    assert settled[1] == ("completed", None)
+    assert settled[0][0] == "failed" and "be lenient" in settled[0][1]
+    assert of_type(tpath, "rewind") == []
+
+
+def test_a_call_waiting_for_approval_survives_reopening(tpath):
+    from pydantic_ai import DeferredToolRequests, DeferredToolResults
+
+    def model(messages, info):
+        if any(isinstance(p, ToolReturnPart) for p in messages[-1].parts):
+            return ModelResponse(parts=[TextPart("paid")])
+        return ModelResponse(parts=[ToolCallPart("pay", {"amount": 5}, tool_call_id="p1")])
+
+    runs = []
+
+    def shop(cap):
+        agent = Agent(FunctionModel(model), capabilities=[cap], output_type=[str, DeferredToolRequests])
+
+        @agent.tool_plain(requires_approval=True)
+        def pay(amount: int) -> str:
+            """Pays."""
+            runs.append(amount)
+            return "done"
+
+        return agent
+
+    async def go():
+        async with TranscriptCapability(tpath) as cap:
+            paused = await shop(cap).run("pay 5", message_history=await cap.message_history())
+            assert isinstance(paused.output, DeferredToolRequests)
+        async with TranscriptCapability(tpath) as cap:  # another process, later
+            history = await cap.message_history()
+            assert isinstance(history[-1], ModelResponse)  # left waiting, not answered
+            approved = DeferredToolResults(approvals={"p1": True})
+            done = await shop(cap).run(message_history=history, deferred_tool_results=approved)
+            assert done.output == "paid"
+
+    run(go())
+    assert runs == [5]
+    assert [e.payload["outcome"] for e in of_type(tpath, "tool-settled")] == ["completed"]
+
+
+def test_a_result_lost_after_the_tool_ran_is_answered_never_rerun(tpath):
+    from llm_agent_session import assistant_message, user_message
+    from llm_agent_session.session import RESULT_GONE_TEXT
+
+    call = {"id": "c1", "type": "function", "function": {"name": "add", "arguments": '{"a":1,"b":2}'}}
+    with Session.create(tpath) as s:  # what a crash between the settle and the next request leaves
+        s.append_message(user_message("add"))
+        s.append_message(assistant_message(None, [call]))
+        op = s.append_tool_dispatched("c1", "add", call["function"]["arguments"])
+        s.append_tool_settled(op, "completed")
+
+    async def go():
+        async with TranscriptCapability(tpath) as cap:
+            return await cap.message_history()
+
+    history = run(go())
+    answer = history[-1].parts[-1]
+    assert isinstance(answer, ToolReturnPart) and answer.tool_name == "add" and answer.content == RESULT_GONE_TEXT
+
+
+def test_second_capability_on_a_locked_file_is_refused(tpath):
+    async def go():
+        async with TranscriptCapability(tpath):
+            with pytest.raises(SessionLocked):
+                TranscriptCapability(tpath)
+        async with TranscriptCapability(tpath):
+            pass
+
+    run(go())
+
+
+def test_history_handed_to_another_run_is_followed_with_a_rewind(tpath):
+    async def go():
+        async with TranscriptCapability(tpath) as cap:
+            agent = Agent(TestModel(custom_output_text="ok"), capabilities=[cap])
+            first = await agent.run("one", message_history=await cap.message_history())
+            await agent.run("two", message_history=first.all_messages())
+            # the app goes back to the first run's history: the transcript follows it
+            third = await agent.run("three instead", message_history=first.all_messages())
+            assert await cap.message_history() == third.all_messages()
+            return third.all_messages()
+
+    expected = run(go())
+    assert len(of_type(tpath, "rewind")) == 1
+    contents = [e.payload.get("content") for e in of_type(tpath, "message")]
+    assert "two" in contents  # nothing left the file
+    async def reread():
+        async with TranscriptCapability(tpath) as cap:
+            return await cap.message_history()
+    assert run(reread()) == expected
+
+
+CHILD = """
+import asyncio, sys
+import pydantic_ai.models
+from pydantic_ai import Agent
+from pydantic_ai.messages import ModelResponse, ToolCallPart, TextPart
+from pydantic_ai.models.function import FunctionModel
+from llm_agent_session.integrations.pydantic_ai import TranscriptCapability
+pydantic_ai.models.ALLOW_MODEL_REQUESTS = False
+
+def model(messages, info):
+    return ModelResponse(parts=[ToolCallPart("charge_card", {"amount": 42}, tool_call_id="call_pay")])
+
+async def main():
+    cap = TranscriptCapability(sys.argv[1])
+    agent = Agent(FunctionModel(model), capabilities=[cap])
+
+    @agent.tool_plain
+    def charge_card(amount: int) -> str:
+        \"\"\"Charges the card.\"\"\"
+        print("IN_TOOL", flush=True)
+        import time
+        time.sleep(60)
+        return "charged"
+
+    await agent.run("pay 42", message_history=await cap.message_history())
+
+asyncio.run(main())
+"""
+
+
+def resume_agent(cap, runs, seen):
+    def model(messages, info):
+        seen.append(messages)
+        return ModelResponse(parts=[TextPart("checked")])
+
+    agent = Agent(FunctionModel(model), capabilities=[cap])
+
+    @agent.tool_plain
+    def charge_card(amount: int) -> str:
+        """Charges the card."""
+        runs.append(amount)
+        return "charged"
+
+    return agent
+
+
+def test_sigkill_inside_a_tool_is_never_silently_rerun(tpath):
+    kill_child_at(CHILD, str(tpath))
+    ops, messages = crash_view(tpath)
+    assert ops == [["call_pay", "charge_card", "dispatched"]]
+    assert messages == [["user", []], ["assistant", ["call_pay"]]]
+
+    runs, seen = [], []
+
+    async def resume():
+        async with TranscriptCapability(tpath) as cap:
+            history = await cap.message_history()
+            # no new prompt: the form in which pydantic-ai would run an unanswered call again
+            await resume_agent(cap, runs, seen).run(None, message_history=history)
+            return history
+
+    history = run(resume())
+    assert runs == []  # the call that may have charged the card did not run again
+    answer = history[-1].parts[-1]
+    assert isinstance(answer, ToolReturnPart) and answer.tool_call_id == "call_pay"
+    text = str(answer.content).lower()
+    assert "interrupted" in text and "may or may not" in text
+    assert any(isinstance(p, ToolReturnPart) and p.tool_call_id == "call_pay" for p in seen[0][-1].parts)
+    settles = of_type(tpath, "tool-settled")
+    assert [(e.payload["outcome"], e.payload.get("reason")) for e in settles] == [("outcome-unknown", "interrupted")]
+
+
+def test_after_a_crash_the_app_may_settle_the_call_itself(tpath):
+    kill_child_at(CHILD, str(tpath))
+    runs, seen = [], []
+
+    async def resume():
+        async with TranscriptCapability(tpath) as cap:
+            s = cap.transcript
+            [op] = s.pending_tool_operations()
+            # the app checked with the payment provider: it went through
+            s.append_message(tool_message(op.call_id, "charged, receipt 7"))
+            s.append_tool_settled(op.op_id, "completed", reason="confirmed with the provider")
+            history = await cap.message_history()
+            await resume_agent(cap, runs, seen).run(None, message_history=history)
+            return history
+
+    history = run(resume())
+    assert runs == []
+    answer = history[-1].parts[-1]
+    assert isinstance(answer, ToolReturnPart) and answer.content == "charged, receipt 7"
+    assert [e.payload.get("reason") for e in of_type(tpath, "tool-settled")] == ["confirmed with the provider"]

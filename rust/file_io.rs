@@ -3,16 +3,22 @@
 //! The core reads with `pread` (`FileExt::read_at`), so it never moves the shared file
 //! position of a descriptor that Python also uses, and reads only the parts it needs.
 
-use std::fs::File;
 use std::io;
-use std::mem::ManuallyDrop;
-use std::ops::Deref;
-use std::os::unix::fs::FileExt;
-use std::os::unix::io::{FromRawFd, RawFd};
+#[cfg(unix)]
+use std::{
+    fs::File,
+    mem::ManuallyDrop,
+    ops::Deref,
+    os::unix::fs::FileExt,
+    os::unix::io::{FromRawFd, RawFd},
+};
 
 /// A descriptor borrowed from the caller, used as a `File` and never closed.
+/// Unix only: elsewhere (Windows) the extension has no file I/O and the pure core runs.
+#[cfg(unix)]
 pub struct BorrowedFile(ManuallyDrop<File>);
 
+#[cfg(unix)]
 impl BorrowedFile {
     /// Borrow `fd` for the duration of one call. The caller (the Python edge) keeps
     /// it open meanwhile; a descriptor that is not open gives `EBADF` on use.
@@ -30,6 +36,7 @@ impl BorrowedFile {
     }
 }
 
+#[cfg(unix)]
 impl Deref for BorrowedFile {
     type Target = File;
     fn deref(&self) -> &File {
@@ -38,6 +45,7 @@ impl Deref for BorrowedFile {
 }
 
 /// `EBADF` on Linux and the BSDs/macOS alike.
+#[cfg(unix)]
 const EBADF: i32 = 9;
 
 /// Something to read bytes from by position: a file, or (in tests) a slice.
@@ -48,6 +56,7 @@ pub trait Source {
     fn size(&self) -> io::Result<u64>;
 }
 
+#[cfg(unix)]
 impl Source for File {
     fn read_at(&self, buf: &mut [u8], offset: u64) -> io::Result<usize> {
         FileExt::read_at(self, buf, offset)
@@ -92,6 +101,7 @@ mod tests {
     use super::*;
 
     #[test]
+    #[cfg(unix)]
     fn a_negative_descriptor_is_ebadf_not_a_panic() {
         let err = BorrowedFile::new(-1).err().map(|e| e.raw_os_error());
         assert_eq!(err, Some(Some(EBADF)));

@@ -27,7 +27,7 @@ use pyo3::types::{PyDict, PyString, PyType};
 
 use crate::envelope::{parse_envelope_fields, EnvelopeRef, LineProblem};
 use crate::envelope_skim::skim_header;
-use crate::file_io::read_full;
+use crate::file_io::{read_full, BorrowedFile};
 use crate::json_grammar::{Kind, Span};
 use crate::json_view::token;
 use crate::json_view::{self, Entry, Item};
@@ -46,12 +46,32 @@ pub fn message_class(py: Python<'_>) -> PyResult<&Bound<'_, PyType>> {
     MESSAGE.import(py, "llm_agent_session.messages", "Message")
 }
 
-/// Another open file description of the file `fd` is open on (Linux `/proc`),
-/// close-on-exec and numbered 3 or more (SPEC 3: with stdio closed, `open` would
-/// hand out 0, 1 or 2, where stray reads and writes of stdio would meet it).
-pub fn reopen(fd: i32) -> std::io::Result<File> {
+/// Another open file description of the file `fd` is open on, close-on-exec and
+/// numbered 3 or more (SPEC 3: with stdio closed, `open` would hand out 0, 1 or 2,
+/// where stray reads and writes of stdio would meet it).
+///
+/// Through Linux's `/proc/self/fd/N`, or, given `by_path` (the Python side's
+/// `_platform.reopen_path`: not Linux, `/proc` unmounted, or the fallbacks forced),
+/// by opening that path and keeping it only if it is the same inode as `fd`
+/// (`st_dev`, `st_ino`): a file renamed over the path meanwhile is an error, and the
+/// caller then builds everything at once instead.
+pub fn reopen(fd: i32, by_path: Option<&str>) -> std::io::Result<File> {
     use std::os::fd::AsRawFd;
-    let file = File::open(format!("/proc/self/fd/{fd}"))?;
+    use std::os::unix::fs::MetadataExt;
+    let file = match by_path {
+        Some(path) => {
+            let file = File::open(path)?;
+            let (mine, theirs) = (BorrowedFile::new(fd)?.metadata()?, file.metadata()?);
+            if (mine.dev(), mine.ino()) != (theirs.dev(), theirs.ino()) {
+                return Err(std::io::Error::other(
+                    "the path names another file than the descriptor",
+                ));
+            }
+            file
+        }
+        None if cfg!(target_os = "linux") => File::open(format!("/proc/self/fd/{fd}"))?,
+        None => return Err(std::io::Error::from(std::io::ErrorKind::Unsupported)),
+    };
     if file.as_raw_fd() >= 3 {
         return Ok(file);
     }

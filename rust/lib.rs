@@ -34,13 +34,18 @@ pub mod string_scan;
 pub mod survey;
 pub mod tail;
 
-#[cfg(feature = "python")]
+// The module reads and writes through the descriptors Python hands it, which is Unix
+// I/O; elsewhere (Windows) `python_stub` is an importable module without file I/O, and
+// the pure-Python core does everything.
+#[cfg(all(feature = "python", unix))]
 mod lazy_events;
-#[cfg(feature = "python")]
+#[cfg(all(feature = "python", unix))]
 mod py_build;
-#[cfg(feature = "python")]
+#[cfg(all(feature = "python", unix))]
 mod py_encode;
-#[cfg(feature = "python")]
+#[cfg(all(feature = "python", unix))]
 mod py_replay;
-#[cfg(feature = "python")]
+#[cfg(all(feature = "python", unix))]
 mod python_edge;
+#[cfg(all(feature = "python", not(unix)))]
+mod python_stub;

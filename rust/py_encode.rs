@@ -81,7 +81,7 @@ fn write_value<'py>(
     depth: usize,
 ) -> Result<Bound<'py, PyAny>, Unsupported> {
     if let Ok(s) = v.downcast_exact::<PyString>() {
-        write_string(out, s.to_str().map_err(|_| Unsupported)?, true);
+        write_string(out, &s.to_cow().map_err(|_| Unsupported)?, true);
         return Ok(v.clone());
     }
     if v.is_none() {
@@ -99,7 +99,7 @@ fn write_value<'py>(
             // Python's own digits; past its int-to-str limit the reference's path
             // writes them in chunks.
             let text = v.str().map_err(|_| Unsupported)?;
-            out.extend_from_slice(text.to_str().map_err(|_| Unsupported)?.as_bytes());
+            out.extend_from_slice(text.to_cow().map_err(|_| Unsupported)?.as_bytes());
         }
         return Ok(v.clone());
     }
@@ -109,7 +109,7 @@ fn write_value<'py>(
         }
         // float.__repr__, as the reference's encoder writes floats.
         let text = v.repr().map_err(|_| Unsupported)?;
-        out.extend_from_slice(text.to_str().map_err(|_| Unsupported)?.as_bytes());
+        out.extend_from_slice(text.to_cow().map_err(|_| Unsupported)?.as_bytes());
         return Ok(v.clone());
     }
     if depth > MAX_WRITE_DEPTH {
@@ -117,7 +117,10 @@ fn write_value<'py>(
     }
     if let Ok(d) = v.downcast_exact::<PyDict>() {
         let copy = PyDict::new(py);
-        let mut entries: Vec<(&str, Bound<'py, PyAny>)> = Vec::with_capacity(d.len());
+        // `to_cow`, not `to_str`: the stable ABI of CPython 3.9 (the wheel's) has no
+        // borrowed UTF-8 view of a str, so keys may be copied there.
+        let mut entries: Vec<(std::borrow::Cow<'_, str>, Bound<'py, PyAny>)> =
+            Vec::with_capacity(d.len());
         // Keys are borrowed from the dict, which `copy` keeps alive with them.
         let mut keys = Vec::with_capacity(d.len());
         for (k, item) in d.iter() {
@@ -126,7 +129,7 @@ fn write_value<'py>(
             keys.push((key.clone(), item));
         }
         for (key, item) in &keys {
-            entries.push((key.to_str().map_err(|_| Unsupported)?, item.clone()));
+            entries.push((key.to_cow().map_err(|_| Unsupported)?, item.clone()));
         }
         // Code point order is UTF-8 byte order.
         entries.sort_unstable_by(|a, b| a.0.as_bytes().cmp(b.0.as_bytes()));
@@ -139,7 +142,8 @@ fn write_value<'py>(
             out.push(b':');
             let child = write_value(py, out, item, depth + 1)?;
             if !child.is(item) {
-                copy.set_item(*key, child).map_err(|_| Unsupported)?;
+                copy.set_item(key.as_ref(), child)
+                    .map_err(|_| Unsupported)?;
             }
         }
         out.push(b'}');

@@ -156,8 +156,15 @@ fn copy_prefix(py: Python<'_>, src_fd: i32, dst_fd: i32, length: u64) -> PyResul
 /// Replay the first `size` bytes of `fd`: `(meta, ids, messages, grants, pending,
 /// settled, sections, section_lines, events, envelope_at)`, or `CoreFailure`. The byte work
 /// (read, validate, fold) runs without the GIL; then only the survivors are built.
+/// `reopen_path`: see `lazy_events::reopen`.
 #[pyfunction]
-fn replay<'py>(py: Python<'py>, fd: i32, size: u64) -> PyResult<Bound<'py, PyTuple>> {
+#[pyo3(signature = (fd, size, reopen_path=None))]
+fn replay<'py>(
+    py: Python<'py>,
+    fd: i32,
+    size: u64,
+    reopen_path: Option<&str>,
+) -> PyResult<Bound<'py, PyTuple>> {
     let folded = py.allow_threads(move || {
         if size == 0 {
             // Like the reference, an empty read never touches the descriptor.
@@ -172,8 +179,8 @@ fn replay<'py>(py: Python<'py>, fd: i32, size: u64) -> PyResult<Bound<'py, PyTup
     let envelope_at = std::mem::take(&mut fold.envelope_at);
     let file = BorrowedFile::new(fd).map_err(|e| os_error(py, e))?;
     // Lazy parts read through a descriptor of their own; where none can be had
-    // (no `/proc`), everything is built now.
-    let own = lazy_events::reopen(fd).ok().map(Arc::new);
+    // (not the same inode at the path, no `/proc`), everything is built now.
+    let own = lazy_events::reopen(fd, reopen_path).ok().map(Arc::new);
     let parts = py_replay::materialise(py, &file, &fold, own.clone())?;
     let lines = std::mem::take(&mut fold.events);
     let events = match own {
@@ -218,8 +225,10 @@ fn all_events<'py>(
 /// The lenient scan of `[start, size)`: `(events, spans, problems, end, first_type,
 /// messages, bad_roles, ids, survey)`; `events` and `messages` are built on access;
 /// `survey` is `(types, roles, live, problem, open, rewound)` (see `survey::Survey`) or None.
+/// `reopen_path`: see `lazy_events::reopen`.
 #[pyfunction]
-#[pyo3(signature = (fd, start, size, final_line=false, want_ids=false, want_survey=false))]
+#[pyo3(signature = (fd, start, size, final_line=false, want_ids=false, want_survey=false, reopen_path=None))]
+#[allow(clippy::too_many_arguments)]
 fn scan<'py>(
     py: Python<'py>,
     fd: i32,
@@ -228,6 +237,7 @@ fn scan<'py>(
     final_line: bool,
     want_ids: bool,
     want_survey: bool,
+    reopen_path: Option<&str>,
 ) -> PyResult<Bound<'py, PyTuple>> {
     let want = scan_core::Wanted {
         ids: want_ids,
@@ -277,7 +287,7 @@ fn scan<'py>(
         (PyList::empty(py).into_any(), PyList::empty(py).into_any())
     } else {
         let file = BorrowedFile::new(fd).map_err(|e| os_error(py, e))?;
-        match lazy_events::reopen(fd).map(Arc::new) {
+        match lazy_events::reopen(fd, reopen_path).map(Arc::new) {
             Ok(own) => (
                 Bound::new(py, LineIndex::events(own.clone(), lines, payloads))?.into_any(),
                 Bound::new(

@@ -1,6 +1,11 @@
 """llm-agent-session: the durable, resumable JSONL transcript of an LLM agent run.
 
-See SPEC.md (section 8) for the names exported here.
+``Session`` creates, loads (repairing a torn tail), appends to and peeks at a
+transcript; ``Message`` and its helpers (``system_message``, ``user_message``,
+``assistant_message``, ``tool_message``) are what it records; ``Event`` and
+``PendingToolOperation`` are what it reads back; every error about a transcript
+inherits ``TranscriptError``. ``backend()`` says which core runs. See
+``help(llm_agent_session.Session)``, the README, and docs/FORMAT.md for the file.
 """
 
 from ._backend import backend

@@ -16,6 +16,7 @@ import warnings
 from types import ModuleType
 from typing import Any, Callable, List, NamedTuple, Optional, Sequence, Tuple
 
+from . import _platform
 from ._events import LazyList, LazyTexts
 from ._pure import replay as _pure_replay
 from ._pure import survey as _pure_survey
@@ -64,8 +65,19 @@ class Scanned(NamedTuple):
     survey: Optional[_pure_survey.SurveyCounts]
 
 
+def _pure_replay_of(fd: int, size: int, path: Optional[str] = None) -> Tuple[FoldState, List[Event]]:
+    # `path` only tells the native core how to reopen the file; the pure core reads it all now.
+    return _pure_replay.replay(fd, size)
+
+
 def _pure_scan(
-    fd: int, start: int, size: int, final_line: bool = False, want_ids: bool = False, want_survey: bool = False
+    fd: int,
+    start: int,
+    size: int,
+    final_line: bool = False,
+    want_ids: bool = False,
+    want_survey: bool = False,
+    path: Optional[str] = None,
 ) -> Scanned:
     events, spans, problems, end = _pure_replay.scan(fd, start, size, final_line)
     messages: List[Message] = []
@@ -89,10 +101,10 @@ def _pure_scan(
     )
 
 
-def _native_replay(mod: ModuleType) -> Callable[[int, int], Tuple[FoldState, Sequence[Event]]]:
-    def replay(fd: int, size: int) -> Tuple[FoldState, Sequence[Event]]:
+def _native_replay(mod: ModuleType) -> Callable[..., Tuple[FoldState, Sequence[Event]]]:
+    def replay(fd: int, size: int, path: Optional[str] = None) -> Tuple[FoldState, Sequence[Event]]:
         (meta, ids, messages, grants, pending, settled, sections, section_lines, events, envelope_at) = mod.replay(
-            fd, size
+            fd, size, _platform.reopen_path(path)
         )
         if not isinstance(sections, dict):
             sections = LazyTexts(sections)
@@ -106,10 +118,16 @@ def _native_replay(mod: ModuleType) -> Callable[[int, int], Tuple[FoldState, Seq
 
 def _native_scan(mod: ModuleType) -> Callable[..., Scanned]:
     def scan(
-        fd: int, start: int, size: int, final_line: bool = False, want_ids: bool = False, want_survey: bool = False
+        fd: int,
+        start: int,
+        size: int,
+        final_line: bool = False,
+        want_ids: bool = False,
+        want_survey: bool = False,
+        path: Optional[str] = None,
     ) -> Scanned:
         events, spans, problems, end, first_type, messages, bad_roles, ids, survey = mod.scan(
-            fd, start, size, final_line, want_ids, want_survey
+            fd, start, size, final_line, want_ids, want_survey, _platform.reopen_path(path)
         )
         return Scanned(
             events if isinstance(events, list) else LazyList(events),
@@ -131,14 +149,15 @@ def _load_native() -> Optional[ModuleType]:
         from . import _native  # type: ignore[attr-defined]
     except ImportError:
         return None
-    return _native
+    # Built where its file I/O is not ported (Windows): an empty module, so not a core.
+    return _native if hasattr(_native, "replay") else None
 
 
 PURE = Core(
     "pure",
     _pure_tail.tail_check,
     _pure_tail.copy_prefix,
-    _pure_replay.replay,
+    _pure_replay_of,
     _pure_scan,
     (),
 )
@@ -177,8 +196,9 @@ def _select(name: Optional[str]) -> Core:
         mod = _load_native()
         if mod is None:
             warnings.warn(
-                "llm_agent_session: the native extension is not built; using the pure-Python "
-                "core (same behaviour, slower). Reinstall with `pip install .` to build it.",
+                "llm_agent_session: the native extension is not built (or, on this platform, has "
+                "no file I/O); using the pure-Python core (same behaviour, slower). Reinstall "
+                "with `pip install .` to build it.",
                 RuntimeWarning,
                 stacklevel=3,
             )

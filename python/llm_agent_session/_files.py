@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import contextlib
 import errno
-import fcntl
 import os
 from typing import Callable, Optional, Union
+from . import _platform
+from ._platform import fcntl
 from .canonical import new_id
 from .errors import SessionLocked
 
@@ -16,17 +17,19 @@ def high_fd(fd: int) -> int:
     if fd >= 3:
         return fd
     try:
-        return fcntl.fcntl(fd, fcntl.F_DUPFD_CLOEXEC, 3)
+        return _platform.dup_at_least_3(fd)
     finally:
         os.close(fd)
 
 
 def open_fd(path: str, flags: int, mode: int = 0o600) -> int:
-    return high_fd(os.open(path, flags | os.O_CLOEXEC, mode))
+    return high_fd(os.open(path, flags | _platform.O_CLOEXEC | _platform.O_BINARY, mode))
 
 
 def try_lock(fd: int, path: str) -> None:
-    """Take the exclusive advisory lock on `fd` now, or raise SessionLocked."""
+    """Take the exclusive advisory lock on `fd` now, or raise SessionLocked
+    (NotImplementedError where there is no flock: Windows)."""
+    _platform.require_lock("a writing session (Session.create, Session.load, Session.fork)")
     try:
         fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
     except OSError as e:
@@ -39,9 +42,9 @@ def try_lock(fd: int, path: str) -> None:
 
 
 def fsync_dir(path: str) -> None:
-    fd = os.open(os.path.dirname(os.path.abspath(path)) or ".", os.O_RDONLY | os.O_CLOEXEC)
+    fd = os.open(os.path.dirname(os.path.abspath(path)) or ".", os.O_RDONLY | _platform.O_CLOEXEC)
     try:
-        os.fsync(fd)
+        _platform.fsync(fd)
     finally:
         os.close(fd)
 
@@ -85,6 +88,7 @@ def publish_new(
     fsync: bool,
     verify: Optional[Callable[[int, int], None]] = None,
     mode: int = 0o600,
+    lock: bool = True,
 ) -> int:
     """Create `path` with `content`, atomically and never over an existing file.
 
@@ -92,27 +96,31 @@ def publish_new(
     that is a function of the descriptor), which is locked, checked by `verify(fd,
     size)` (which may raise to abandon it), then hard-linked to `path`
     (FileExistsError if taken) and unlinked: a crash never leaves a half-made file at
-    `path`. Returns the locked O_APPEND descriptor.
+    `path`. Returns the O_APPEND descriptor, locked unless `lock` is false (for a
+    caller that closes it at once).
     """
     parent = os.path.dirname(os.path.abspath(path))
     make_private_dirs(parent)
     if os.path.lexists(path):
         raise FileExistsError(errno.EEXIST, "a file already exists there (it was not touched)", path)
     tmp = os.path.join(parent, f".{os.path.basename(path)}.{new_id()}.tmp")
-    fd = open_fd(tmp, os.O_RDWR | os.O_APPEND | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, mode)
+    fd = open_fd(tmp, os.O_RDWR | os.O_APPEND | os.O_CREAT | os.O_EXCL | _platform.O_NOFOLLOW, mode)
     try:
-        os.fchmod(fd, mode)  # exact mode whatever the umask: transcripts hold secrets
-        try_lock(fd, tmp)
+        if hasattr(os, "fchmod"):
+            os.fchmod(fd, mode)  # exact mode whatever the umask: transcripts hold secrets
+        if lock:
+            try_lock(fd, tmp)
         if callable(content):
             content(fd)
         else:
             write_all(fd, content)
         if fsync:
-            os.fsync(fd)
+            _platform.fsync(fd)
         if verify is not None:
             verify(fd, os.fstat(fd).st_size)
         try:
-            os.link(tmp, path, follow_symlinks=False)
+            # Never through a symlink where the platform can say so (linkat); tmp is ours anyway.
+            os.link(tmp, path, follow_symlinks=os.link not in os.supports_follow_symlinks)
         except FileExistsError:
             raise FileExistsError(
                 errno.EEXIST, "a file already exists there (it was not touched)", path

@@ -4,12 +4,11 @@ from __future__ import annotations
 
 import contextlib
 import errno
-import fcntl
 import os
 import stat
 from typing import List, Tuple
 
-from . import _backend
+from . import _backend, _platform
 from ._files import fsync_dir, open_fd, same_inode, try_lock, write_all
 from .errors import CoreFailure, NotATranscript, public_error
 
@@ -26,8 +25,8 @@ def open_locked(path: str) -> int:
     for _ in range(_LOCK_RETRIES):
         try:
             # O_NONBLOCK only for the open itself: a FIFO planted at the path must not hang us.
-            fd = open_fd(path, os.O_RDWR | os.O_APPEND | os.O_NONBLOCK)
-            fcntl.fcntl(fd, fcntl.F_SETFL, fcntl.fcntl(fd, fcntl.F_GETFL) & ~os.O_NONBLOCK)
+            fd = open_fd(path, os.O_RDWR | os.O_APPEND | _platform.O_NONBLOCK)
+            _platform.set_status_flags(fd, remove=_platform.O_NONBLOCK)
         except FileNotFoundError:
             leftover = repair_path_of(path)
             if os.path.lexists(leftover):
@@ -131,7 +130,7 @@ def _repair(
             os.fchown(rfd, st.st_uid, st.st_gid)
         try_lock(rfd, target)
         _backend.core.copy_prefix(fd, rfd, cut)
-        os.fsync(rfd)
+        _platform.fsync(rfd)
         if os.fstat(rfd).st_size != cut:
             raise OSError(errno.EIO, f"the repair copy holds {os.fstat(rfd).st_size} bytes, not {cut}")
         os.rename(target, real)
@@ -160,8 +159,8 @@ def _repair(
             "survive a power loss; check the disk and load again",
             path,
         ) from None
-    # Appends go to the end; set only now, since copy_file_range refuses an O_APPEND target.
-    fcntl.fcntl(rfd, fcntl.F_SETFL, fcntl.fcntl(rfd, fcntl.F_GETFL) | os.O_APPEND)
+    # Appends go to the end; set only now, after the copy wrote at the file position.
+    _platform.set_status_flags(rfd, add=os.O_APPEND)
     os.close(fd)  # releases the lock on the old inode; the new one is already locked
     shown = excerpt.decode("utf-8", "replace")
     warnings.append(

@@ -89,17 +89,24 @@ class EnvelopeIds:
     def get(self, id: str) -> Optional[int]: ...
 
 def replay(
-    fd: int, size: int
+    fd: int, size: int, reopen_path: Optional[str] = None
 ) -> Tuple[
     Dict[str, Any], List[str], List[Any], Dict[str, Any], List[Any], List[str], Any, Dict[str, str], Any, EnvelopeIds
 ]:
     """``(meta, ids, messages, grants, pending, settled, sections, section_lines, events, envelope_at)``
     for ``FoldState.from_parts``, or ``CoreFailure`` (``_pure.replay.replay``); ``sections`` is a
     ``SectionTexts`` and ``events`` a ``LineIndex`` (a dict and a list where a descriptor of
-    its own cannot be opened)."""
+    its own cannot be opened: by ``reopen_path``, the same inode, when given, else through
+    ``/proc/self/fd``)."""
 
 def scan(
-    fd: int, start: int, size: int, final_line: bool = False, want_ids: bool = False, want_survey: bool = False
+    fd: int,
+    start: int,
+    size: int,
+    final_line: bool = False,
+    want_ids: bool = False,
+    want_survey: bool = False,
+    reopen_path: Optional[str] = None,
 ) -> Tuple[
     Any,
     List[Tuple[int, int, int]],

@@ -6,7 +6,7 @@ import os
 import stat
 from typing import Any, Dict, List, Optional, Tuple
 
-from . import _backend
+from . import _backend, _platform
 from ._pure.fold import dispatched_operation
 from ._pure.survey import SurveyCounts
 from .messages import Event
@@ -43,7 +43,7 @@ def peek(
         result["survey"] = _survey_of(None, [], [])
     try:
         # O_NONBLOCK: opening a FIFO planted at the path must not hang the viewer.
-        fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC | os.O_NONBLOCK)
+        fd = os.open(path, os.O_RDONLY | _platform.O_CLOEXEC | _platform.O_NONBLOCK | _platform.O_BINARY)
     except OSError as e:
         result["error"] = f"cannot open {path}: {e.strerror}"
         return result
@@ -59,7 +59,7 @@ def peek(
             # Another file now (a repair renamed one over it) or shorter: read it all again.
             result["restarted"] = True
             start = 0
-        found = _backend.core.scan(fd, start, size, want_survey=survey)
+        found = _backend.core.scan(fd, start, size, want_survey=survey, path=path)
     finally:
         os.close(fd)
     end = found.end

@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 
-from . import _backend
+from . import _backend, _platform
 from ._files import publish_new, write_all
 from ._pure.fold import FoldState
 from ._pure.replay import Span, duplicate_reason
@@ -17,10 +17,10 @@ COPY_CHUNK = 1 << 20
 
 
 def _read_source(path: str, final_line: bool) -> Tuple[int, int, "_backend.Scanned"]:
-    fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
+    fd = os.open(path, os.O_RDONLY | _platform.O_CLOEXEC | _platform.O_BINARY)
     try:
         size = os.fstat(fd).st_size
-        return fd, size, _backend.core.scan(fd, 0, size, final_line, True)
+        return fd, size, _backend.core.scan(fd, 0, size, final_line, True, path=path)
     except BaseException:
         os.close(fd)
         raise
@@ -33,7 +33,7 @@ def _copy_lines(src: int, spans: Sequence[Span]) -> Any:
         batch: List[bytes] = []
         batched = 0
         for _, off, length in spans:
-            batch.append(os.pread(src, length, off))
+            batch.append(_platform.pread(src, length, off))
             batch.append(b"\n")
             batched += length + 1
             if batched >= COPY_CHUNK:
@@ -72,7 +72,8 @@ def salvage(path: str, out: str) -> Dict[str, Any]:
             else:
                 verdict["loads"] = True
 
-        out_fd = publish_new(out, _copy_lines(fd, kept), fsync=True, verify=check)
+        # Closed at once, so unlocked: salvage needs no lock (and works where there is none).
+        out_fd = publish_new(out, _copy_lines(fd, kept), fsync=True, verify=check, lock=False)
         os.close(out_fd)
     finally:
         os.close(fd)

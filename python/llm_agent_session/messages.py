@@ -59,7 +59,15 @@ def _built_on_access(default: Any = dataclasses.MISSING) -> Any:
 
 @dataclass(frozen=True)
 class Message:
-    """One conversation message; immutable and equal by value."""
+    """One conversation message, in the OpenAI chat shape; immutable and equal by value.
+
+    ``role`` ("system", "user", "assistant", "tool", ...); ``content`` (a string, a
+    list of content parts, or None); ``tool_calls`` (an assistant's calls:
+    ``[{"id", "type": "function", "function": {"name", "arguments"}}]``);
+    ``tool_call_id`` (the call a tool message answers); ``name``. ``sticky``,
+    ``sysprompt`` and ``depth`` mark a message that compaction keeps (``is_sticky``).
+    ``to_dict()`` gives the chat-completions form (unset keys left out).
+    """
 
     role: str
     content: Any = _built_on_access(None)
@@ -99,7 +107,8 @@ class Message:
         return self.sticky is True or self.sysprompt is True or self.depth is not None
 
     def to_dict(self) -> Dict[str, Any]:
-        """The message keys of SPEC 2.2; unset ones (None, False) left out."""
+        """The message as a dict of its set keys (None and False left out): the
+        chat-completions shape, plus ``sticky``/``sysprompt``/``depth`` when set."""
         d: Dict[str, Any] = {"role": self.role}
         if self.content is not None:
             d["content"] = self.content
@@ -153,20 +162,29 @@ def system_message(text: str) -> Message:
 
 
 def user_message(content: Any) -> Message:
+    """A user message (`content`: a string or a list of content parts)."""
     return Message("user", content)
 
 
 def assistant_message(content: Any = None, tool_calls: Optional[List[Any]] = None) -> Message:
+    """An assistant message: its text (None when it only calls tools) and its tool calls,
+    in the OpenAI shape (each answered later by a ``tool_message`` with the call's id)."""
     return Message("assistant", content, tool_calls=tool_calls)
 
 
 def tool_message(tool_call_id: str, content: Any) -> Message:
+    """The result of the tool call `tool_call_id`, as the model is shown it."""
     return Message("tool", content, tool_call_id=tool_call_id)
 
 
 @dataclass(frozen=True)
 class Event:
-    """One envelope as read from the file, unknown types included."""
+    """One envelope (one line) as read from the file, unknown types included.
+
+    ``id``, ``type`` and ``ts`` are built at once; ``payload`` (a dict, most of the line)
+    on the native core when first read, from the line read again: ValueError then if
+    the file was cut short or rewritten in place since it was listed.
+    """
 
     id: str
     type: str
@@ -180,7 +198,12 @@ class Event:
 
 @dataclass(frozen=True)
 class PendingToolOperation:
-    """A ``tool-dispatched`` operation without a ``tool-settled`` (SPEC 2.6).
+    """A ``tool-dispatched`` operation without a ``tool-settled``.
+
+    ``op_id`` (for ``Session.append_tool_settled``), the ``call_id``, ``tool`` and
+    ``arguments`` it was dispatched with, their ``arguments_digest``, the
+    ``idempotency``, ``run_id`` and ``round`` given then, and ``dispatched_at`` (its
+    timestamp).
 
     ``state`` is ``"dispatched"`` (may or may not have run) or ``"result-recorded"``
     (a tool message with its call id was written after it; only the settle is missing).

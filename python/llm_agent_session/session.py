@@ -9,7 +9,7 @@ import threading
 import weakref
 from typing import Any, Callable, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple, cast
 
-from . import _backend
+from . import _backend, _platform
 from ._events import EventLog
 from ._files import publish_new, same_inode, write_all
 from ._load import check_and_repair, open_locked, remove_leftover_repair
@@ -123,7 +123,33 @@ if hasattr(os, "register_at_fork"):  # not on Windows, which has no fork
 
 
 class Session:
-    """One transcript open for appending, holding its lock until ``close()``."""
+    """One transcript (an append-only JSONL file) open for appending.
+
+    Three ways in:
+
+    - ``Session.create(path, meta)``: a new transcript, its first line the meta.
+    - ``Session.load(path)``: an existing one, its torn last line (a crash mid-write)
+      cut off, every line replayed into ``messages``, ``grants`` and the tool
+      operations left open.
+    - ``Session.peek(path)``: read what is there without writing or locking (a viewer
+      of a file another process is writing). ``salvage`` and ``fork`` make new files
+      from the lines of another.
+
+    A session holds an exclusive lock on the file (``SessionLocked`` for a second
+    writer, in this or another process) and one append handle until ``close()``; it is
+    a context manager, and every method is thread-safe. Each ``append_*`` checks its
+    input first (``TypeError``/``ValueError``, nothing written), then writes one whole
+    line and returns its envelope id once the kernel has the line: that survives the
+    process being killed; with ``fsync=True`` each line is also fsynced, which survives
+    a power loss. Grants are always fsynced. Afterwards the in-memory state is what
+    ``load`` of the file would give.
+
+    The conversation as the model is sent it next: ``messages`` (compactions,
+    elisions applied) with ``message_ids``; everything else: ``meta``, ``grants``,
+    ``events`` (every line), ``pending_tool_operations()``, ``warnings``.
+    Errors about a transcript inherit ``TranscriptError``; docs/FORMAT.md in the
+    source distribution describes the file.
+    """
 
     def __init__(
         self,
@@ -134,6 +160,7 @@ class Session:
         warnings: List[str],
         fsync: bool,
     ) -> None:
+        """Internal: sessions come from ``create``, ``load`` and ``fork``."""
         self._path = path
         # Checks and the artifacts dir use the absolute path: an agent may chdir meanwhile.
         self._abs_path = os.path.abspath(path)
@@ -158,7 +185,16 @@ class Session:
 
     @classmethod
     def create(cls, path: Any, meta: Optional[Mapping[str, Any]] = None, *, fsync: bool = False) -> "Session":
-        """A new transcript at `path` (FileExistsError if taken) holding the meta line."""
+        """Create a new transcript at `path` whose first line is `meta`, and open it.
+
+        Missing parent directories are created (mode 0700), the file (mode 0600) is
+        published atomically: a crash never leaves a half-made transcript at `path`.
+        ``fsync=True`` fsyncs every later line too (and the file and directory now).
+        Raises FileExistsError if `path` exists (it is never overwritten),
+        TypeError/ValueError if `meta` is not a JSON-able mapping,
+        NotImplementedError where there is no flock (Windows).
+        """
+        _platform.require_lock("Session.create")
         path = os.fspath(path)
         if meta is None:
             meta = {}
@@ -177,7 +213,19 @@ class Session:
 
     @classmethod
     def load(cls, path: Any, *, fsync: bool = False) -> "Session":
-        """Open an existing transcript: repair a torn tail, replay every line, keep a handle."""
+        """Open an existing transcript: repair a torn tail, replay every line, keep a handle.
+
+        A torn last line (a writer killed mid-line) is cut off by a verbatim copy and an
+        atomic rename, and reported in ``warnings``; a whole last line without its
+        ``\\n`` gets one. Costs one read of the whole file (O(size)); on the native
+        core events are built only when read.
+        Raises FileNotFoundError, NotATranscript (no session-meta first line),
+        CorruptTranscript / DanglingReference (with ``.line`` and ``.offset``: damage
+        that no crash produces), UnsupportedVersion, SessionLocked (another session
+        has it open), PermissionError (a torn tail in a read-only file), OSError (the
+        repair copy failed: the file is unchanged), NotImplementedError (Windows).
+        """
+        _platform.require_lock("Session.load")
         path = os.fspath(path)
         fd = open_locked(path)
         warnings: List[str] = []
@@ -185,7 +233,7 @@ class Session:
             remove_leftover_repair(path, warnings)
             fd, size = check_and_repair(path, fd, warnings)
             try:
-                state, events = _backend.core.replay(fd, size)
+                state, events = _backend.core.replay(fd, size, path=path)
             except CoreFailure as f:
                 raise public_error(f, path) from None
         except BaseException:
@@ -197,11 +245,22 @@ class Session:
     def peek(
         path: Any, *, offset: int = 0, identity: Optional[Tuple[int, int]] = None, survey: bool = False
     ) -> Dict[str, Any]:
-        """What the file says, without writing, locking or repairing (SPEC 5).
+        """What the file says, without writing, locking or repairing.
 
-        ``survey=True`` (beyond SPEC 5; only with ``offset=0``) adds ``survey``: lines and
-        bytes by type, messages by role, how many messages replay would give, and the
-        tool operations left open with their state, computed in the same pass.
+        Returns a dict: ``path``, ``size``, ``meta``, ``envelopes`` and ``messages`` (in
+        file order, no compaction applied; lazy sequences), ``warnings`` (every line
+        that did not parse, skipped), ``end`` (just past the last complete line),
+        ``pending`` (bytes of an unfinished last line), ``identity`` ((st_dev,
+        st_ino)), ``restarted``, and ``error`` only when there is nothing to read (no
+        file, empty, first line not a session-meta). ``peek(path, offset=end,
+        identity=identity)`` returns only what was appended since (it reads from the
+        start, ``restarted=True``, if the file was replaced or shrank). Costs one read
+        of the bytes from `offset` on.
+
+        ``survey=True`` (only with ``offset=0``) adds ``survey``: lines and bytes by
+        type, messages by role, how many messages replay would give, and the tool
+        operations left open with their state, computed in the same pass.
+        Raises ValueError for a negative or non-int `offset`, or a survey with one.
         """
         from ._peek import peek
 
@@ -209,7 +268,14 @@ class Session:
 
     @staticmethod
     def salvage(path: Any, out: Any) -> Dict[str, Any]:
-        """Copy every envelope that parses into the new file `out`; report what was dropped."""
+        """Copy every envelope that parses into the new file `out`; report what was dropped.
+
+        For a file that ``load`` refuses. Lines are copied verbatim, in order; `out` is
+        published atomically and never overwritten (FileExistsError). Returns a dict:
+        ``kept``, ``dropped`` (line, start, end, reason of each), ``loads`` (whether
+        `out` replays) and ``error`` (why not). Costs one read of `path` and one
+        write and replay of `out`.
+        """
         from ._salvage import salvage
 
         return salvage(os.fspath(path), os.fspath(out))
@@ -218,9 +284,17 @@ class Session:
     def fork(
         cls, path: Any, out: Any, through_id: str, meta: Optional[Mapping[str, Any]] = None
     ) -> "Session":
-        """A new transcript at `out`: fresh meta, then `path`'s envelopes through `through_id`."""
+        """A new transcript at `out`: fresh meta, then `path`'s envelopes through `through_id`.
+
+        The meta is `meta` (default: the original's) plus ``forked-from`` (path and
+        id); the lines after it are copied byte for byte. Returns the new session, open.
+        Raises FileExistsError, NotATranscript, DanglingReference (no such envelope),
+        CorruptTranscript (the part to copy does not replay), NotImplementedError
+        (Windows). Costs one read of `path` and a replay of what is copied.
+        """
         from ._salvage import fork
 
+        _platform.require_lock("Session.fork (it returns the new transcript open for appending)")
         out = os.fspath(out)
         fd, state, events = fork(os.fspath(path), out, through_id, meta)
         return cls(out, fd, state, events, [], False)
@@ -229,6 +303,7 @@ class Session:
 
     @property
     def path(self) -> str:
+        """The path the session was opened with."""
         return self._path
 
     @property
@@ -238,11 +313,14 @@ class Session:
 
     @property
     def messages(self) -> List[Message]:
+        """The live conversation (compaction and elision applied), as the model is sent it
+        next; a new list of immutable Messages (O(number of messages))."""
         with self._lock:
             return list(self._state.messages)
 
     @property
     def message_ids(self) -> List[str]:
+        """The envelope id of each message of ``messages``, in the same order (a new list)."""
         with self._lock:
             return list(self._state.ids)
 
@@ -267,17 +345,24 @@ class Session:
 
     @property
     def warnings(self) -> List[str]:
+        """What ``load`` changed or noticed (a torn line removed, other hard links), as text."""
         return list(self._warnings)
 
     @property
     def closed(self) -> bool:
+        """True after ``close()``."""
         return self._fd is None
 
     def pending_tool_operations(self) -> List[PendingToolOperation]:
+        """Every dispatched tool operation without a settle, in file order, each with its
+        state: ``dispatched`` (may or may not have run) or ``result-recorded`` (a tool
+        message answers its call; only the settle is missing). O(pending operations)."""
         with self._lock:
             return self._state.pending_operations()
 
     def run_context_section(self, digest: str) -> Optional[str]:
+        """The text of the run-context section with this digest ("sha256:<hex>"), or None
+        when no line of this transcript carries it. Reads that one line (native core)."""
         with self._lock:
             return self._state.sections.get(digest)
 
@@ -309,11 +394,14 @@ class Session:
 
     @property
     def artifacts_dir(self) -> str:
+        """``<stem>.artifacts`` beside the transcript: where full tool results live."""
         head, name = os.path.split(self._abs_path)
         stem = os.path.splitext(name)[0]
         return os.path.join(head, stem + ".artifacts")
 
     def artifact_path(self, file: str) -> str:
+        """The path of artifact `file` in ``artifacts_dir``; ValueError unless `file` is a
+        plain file name (no ``/``, ``\\``, NUL, ``.`` or ``..``)."""
         problem = artifact_name_problem(file)
         if problem is not None:
             raise ValueError(f"{problem}: {file!r}; artifacts are plain file names in {self.artifacts_dir}")
@@ -322,6 +410,14 @@ class Session:
     # -- appends ----------------------------------------------------------------------------
 
     def append_message(self, message: MessageLike, extra: Optional[Mapping[str, Any]] = None) -> str:
+        """Append one message (a Message or a mapping in its shape); return its envelope id.
+
+        `extra` keys (``finish-reason``, a runtime's own item) are stored on the line
+        beside the message and visible in ``events``, never in ``messages``; an extra
+        named like a message key is dropped. Raises TypeError/ValueError for what JSON
+        cannot carry exactly (nothing written), SessionClosed, SessionBroken, OSError
+        from the write (the file is truncated back).
+        """
         msg = as_message(message)
         payload: Dict[str, Any] = {}
         if extra is not None:
@@ -337,6 +433,9 @@ class Session:
         return self._append("message", payload, "message")
 
     def append_grants(self, grants: Mapping[str, Any]) -> str:
+        """Record the whole permission snapshot (a JSON-able mapping), always fsynced;
+        ``grants`` is then this snapshot. Returns the envelope id. Raises as
+        ``append_message`` does."""
         if not isinstance(grants, Mapping):
             raise TypeError(f"grants must be a mapping, not {type(grants).__name__}")
         # Always fsynced: a lost revocation would resume with more permission than granted.
@@ -350,6 +449,12 @@ class Session:
         tokens_after: int,
         fallback: bool = False,
     ) -> str:
+        """Fold the live messages up to and including `replaces_through_id` into one user
+        message holding `summary` (sticky ones are kept before it). Returns the
+        envelope id, which is also the summary message's id. Raises DanglingReference
+        (nothing written) when that id is not a live message, TypeError for wrong
+        types, and as ``append_message`` does. O(number of messages).
+        """
         _require(summary, (str,), "summary")
         _require(replaces_through_id, (str,), "replaces_through_id")
         _require(tokens_before, (int,), "tokens_before")
@@ -365,6 +470,10 @@ class Session:
         return self._append("compaction", payload, "compaction")
 
     def append_elision(self, items: Iterable[Any]) -> str:
+        """Replace the content of live messages with stubs: `items` are (id, stub) pairs
+        or {"id", "stub"} mappings; everything else about those messages stays.
+        Returns the envelope id. Raises DanglingReference (nothing written) when an id
+        is not a live message, and as ``append_message`` does."""
         out = []
         for item in items:
             id_, stub = _pair(item, ("id", "stub"), "elision items")
@@ -395,6 +504,13 @@ class Session:
         run_id: Optional[str] = None,
         round: Optional[int] = None,
     ) -> str:
+        """Record that tool call `call_id` is about to be sent to `tool`; call it just
+        before the call leaves. Returns the operation id (for ``append_tool_settled``).
+
+        `arguments` (a JSON string is stored parsed) and its SHA-256 are stored;
+        `idempotency` tells a resuming run whether a retry is safe. Raises
+        TypeError/ValueError (nothing written), and as ``append_message`` does.
+        """
         _require(call_id, (str,), "call_id")
         _require(tool, (str,), "tool")
         _require(idempotency, (str,), "idempotency", optional=True)
@@ -431,6 +547,12 @@ class Session:
         artifact: Optional[Mapping[str, Any]] = None,
         error: Optional[str] = None,
     ) -> str:
+        """Record how operation `op_id` ended: `outcome` is ``completed``, ``failed`` or
+        ``outcome-unknown``; the rest is optional detail (`artifact`: where the full
+        result is, see ``artifact_path``). Write it after the tool message. Returns the
+        envelope id. Raises ToolOperationError (nothing written) for an unknown or
+        already settled operation or another outcome, and as ``append_message`` does.
+        """
         _require(op_id, (str,), "op_id")
         if not isinstance(outcome, str) or outcome not in OUTCOMES:
             raise InvalidToolOutcome(
@@ -456,12 +578,18 @@ class Session:
     def resolve_tool_operation(
         self, op_id: str, outcome: str = "outcome-unknown", *, reason: Optional[str] = None
     ) -> str:
-        """Settle a pending operation the app has decided about (after a crash, say)."""
+        """Settle a pending operation the app has decided about (after a crash, say):
+        ``append_tool_settled(op_id, outcome, reason=reason)``; raises as it does."""
         return self.append_tool_settled(op_id, outcome, reason=reason)
 
     def append_run_context(self, sections: Iterable[Any], facts: Iterable[Any] = ()) -> str:
         """Record what the run was told: sections ({name, text} mappings, (name, text) pairs or a
-        {name: text} mapping) stored once per digest, and facts ((name, value) pairs, in order)."""
+        {name: text} mapping) stored once per digest, and facts ((name, value) pairs, in order).
+
+        A section whose text an earlier line carries is stored as a reference to it
+        (read back with ``run_context_section``). Returns the envelope id. Raises
+        TypeError/ValueError (nothing written), and as ``append_message`` does.
+        """
         if isinstance(sections, Mapping):
             sections = list(sections.items())  # {name: text}, in its order
         if isinstance(facts, Mapping):
@@ -615,7 +743,7 @@ class Session:
     # -- closing -------------------------------------------------------------------------------
 
     def close(self) -> None:
-        """Release the handle and the lock; later appends raise SessionClosed."""
+        """Release the handle and the lock; later appends raise SessionClosed. Idempotent."""
         with self._lock:
             fd, self._fd = self._fd, None
             _open_sessions.discard(self)
@@ -715,7 +843,7 @@ class Session:
         try:
             write_all(fd, line)
             if self._fsync or force_fsync:
-                os.fsync(fd)
+                _platform.fsync(fd)
         except BaseException:
             # Never leave part of a line behind: the next line would be written after garbage.
             try:

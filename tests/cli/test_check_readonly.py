@@ -99,6 +99,8 @@ def test_check_with_a_live_writer_holding_the_lock(cli, tmp_path):
         r = cli("check", path)
         s.append_message({"role": "user", "content": "still writing"})
     assert r.returncode == 0 and "1 message(s)" in r.stdout, r.stdout + r.stderr
+    if not os.path.exists("/proc/locks"):
+        pytest.skip("check reads the lock's holder from /proc/locks, which is not mounted here")
     assert f"a live writer (pid {os.getpid()}) holds it" in r.stdout
 
 

@@ -402,6 +402,9 @@ def test_tail_follow_survives_a_repair_and_exits_on_ctrl_c(backend_name, transcr
     proc = subprocess.Popen(
         cli_argv("tail", "-f", "-n", "1", transcript.path), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
         text=True, env=child_env(backend_name),
+        # Ctrl-C's default: a suite started in the background (`cmd &` without job control)
+        # ignores SIGINT, which children inherit, and Python then installs no handler.
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
     )
     try:
         _read_until(proc, "Thanks")

@@ -9,6 +9,7 @@ from __future__ import annotations
 import os
 from typing import Any, Optional, Tuple
 
+from .. import _platform
 from ..errors import CoreFailure
 from .lines import (
     TOO_DEEP,
@@ -41,7 +42,7 @@ def read_span(fd: int, start: int, size: int) -> bytes:
     chunks = []
     offset = start
     while offset < size:
-        chunk = os.pread(fd, min(1 << 30, size - offset), offset)
+        chunk = _platform.pread(fd, min(1 << 30, size - offset), offset)
         if not chunk:
             break
         chunks.append(chunk)
@@ -142,7 +143,7 @@ def copy_prefix(src_fd: int, dst_fd: int, length: int) -> None:
     """Copy bytes [0, length) of `src_fd` to `dst_fd` verbatim; OSError on failure."""
     offset = 0
     while offset < length:
-        chunk = os.pread(src_fd, min(COPY_CHUNK, length - offset), offset)
+        chunk = _platform.pread(src_fd, min(COPY_CHUNK, length - offset), offset)
         if not chunk:
             raise OSError(f"the file shrank during the repair copy (at byte {offset} of {length})")
         view = memoryview(chunk)

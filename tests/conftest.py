@@ -26,6 +26,7 @@ SLOW_PLACES = (
     "tests/test_import_fuzz.py",
     "tests/test_properties.py",
     "tests/test_demo_and_stub.py",
+    "tests/test_types.py",
 )
 SLOW_TESTS = (
     "test_every_truncation_of_a_representative_transcript_agrees",

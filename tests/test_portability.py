@@ -211,13 +211,17 @@ def test_without_fcntl_reading_works_and_writing_says_what_is_missing(backend_na
     assert [m.role for m in view["messages"]] == ["user", "assistant", "tool"], view
     report = Session.salvage(path, "salvaged.jsonl")
     assert report["loads"], report
-    # The commands built on peek. (show without --raw, check and export replay through
-    # Session.load, so there they stop with its NotImplementedError; see the README.)
-    for argv in (["peek", path], ["show", "--raw", path], ["tail", path], ["stats", path]):
+    # Every viewing command: those built on peek, and show, check and export, which
+    # replay read-only there (no lock to load with).
+    for argv in (["peek", path], ["show", "--raw", path], ["tail", path], ["stats", path], ["show", path],
+                 ["check", path], ["export", path, "--format", "markdown"], ["export", path, "--format", "html"],
+                 ["export", path, "--format", "openai"]):
         out = io.StringIO()
         with contextlib.redirect_stdout(out):
             code = main(argv)
         assert code == 0, (argv, code, out.getvalue())
+        if argv[0] in ("show", "export") and "--raw" not in argv:
+            assert "done" in out.getvalue(), (argv, out.getvalue())
     for call in (lambda: Session.create("new.jsonl", {{}}), lambda: Session.load(path),
                  lambda: Session.fork(path, "forked.jsonl", {last!r})):
         try:

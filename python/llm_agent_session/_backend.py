@@ -35,7 +35,7 @@ class Core(NamedTuple):
     replay: Callable[..., Any]
     scan: Callable[..., Any]
     # Which of the four the native extension runs (the rest are the pure reference).
-    native_parts: tuple
+    native_parts: Tuple[str, ...]
     # The write path's serialiser (``_native.encode_envelope``): ``(id, ts, line, copy)``
     # or None where the reference's path (``canonical``) must run. None for pure.
     encode_envelope: Optional[Callable[..., Any]] = None
@@ -146,7 +146,7 @@ def _native_scan(mod: ModuleType) -> Callable[..., Scanned]:
 
 def _load_native() -> Optional[ModuleType]:
     try:
-        from . import _native  # type: ignore[attr-defined]
+        from . import _native
     except ImportError:
         return None
     # Built where its file I/O is not ported (Windows): an empty module, so not a core.

@@ -25,9 +25,12 @@ import sys
 from typing import Optional
 
 try:
-    import fcntl
+    import fcntl as fcntl  # re-exported: _files locks through it
 except ImportError:  # Windows
     fcntl = None  # type: ignore[assignment]
+
+# Whether a writing session can be had here: the exclusive advisory lock (not on Windows).
+HAS_LOCK = fcntl is not None
 
 PORTABLE_ENV = "LLM_AGENT_SESSION_PORTABLE"
 # Read once, at import: one process, one set of code paths.

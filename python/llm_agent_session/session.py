@@ -309,7 +309,7 @@ class Session:
     @property
     def meta(self) -> Dict[str, Any]:
         """The session-meta payload (a copy: editing it changes nothing)."""
-        return copy_json(self._state.meta)
+        return cast(Dict[str, Any], copy_json(self._state.meta))
 
     @property
     def messages(self) -> List[Message]:
@@ -328,7 +328,7 @@ class Session:
     def grants(self) -> Dict[str, Any]:
         """The last grants snapshot, ``{}`` if none (a copy: editing it grants nothing)."""
         with self._lock:
-            return copy_json(self._state.grants)
+            return cast(Dict[str, Any], copy_json(self._state.grants))
 
     @property
     def events(self) -> EventLog:

@@ -16,7 +16,7 @@ import tempfile
 from dataclasses import dataclass
 from typing import Any, Dict, Iterator, Optional, Tuple
 
-from .. import NotATranscript, Session, SessionLocked, TranscriptError
+from .. import NotATranscript, Session, SessionLocked, TranscriptError, _platform
 from .advice import command, error_text
 from .output import CliError, human_bytes
 from .progress import Progress
@@ -121,10 +121,32 @@ def _load(path: str, shown_as: str) -> Session:
         raise CliError(text, 1) from None
 
 
+def _replayed_without_lock(path: str) -> Opened:
+    """Where there is no writer's lock to load with (Windows): the read-only replay that
+    ``check`` runs, up to a torn last line, as a closed session (nothing opened to write)."""
+    from .verdict import NOT_A_TRANSCRIPT, verdict
+
+    with Progress(f"reading {path} ({human_bytes(os.path.getsize(path))})"):
+        v = verdict(path)
+    if v.error is not None or v.replayed is None:
+        code = 3 if v.code == NOT_A_TRANSCRIPT else 1
+        raise CliError(error_text(v.error, path, path) if v.error else f"{path}: it does not replay", code)
+    state, events = v.replayed
+    session = Session(path, None, state, events, [], False)  # type: ignore[arg-type]  # closed: read only
+    note = None
+    if v.torn is not None:
+        note = (f"its unfinished last line ({v.torn.removed:,} bytes at byte {v.torn.cut:,}) is left out, "
+                "as a load would remove it; the file itself was not touched")
+    return Opened(session, note)
+
+
 @contextlib.contextmanager
 def open_read_only(path: str) -> Iterator[Opened]:
     """The replayed transcript at `path`, loaded without writing to it (see module doc)."""
     require_file(path)
+    if not _platform.HAS_LOCK:
+        yield _replayed_without_lock(path)
+        return
     why = load_would_write(path)
     if why is None and not os.access(path, os.W_OK):
         why = "you cannot write to it, and loading opens it for appending"

@@ -13,10 +13,10 @@ from __future__ import annotations
 import os
 import stat
 from dataclasses import dataclass, field
-from typing import List, Optional
+from typing import Any, List, Optional, Sequence, Tuple
 
 from .. import NotATranscript, PendingToolOperation
-from .. import _backend
+from .. import _backend, _platform
 from ..errors import CoreFailure, public_error
 
 CLEAN, WOULD_REPAIR, WOULD_FAIL, NOT_A_TRANSCRIPT = 0, 1, 2, 3
@@ -41,6 +41,9 @@ class Verdict:
     error: Optional[BaseException] = None  # what load would raise
     messages: int = 0  # live messages after a load
     pending: List[PendingToolOperation] = field(default_factory=list)
+    # What the read-only replay gave (where it succeeded): the state and events a load would
+    # hold. The viewers use it where there is no writer's lock to load with (Windows).
+    replayed: Optional[Tuple[Any, Sequence[Any]]] = None
     notes: List[str] = field(default_factory=list)  # other things a load would do
 
 
@@ -53,7 +56,7 @@ def _failure(f: CoreFailure, path: str, size: int, torn: Optional[Torn]) -> Verd
 def verdict(path: str) -> Verdict:
     """Load's verdict on `path`, read-only (see the module doc)."""
     # O_NONBLOCK: opening a FIFO planted at the path must not hang the check.
-    fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC | os.O_NONBLOCK)
+    fd = os.open(path, os.O_RDONLY | _platform.O_CLOEXEC | _platform.O_NONBLOCK | _platform.O_BINARY)
     try:
         st = os.fstat(fd)
         if not stat.S_ISREG(st.st_mode):
@@ -68,13 +71,14 @@ def verdict(path: str) -> Verdict:
         if kind == "torn":
             torn = Torn(line, cut, size - cut, excerpt.decode("utf-8", "replace"))
         try:
-            state, _events = core.replay(fd, cut if torn else size)
+            state, events = core.replay(fd, cut if torn else size)
         except CoreFailure as f:
             return _failure(f, path, size, torn)
     finally:
         os.close(fd)
     result = Verdict(WOULD_REPAIR if torn else CLEAN, size, torn=torn, adds_newline=kind == "no-newline")
     result.messages = len(state.ids)
+    result.replayed = (state, events)
     result.pending = state.pending_operations()
     if os.path.lexists(os.path.realpath(path) + ".repair"):
         result.notes.append(f"a load deletes the leftover {os.path.realpath(path)}.repair (an interrupted repair)")
@@ -94,6 +98,8 @@ def verdict(path: str) -> Verdict:
 def lock_holder(st: os.stat_result) -> Optional[int]:
     """The pid holding the writer's flock on this inode, read from /proc/locks (Linux)
     without taking any lock ourselves; None when unlocked or unknown."""
+    if not hasattr(os, "major"):  # Windows: no device numbers, no /proc
+        return None
     device = f"{os.major(st.st_dev):02x}:{os.minor(st.st_dev):02x}:{st.st_ino}"
     try:
         with open("/proc/locks", encoding="ascii", errors="replace") as f:

@@ -204,8 +204,8 @@ pub fn materialise<'py>(
 /// Building Python objects needs the GIL, and materialising a 256 MB bench transcript
 /// (288 live messages, some 100 KB tool results, 31,565 settled ids, 10,070 sections)
 /// kept it for ~15 ms: an event loop on another thread (AsyncSession) stood still that
-/// long. Once a millisecond has passed since the last turn, the GIL is let go for a
-/// moment, so a thread that asked for it gets its turn.
+/// long. Once a millisecond has passed since the last turn, the GIL is let go for
+/// 0.1 ms, so a thread that asked for it gets its turn.
 pub struct GilTurns {
     since: std::time::Instant,
 }
@@ -220,10 +220,14 @@ impl Default for GilTurns {
 
 impl GilTurns {
     const EVERY: std::time::Duration = std::time::Duration::from_millis(1);
+    const PAUSE: std::time::Duration = std::time::Duration::from_micros(100);
 
     pub fn take(&mut self, py: Python<'_>) {
         if self.since.elapsed() >= Self::EVERY {
-            py.allow_threads(std::thread::yield_now);
+            // A sleep, not a yield: a thread waiting for the GIL must wake and take it.
+            // A bare release let this thread take it back first, and each release reset
+            // the waiter's 5 ms switch timer (stalls stayed at ~15 ms).
+            py.allow_threads(|| std::thread::sleep(Self::PAUSE));
             self.since = std::time::Instant::now();
         }
     }

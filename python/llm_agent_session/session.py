@@ -122,6 +122,38 @@ if hasattr(os, "register_at_fork"):  # not on Windows, which has no fork
     os.register_at_fork(after_in_child=_close_inherited_descriptors)
 
 
+def dispatched_payload(
+    call_id: str,
+    tool: str,
+    arguments: Any,
+    idempotency: Optional[str] = None,
+    run_id: Optional[str] = None,
+    round: Optional[int] = None,
+) -> Dict[str, Any]:
+    """The ``tool-dispatched`` payload (SPEC 2.6): `arguments` canonicalised (a string of
+    JSON stored parsed, unless what it parses to cannot be stored) and its digest.
+    Raises TypeError/ValueError for arguments JSON cannot carry. Shared by
+    ``append_tool_dispatched`` and the importers' bulk writer."""
+    args = parse_arguments(arguments)
+    if args is not arguments:
+        try:
+            validate(args, "arguments")
+        except (TypeError, ValueError):
+            args = arguments  # parsed into something unstorable: keep the string itself
+            validate(args, "arguments")
+    else:
+        validate(args, "arguments")
+    return {
+        "call-id": call_id,
+        "tool": tool,
+        "arguments": args,
+        "arguments-digest": sha256_digest(dumps(args).encode("utf-8")),
+        "idempotency": idempotency,
+        "run-id": run_id,
+        "round": round,
+    }
+
+
 class Session:
     """One transcript (an append-only JSONL file) open for appending.
 
@@ -516,24 +548,7 @@ class Session:
         _require(idempotency, (str,), "idempotency", optional=True)
         _require(run_id, (str,), "run_id", optional=True)
         _require(round, (int,), "round", optional=True)
-        args = parse_arguments(arguments)
-        if args is not arguments:
-            try:
-                validate(args, "arguments")
-            except (TypeError, ValueError):
-                args = arguments  # parsed into something unstorable: keep the string itself
-                validate(args, "arguments")
-        else:
-            validate(args, "arguments")
-        payload = {
-            "call-id": call_id,
-            "tool": tool,
-            "arguments": args,
-            "arguments-digest": sha256_digest(dumps(args).encode("utf-8")),
-            "idempotency": idempotency,
-            "run-id": run_id,
-            "round": round,
-        }
+        payload = dispatched_payload(call_id, tool, arguments, idempotency, run_id, round)
         return self._append("tool-dispatched", payload, "tool-dispatched")
 
     def append_tool_settled(

@@ -17,9 +17,11 @@ import os
 import time
 from typing import Any, Dict, List, Optional, Tuple
 
-from ..canonical import MAX_WRITE_DEPTH, dumps, envelope_line, new_id, parse_arguments, sha256_digest
+from .._pure.fold import message_from_payload
+from ..canonical import MAX_WRITE_DEPTH, dumps, envelope_line, new_id, sha256_digest
 from ..errors import DanglingReference
 from ..messages import MESSAGE_KEYS
+from ..session import dispatched_payload
 from ._report import ImportReport
 from ._writer import CHECKPOINT, Writer, _storable
 
@@ -103,21 +105,11 @@ class BulkWriter(Writer):
         if not isinstance(payload.get("role"), str):
             raise TypeError("message role must be str")
         id_ = self._line("message", payload)
-        self.live.append((id_, bool(payload.get("sticky") or payload.get("sysprompt") or "depth" in payload)))
+        self.live.append((id_, message_from_payload(payload).is_sticky))  # the fold's own rule
         return id_
 
     def _dispatch(self, call_id: str, tool: str, arguments: str) -> str:
-        args = parse_arguments(arguments)
-        payload = {
-            "call-id": call_id,
-            "tool": tool,
-            "arguments": args,
-            "arguments-digest": sha256_digest(dumps(args).encode("utf-8")),
-            "idempotency": None,
-            "run-id": None,
-            "round": None,
-        }
-        return self._line("tool-dispatched", payload)
+        return self._line("tool-dispatched", dispatched_payload(call_id, tool, arguments))
 
     def _settle(self, op_id: str, outcome: str) -> str:
         return self._line("tool-settled", {"op-id": op_id, "outcome": outcome})

@@ -38,6 +38,8 @@ pub enum MessageSource {
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct LiveMessage {
     pub id: String,
+    /// Index of its line in `Fold::events`.
+    pub event: usize,
     pub source: MessageSource,
     pub sticky: bool,
     /// The last elision stub that replaced its content.
@@ -47,7 +49,6 @@ pub struct LiveMessage {
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct PendingOp {
     pub op_id: String,
-    pub call_id: String,
     pub line: LineRef,
     pub payload: Span,
     /// `result-recorded` rather than `dispatched`.
@@ -62,24 +63,48 @@ pub struct SectionRef {
     pub line_id: String,
 }
 
+/// What an envelope is to the fold, by its index in `events`.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+enum Slot {
+    #[default]
+    Nothing,
+    /// A message (or a compaction's summary) that was put at this place in `live`;
+    /// still there only if `live[place].event` is this envelope.
+    Live(usize),
+    /// A `tool-dispatched` line: its place in `pending`.
+    Op(usize),
+}
+
+/// A dispatched operation, in file order.
+#[derive(Debug)]
+struct PendingSlot {
+    /// `None` once settled.
+    op: Option<PendingOp>,
+    /// The operation dispatched before it with the same call id, while that call
+    /// was waiting for its `tool` message.
+    same_call_before: Option<usize>,
+}
+
 /// The fold's state; after the last line, what replay ends in.
+///
+/// An id is hashed once, into `envelope_at`; every reference (a compaction's,
+/// an elision's, a rewind's, a settle's) is one lookup there, then an index into
+/// `slots`.
 #[derive(Debug, Default)]
 pub struct Fold {
     /// Every envelope in file order (the lazy `events`).
     pub events: Vec<LineRef>,
+    /// Parallel to `events`.
+    slots: Vec<Slot>,
     /// The session-meta line and its payload.
     pub meta: Option<ValueRef>,
     pub live: Vec<LiveMessage>,
-    /// id -> position in `live`; rebuilt on demand after a compaction.
-    index: Option<HashMap<String, usize>>,
     pub grants: Option<ValueRef>,
-    /// File order; `None` once settled.
-    pending: Vec<Option<PendingOp>>,
-    pending_at: HashMap<String, usize>,
+    pending: Vec<PendingSlot>,
     pub settled: Vec<String>,
-    settled_set: HashSet<String>,
-    /// call id -> op ids still `dispatched`.
-    waiting_by_call: HashMap<String, Vec<String>>,
+    /// call id -> the last operation dispatched for it that waits for its `tool`
+    /// message (the others by `same_call_before`); settled ones are skipped.
+    waiting_by_call: HashMap<String, usize>,
     pub sections: Vec<SectionRef>,
     section_digests: HashSet<String>,
     /// Every envelope id -> its index in `events` (also the duplicate-id check):
@@ -112,7 +137,8 @@ impl Fold {
     pub fn for_size(size: u64) -> Self {
         let expected_lines = usize::try_from(size / 2048).unwrap_or(0).min(1 << 22);
         Fold {
-            index: Some(HashMap::new()),
+            events: Vec::with_capacity(expected_lines),
+            slots: Vec::with_capacity(expected_lines),
             envelope_at: HashMap::with_capacity(expected_lines),
             ..Default::default()
         }
@@ -120,7 +146,7 @@ impl Fold {
 
     /// Pending operations in file order.
     pub fn pending(&self) -> impl Iterator<Item = &PendingOp> {
-        self.pending.iter().flatten()
+        self.pending.iter().filter_map(|p| p.op.as_ref())
     }
 
     /// A line the parse refused: always the end of the replay.
@@ -168,19 +194,37 @@ impl Fold {
         })
     }
 
-    fn position(&mut self, id: &str) -> Option<usize> {
-        let live = &self.live;
-        let index = self.index.get_or_insert_with(|| {
-            live.iter()
-                .enumerate()
-                .map(|(i, m)| (m.id.clone(), i))
-                .collect()
-        });
-        index.get(id).copied()
+    /// What the envelope with this id is: its index in `events` and its slot.
+    fn slot(&self, id: &str) -> (usize, Slot) {
+        let e = self.envelope_at.get(id).copied().unwrap_or(usize::MAX);
+        (e, self.slots.get(e).copied().unwrap_or_default())
+    }
+
+    /// Where the message with this id is in `live`, if it is live.
+    fn position(&self, id: &str) -> Option<usize> {
+        match self.slot(id) {
+            (e, Slot::Live(at)) => self.live.get(at).filter(|m| m.event == e).map(|_| at),
+            _ => None,
+        }
+    }
+
+    fn set_slot(&mut self, event: usize, slot: Slot) {
+        if let Some(s) = self.slots.get_mut(event) {
+            *s = slot;
+        }
+    }
+
+    /// After the live list was rebuilt: every message's new place.
+    fn renumber_live(&mut self) {
+        for (at, m) in self.live.iter().enumerate() {
+            if let Some(slot) = self.slots.get_mut(m.event) {
+                *slot = Slot::Live(at);
+            }
+        }
     }
 
     /// Check one envelope against the state, then fold it in.
-    pub fn feed(&mut self, rec: Record) -> Result<(), CoreFailure> {
+    pub fn feed(&mut self, mut rec: Record) -> Result<(), CoreFailure> {
         let line = LineRef {
             offset: rec.offset,
             len: rec.len,
@@ -202,22 +246,33 @@ impl Fold {
             });
         }
         // One hash per line: the reference adds the id before its fold check too.
+        // The map keeps the record's own id; only what the fold keeps by id (a live
+        // message, a pending operation, a section's line) needs a copy of its own.
         let next = self.events.len();
-        if let Entry::Vacant(slot) = self.envelope_at.entry(rec.id.clone()) {
-            slot.insert(next);
-        } else {
-            return Err(fail(
-                FailureKind::Corrupt,
-                &rec,
-                format!(
-                    "duplicate envelope id {} (an earlier line has it)",
-                    show(&rec.id)
-                ),
-            ));
+        let keeps_id = match &rec.body {
+            Body::Message(Ok(_)) | Body::Dispatched(Ok(_)) | Body::Compaction(Ok(_)) => true,
+            Body::RunContext(sections) => !sections.is_empty(),
+            _ => false,
+        };
+        let id = std::mem::take(&mut rec.id);
+        let own_id = keeps_id.then(|| id.clone());
+        match self.envelope_at.entry(id) {
+            Entry::Vacant(slot) => {
+                slot.insert(next);
+            }
+            Entry::Occupied(taken) => {
+                let shown = show(taken.key());
+                return Err(fail(
+                    FailureKind::Corrupt,
+                    &rec,
+                    format!("duplicate envelope id {shown} (an earlier line has it)"),
+                ));
+            }
         }
         self.check(&rec)?;
         self.events.push(line);
-        self.apply(rec, line);
+        self.slots.push(Slot::Nothing);
+        self.apply(rec, own_id.unwrap_or_default(), line);
         Ok(())
     }
 
@@ -278,10 +333,13 @@ impl Fold {
                 Ok(())
             }
             Body::Settled(Ok(s)) => {
-                // A pending operation is never settled (ids are unique): the settled
-                // set is asked only to word the refusal.
-                if !self.pending_at.contains_key(&s.op_id) {
-                    let why = if self.settled_set.contains(&s.op_id) {
+                let known = match self.slot(&s.op_id).1 {
+                    Slot::Op(at) => self.pending.get(at).map(|p| p.op.is_some()),
+                    _ => None,
+                };
+                if known != Some(true) {
+                    // A dispatched operation leaves `pending` only when settled.
+                    let why = if known == Some(false) {
                         "is already settled"
                     } else {
                         "was never dispatched"
@@ -304,32 +362,30 @@ impl Fold {
         }
     }
 
-    fn apply(&mut self, rec: Record, line: LineRef) {
-        let Record {
-            id, payload, body, ..
-        } = rec;
+    /// `id`: the record's id where the fold keeps it (else empty).
+    fn apply(&mut self, rec: Record, id: String, line: LineRef) {
+        let Record { payload, body, .. } = rec;
+        let event = self.events.len() - 1;
         match body {
             Body::Message(Ok(m)) => {
-                if let Some(index) = &mut self.index {
-                    index.insert(id.clone(), self.live.len());
-                }
+                self.set_slot(event, Slot::Live(self.live.len()));
                 self.live.push(LiveMessage {
                     id,
+                    event,
                     source: MessageSource::Line { line, payload },
                     sticky: m.sticky,
                     stub: None,
                 });
                 if let Some(call_id) = m.tool_call_id {
-                    if let Some(waiting) = self.waiting_by_call.remove(&call_id) {
-                        for op_id in waiting {
-                            if let Some(Some(op)) = self
-                                .pending_at
-                                .get(&op_id)
-                                .and_then(|&i| self.pending.get_mut(i))
-                            {
-                                op.recorded = true;
-                            }
+                    let mut waiting = self.waiting_by_call.remove(&call_id);
+                    while let Some(at) = waiting {
+                        let Some(slot) = self.pending.get_mut(at) else {
+                            break;
+                        };
+                        if let Some(op) = &mut slot.op {
+                            op.recorded = true;
                         }
+                        waiting = slot.same_call_before;
                     }
                 }
             }
@@ -342,6 +398,7 @@ impl Fold {
                 let mut kept: Vec<LiveMessage> = self.live.drain(..).filter(|m| m.sticky).collect();
                 kept.push(LiveMessage {
                     id,
+                    event,
                     source: MessageSource::Summary(ValueRef {
                         line,
                         span: c.summary,
@@ -351,16 +408,16 @@ impl Fold {
                 });
                 kept.extend(rest);
                 self.live = kept;
-                self.index = None;
+                self.renumber_live();
             }
             Body::Rewind(Ok(to)) => {
-                // SPEC 10.1: the live list ends with `to` (None: nothing is left).
+                // SPEC 10.1: the live list ends with `to` (None: nothing is left). The
+                // places of the messages kept do not change.
                 let keep = match to {
                     None => 0,
                     Some(to) => self.position(&to).map_or(self.live.len(), |i| i + 1),
                 };
                 self.live.truncate(keep);
-                self.index = None;
             }
             Body::Elision(Ok(items)) => {
                 for (target, stub) in items.into_iter().flatten() {
@@ -373,36 +430,34 @@ impl Fold {
             }
             Body::Grants(Ok(span)) => self.grants = Some(ValueRef { line, span }),
             Body::Dispatched(Ok(call_id)) => {
-                self.waiting_by_call
-                    .entry(call_id.clone())
-                    .or_default()
-                    .push(id.clone());
-                self.pending_at.insert(id.clone(), self.pending.len());
-                self.pending.push(Some(PendingOp {
-                    op_id: id,
-                    call_id,
-                    line,
-                    payload,
-                    recorded: false,
-                }));
+                let at = self.pending.len();
+                let same_call_before = match self.waiting_by_call.entry(call_id) {
+                    Entry::Occupied(mut last) => Some(std::mem::replace(last.get_mut(), at)),
+                    Entry::Vacant(none) => {
+                        none.insert(at);
+                        None
+                    }
+                };
+                self.set_slot(event, Slot::Op(at));
+                self.pending.push(PendingSlot {
+                    op: Some(PendingOp {
+                        op_id: id,
+                        line,
+                        payload,
+                        recorded: false,
+                    }),
+                    same_call_before,
+                });
             }
             Body::Settled(Ok(s)) => {
-                let op = self
-                    .pending_at
-                    .remove(&s.op_id)
-                    .and_then(|i| self.pending.get_mut(i))
-                    .and_then(Option::take);
-                if let Some(op) = op {
-                    if let Some(waiting) = self.waiting_by_call.get_mut(&op.call_id) {
-                        if let Some(at) = waiting.iter().position(|w| *w == s.op_id) {
-                            waiting.remove(at);
-                            if waiting.is_empty() {
-                                self.waiting_by_call.remove(&op.call_id);
-                            }
-                        }
+                // check() found it pending. Its call's waiting list keeps it until
+                // the call's `tool` message (which skips settled operations): no
+                // second hash here.
+                if let (_, Slot::Op(at)) = self.slot(&s.op_id) {
+                    if let Some(slot) = self.pending.get_mut(at) {
+                        slot.op = None;
                     }
                 }
-                self.settled_set.insert(s.op_id.clone());
                 self.settled.push(s.op_id);
             }
             Body::RunContext(sections) => {

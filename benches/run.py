@@ -4,6 +4,13 @@ from the physical limit; rewrite ``benches/RESULTS.md``.
     python benches/run.py [--sizes 1MB,16MB,256MB] [--gb] [--backends native,pure]
                           [--append-sizes 1MB,256MB] [--corpora realistic,nonascii,escapes]
                           [--no-rss] [--cli-size 1GB] [--import-size 32MB] [--no-write]
+                          [--no-cpu] [--issue17-section]
+
+Issue #17's goals at 256 MB and 1 GB, in one run beside the full one (the 1 GB run
+leaves out the pure backend, whose 1 GB load alone takes minutes):
+
+    python benches/run.py --sizes 256MB --gb --backends native --cli-size none \
+        --import-size none --loop-size none --issue17-section
 
 Steps: generate (or reuse from ``benches/.cache``) the transcripts, run the
 pytest-benchmark suites in ``benches/`` (library operations, baselines and limits in
@@ -20,6 +27,7 @@ import datetime as _dt
 import json
 import os
 import platform
+import shlex
 import shutil
 import subprocess
 import sys
@@ -33,6 +41,7 @@ ROOT = os.path.dirname(HERE)
 sys.path.insert(0, HERE)
 
 import cli_times  # noqa: E402
+import cpu_times  # noqa: E402
 import generate  # noqa: E402
 import event_loop  # noqa: E402
 from benchutil import replace_section  # noqa: E402
@@ -558,6 +567,11 @@ def main(argv: Optional[List[str]] = None) -> int:
     ap.add_argument("--corpora", default=",".join(CORPORA),
                     help="corpora that load/peek/peek-survey run on (default: all three)")
     ap.add_argument("-k", default="", help="pytest -k expression (a subset; for development)")
+    ap.add_argument("--no-cpu", action="store_true",
+                    help="skip the CPU-time children (issue #17's jobs side by side, sizes >= 256MB)")
+    ap.add_argument("--issue17-section", action="store_true",
+                    help="write only this run's issue #17 tables, as a marked section of RESULTS.md "
+                         "(for a run of big sizes beside the file's full run)")
     args = ap.parse_args(argv)
     corpora = [c.strip() for c in args.corpora.split(",") if c.strip()]
 
@@ -634,6 +648,12 @@ def main(argv: Optional[List[str]] = None) -> int:
             print(f"  {generate.size_label(size)}: done", flush=True)
         shutil.rmtree(work, ignore_errors=True)
 
+    cpu_t = "(not measured: --no-cpu, or no size of 256MB or more)"
+    cpu_sizes = [s for s in sizes if s >= 256 << 20]
+    if not args.no_cpu and cpu_sizes:
+        print("CPU time of issue #17's jobs, one child process per transcript:", flush=True)
+        cpu_t = cpu_times.table(cpu_times.measure(cpu_sizes, corpora, _env()), md_table)
+
     cli_t = "(not measured: --cli-size none)"
     if args.cli_size.lower() != "none":
         cli_size = generate.parse_size(args.cli_size)
@@ -678,6 +698,8 @@ def main(argv: Optional[List[str]] = None) -> int:
     print()
     print(issue17_t)
     print()
+    print(cpu_t)
+    print()
     print(cli_t)
     print()
     print(import_t)
@@ -685,13 +707,18 @@ def main(argv: Optional[List[str]] = None) -> int:
     print(loop_t)
     print(f"\n{len(res)} benchmarks in {elapsed / 60:.1f} min; pytest exit status {rc}")
 
-    if not args.no_write:
+    if args.issue17_section and not args.no_write:
+        cmdline = "python benches/run.py " + shlex.join(argv if argv is not None else sys.argv[1:])
+        replace_section(args.results, ISSUE17_START, ISSUE17_END,
+                        issue17_section(info, cmdline, issue17_t, cpu_t, elapsed))
+        print("wrote the issue #17 section of", os.path.relpath(args.results))
+    elif not args.no_write:
         cmdline = "python benches/run.py" + ("" if args.sizes == "1MB,16MB,256MB" else f" --sizes {args.sizes}") \
             + (" --gb" if args.gb else "") + (f" --backends {args.backends}" if args.backends else "") \
             + (f" --append-sizes {args.append_sizes}" if args.append_sizes else "") \
             + (f" --cli-size {args.cli_size}" if args.cli_size != "1GB" else "")
-        write_results(args.results, info, cmdline, main_t, base_t, rss_t, targets_t, issue17_t, cli_t,
-                      elapsed, rc)
+        write_results(args.results, info, cmdline, main_t, base_t, rss_t, targets_t, issue17_t, cpu_t,
+                      cli_t, elapsed, rc)
         import_speed.write_section(args.results, import_speed.section(import_t, "Measured in this run."))
         replace_section(args.results, event_loop.SECTION_START, event_loop.SECTION_END, event_loop.section(loop_t))
         print("wrote", os.path.relpath(args.results))
@@ -699,9 +726,39 @@ def main(argv: Optional[List[str]] = None) -> int:
     return rc
 
 
+ISSUE17_START = "<!-- issue17-big:start -->"
+ISSUE17_END = "<!-- issue17-big:end -->"
+
+CPU_NOTE = """CPU time of the same jobs, side by side in one child process per transcript
+(`benches/cpu_times.py`: best of three rounds, `time.process_time`, every thread of the
+process): steadier than wall time on a shared machine. The native load and peek split a
+big file between two threads, so on two idle cores their wall time is about half their
+CPU time; the limit and orjson use one thread. The wall ratios of the same child are
+beside them."""
+
+
+def issue17_section(info: Dict[str, str], cmdline: str, issue17_t: str, cpu_t: str,
+                    elapsed: float) -> str:
+    machine = "; ".join(f"{k.lower()}: {info[k]}" for k in
+                        ("Commit", "Date", "Load average at start", "Load average at end") if k in info)
+    return f"""{ISSUE17_START}
+## Issue #17 at the big sizes, in one run
+
+Generated by `{cmdline}` in {elapsed / 60:.1f} minutes ({machine}), beside the run named
+at the top of this file; the goals as in the issue #17 section above, every ratio from
+this one run.
+
+{issue17_t}
+
+{CPU_NOTE}
+
+{cpu_t}
+{ISSUE17_END}"""
+
+
 def write_results(path: str, info: Dict[str, str], cmdline: str, main_t: str, base_t: str,
-                  rss_t: str, targets_t: str, issue17_t: str, cli_t: str, elapsed: float,
-                  rc: int) -> None:
+                  rss_t: str, targets_t: str, issue17_t: str, cpu_t: str, cli_t: str,
+                  elapsed: float, rc: int) -> None:
     machine = "\n".join(f"- **{k}**: {v}" for k, v in info.items())
     failed = "" if rc == 0 else (
         f"\n> **Note:** pytest exited with status {rc}: some benchmarks failed or were skipped; "
@@ -732,6 +789,10 @@ the object at once (no memory held): the stricter baseline. The analysis of what
 met, with its profile, is in `benches/ANALYSIS.md`.
 
 {issue17_t}
+
+{CPU_NOTE}
+
+{cpu_t}
 
 ## The command line on a big transcript
 

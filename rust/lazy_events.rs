@@ -16,6 +16,8 @@
 //! never a panic.
 
 use std::collections::HashMap;
+
+use crate::replay::id::Id;
 use std::fs::File;
 use std::sync::Arc;
 
@@ -500,11 +502,11 @@ impl SectionTexts {
 /// `Session.message_extra` finds one line without reading the file again.
 #[pyclass(frozen, module = "llm_agent_session._native")]
 pub struct EnvelopeIds {
-    at: HashMap<String, usize>,
+    at: HashMap<Id, usize>,
 }
 
 impl EnvelopeIds {
-    pub fn new(at: HashMap<String, usize>) -> Self {
+    pub fn new(at: HashMap<Id, usize>) -> Self {
         EnvelopeIds { at }
     }
 }

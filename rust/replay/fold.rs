@@ -10,6 +10,7 @@ use std::collections::{HashMap, HashSet};
 
 use crate::error::{CoreFailure, FailureKind};
 use crate::json_grammar::Span;
+use crate::replay::id::Id;
 use crate::replay::records::{BadLine, Body, Record};
 
 /// A line of the file: where it is.
@@ -109,7 +110,7 @@ pub struct Fold {
     section_digests: HashSet<String>,
     /// Every envelope id -> its index in `events` (also the duplicate-id check):
     /// `Session.message_extra` finds a line by id without reading the file again.
-    pub envelope_at: HashMap<String, usize>,
+    pub envelope_at: HashMap<Id, usize>,
 }
 
 fn fail(kind: FailureKind, rec: &Record, reason: impl Into<String>) -> CoreFailure {
@@ -255,7 +256,7 @@ impl Fold {
             _ => false,
         };
         let id = std::mem::take(&mut rec.id);
-        let own_id = keeps_id.then(|| id.clone());
+        let own_id = keeps_id.then(|| id.to_string());
         match self.envelope_at.entry(id) {
             Entry::Vacant(slot) => {
                 slot.insert(next);

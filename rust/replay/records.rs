@@ -10,6 +10,7 @@ use std::borrow::Cow;
 use crate::envelope::{chars, parse_envelope_fields, LineProblem};
 use crate::json_grammar::{Kind, Span};
 use crate::json_view::{self, Entry, Item};
+use crate::replay::id::Id;
 
 /// One envelope line, reduced.
 #[derive(Clone, Debug)]
@@ -19,7 +20,7 @@ pub struct Record {
     /// Byte offset of the line's first byte, and its length without the `\n`.
     pub offset: u64,
     pub len: u64,
-    pub id: String,
+    pub id: Id,
     pub type_: Cow<'static, str>,
     /// The payload object's span in the line.
     pub payload: Span,
@@ -130,7 +131,7 @@ pub fn record_of(raw: &[u8], line: u64, offset: u64) -> Result<Record, BadLine> 
                 line,
                 offset,
                 len: raw.len() as u64,
-                id: env.id.into_owned(),
+                id: Id::from(env.id.as_ref()),
                 type_: known_type(env.type_),
                 payload: env.payload,
                 body,

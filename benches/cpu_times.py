@@ -9,8 +9,7 @@ backend) runs, in turn and ``--rounds`` times, the limit (read + count newlines)
 ``Session.load`` + ``close``, ``Session.peek`` iterating every envelope,
 ``Session.peek(survey=True)`` and orjson per line with the objects discarded; each job's
 best round (CPU and wall) is kept. The native load and peek use two threads on a big
-file, so their wall time on two idle cores is about half their CPU time; the limit and
-orjson use one.
+file (their CPU time counts both); the limit and orjson use one.
 """
 
 from __future__ import annotations

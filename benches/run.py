@@ -732,9 +732,8 @@ ISSUE17_END = "<!-- issue17-big:end -->"
 CPU_NOTE = """CPU time of the same jobs, side by side in one child process per transcript
 (`benches/cpu_times.py`: best of three rounds, `time.process_time`, every thread of the
 process): steadier than wall time on a shared machine. The native load and peek split a
-big file between two threads, so on two idle cores their wall time is about half their
-CPU time; the limit and orjson use one thread. The wall ratios of the same child are
-beside them."""
+big file between two threads (their CPU time counts both); the limit and orjson use one.
+The wall ratios of the same child are beside them."""
 
 
 def issue17_section(info: Dict[str, str], cmdline: str, issue17_t: str, cpu_t: str,

@@ -1,7 +1,7 @@
 //! The `id`, `type` and `ts` of a line that was validated before, without
 //! validating its payload again.
 //!
-//! Envelopes built on access (`lazy_events`) need their header at once and their
+//! Envelopes built on access (`py/lazy.rs`) need their header at once and their
 //! payload only when asked: iterating a whole peek touches every envelope's type,
 //! and re-validating every payload doubled the cost of that (1.31 s for the 133,650
 //! lines of the 256 MB bench transcript). The payload is skipped by its brackets and

@@ -1,4 +1,4 @@
-//! Failures of the core as plain data; `python_edge` turns them into exceptions.
+//! Failures of the core as plain data; `py/mod.rs` turns them into exceptions.
 
 use std::fmt;
 use std::io;

@@ -1,7 +1,7 @@
 //! The verbatim repair copy (SPEC 4 step 2): bytes `[0, length)` of the original,
 //! never re-serialised, into the `.repair` file.
 //!
-//! Mirrors `copy_prefix` in `_pure/tail.py`: positioned reads of the source (its
+//! Mirrors `copy_prefix` in `_pure/tail_check.py`: positioned reads of the source (its
 //! shared file position is left alone) and plain writes at the destination's
 //! current position.
 //!

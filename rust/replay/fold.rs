@@ -3,7 +3,7 @@
 //!
 //! It tracks where things are, not what they are: live messages are line
 //! references (plus an elision stub's place), pending operations are the lines
-//! that dispatched them. `py_build` turns the survivors into Python objects.
+//! that dispatched them. `py/survivors.rs` turns the survivors into Python objects.
 
 use std::collections::hash_map::Entry;
 use std::collections::{HashMap, HashSet};

@@ -25,7 +25,7 @@ use _native::repair_copy::copy_prefix;
 use _native::replay::fold::{Fold, LineRef, MessageSource, ValueRef};
 use _native::replay::stream::replay_split_from;
 use _native::scan::{scan as lenient_scan, scan_split_from, Scanned, Wanted};
-use _native::tail::{tail_check, TailKind, TailVerdict, EXCERPT_BYTES};
+use _native::tail_check::{tail_check, TailKind, TailVerdict, EXCERPT_BYTES};
 
 fn newlines(data: &[u8]) -> u64 {
     data.iter().filter(|&&b| b == b'\n').count() as u64

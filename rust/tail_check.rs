@@ -1,6 +1,6 @@
 //! The tail check (SPEC 4 step 2): what load must do to the end of the file.
 //!
-//! Mirrors `tail_check` in `python/llm_agent_session/_pure/tail.py`. Works on bytes
+//! Mirrors `tail_check` in `python/llm_agent_session/_pure/tail_check.py`. Works on bytes
 //! before anything is decoded: a crash can stop a line inside a multi-byte character.
 //! Reads only the first non-blank line, the last two non-blank lines (scanning
 //! backwards in chunks) and, to number lines, the newlines before them.

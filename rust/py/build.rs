@@ -15,14 +15,13 @@ use std::collections::HashMap;
 
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
-use pyo3::sync::GILOnceCell;
 use pyo3::types::{PyBool, PyDict, PyFloat, PyList, PyString};
 
 use crate::envelope::decode_str;
 use crate::json_grammar::{Kind, MAX_READ_DEPTH};
 use crate::json_view::{self, Entry, Item};
 
-static STR_TO_INT: GILOnceCell<Py<PyAny>> = GILOnceCell::new();
+use super::named::STR_TO_INT;
 
 /// Keys longer than this are not cached (they rarely repeat).
 const CACHED_KEY_MAX: usize = 48;
@@ -124,11 +123,6 @@ impl<'py> Builder<'py> {
             let i: i64 = as_str.parse().map_err(|_| changed())?;
             return Ok(i.into_pyobject(py)?.into_any());
         }
-        let convert = STR_TO_INT.get_or_try_init(py, || {
-            py.import("llm_agent_session.canonical")?
-                .getattr("str_to_int")
-                .map(Bound::unbind)
-        })?;
-        convert.bind(py).call1((as_str,))
+        STR_TO_INT.get(py)?.call1((as_str,))
     }
 }

@@ -98,16 +98,16 @@ fn parse_envelope_check(
 /// load must refuse the file.
 #[pyfunction]
 fn tail_check(py: Python<'_>, fd: i32, size: u64) -> PyResult<Bound<'_, PyAny>> {
-    use crate::tail_check as core;
+    // `crate::tail_check::tail_check` in full: this function's name is taken.
     let verdict = py.allow_threads(move || {
         if size == 0 {
             // Like the reference, an empty read never touches the descriptor.
-            return core::tail_check(&[][..], 0);
+            return crate::tail_check::tail_check(&[][..], 0);
         }
         let file = BorrowedFile::new(fd)?;
         // Like the reference, a file shorter than `size` is read as far as it goes.
         let size = size.min(file.size()?);
-        core::tail_check(&*file, size)
+        crate::tail_check::tail_check(&*file, size)
     });
     let v = verdict.map_err(|e| to_pyerr(py, e))?;
     call_kw!(

@@ -15,8 +15,10 @@
 use std::borrow::Cow;
 
 use crate::envelope::EnvelopeRef;
-use crate::json_grammar::{decode_string, parse, skip_plain_string_bytes, Kind, Mode, Span};
-use crate::json_view::{skip_string, skip_value, skip_ws, Item};
+use crate::json::grammar::{parse, Kind, Mode, Span};
+use crate::json::simd::skip_plain_string_bytes;
+use crate::json::strings::decode_string;
+use crate::json::view::{skip_string, skip_value, skip_ws, Item};
 
 /// The header of `raw` (one line, its line end included or not), or `None` when the
 /// line is not of the common shape (then parse it in full). `payload`, where the

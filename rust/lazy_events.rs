@@ -28,9 +28,9 @@ use pyo3::types::{PyDict, PyString, PyType};
 use crate::envelope::{parse_envelope_fields, EnvelopeRef, LineProblem};
 use crate::envelope_skim::skim_header;
 use crate::file_io::{read_full, BorrowedFile};
-use crate::json_grammar::{Kind, Span};
-use crate::json_view::token;
-use crate::json_view::{self, Entry, Item};
+use crate::json::grammar::{Kind, Span};
+use crate::json::view::token;
+use crate::json::view::{self as json_view, Entry, Item};
 use crate::py_build::Builder;
 use crate::replay::fold::{LineRef, SectionRef};
 

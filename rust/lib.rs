@@ -8,8 +8,8 @@
 //! The core knows nothing about Python: failures are data (`error::CoreError`,
 //! `envelope::LineProblem`). Without the `python` feature (`cargo test`) it is:
 //!
-//! * `json_grammar`, `envelope`: one line validated as an envelope, without
-//!   building anything; `json_view` walks what validated by span;
+//! * `json`, `envelope`: one line validated as an envelope, without building
+//!   anything; `json::view` walks what validated by span;
 //! * `tail`, `repair_copy`: the tail check and the verbatim repair copy;
 //! * `replay`: stream the file in bounded buffers (two threads for big files),
 //!   reduce each line to a record, fold the records;
@@ -24,13 +24,11 @@ pub mod envelope;
 pub mod envelope_skim;
 pub mod error;
 pub mod file_io;
-pub mod json_grammar;
-pub mod json_view;
+pub mod json;
 pub mod line_format;
 pub mod repair_copy;
 pub mod replay;
 pub mod scan;
-pub mod string_scan;
 pub mod survey;
 pub mod tail;
 

@@ -18,9 +18,10 @@ use pyo3::prelude::*;
 use pyo3::sync::GILOnceCell;
 use pyo3::types::{PyBool, PyDict, PyFloat, PyList, PyString};
 
-use crate::envelope::decode_str;
-use crate::json_grammar::{Kind, MAX_READ_DEPTH};
-use crate::json_view::{self, Entry, Item};
+use crate::json::depth::MAX_READ_DEPTH;
+use crate::json::grammar::Kind;
+use crate::json::strings::decode_str;
+use crate::json::view::{self as json_view, Entry, Item};
 
 static STR_TO_INT: GILOnceCell<Py<PyAny>> = GILOnceCell::new();
 

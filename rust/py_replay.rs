@@ -11,8 +11,8 @@ use pyo3::prelude::*;
 use pyo3::sync::GILOnceCell;
 use pyo3::types::{PyDict, PyList, PyType};
 
-use crate::json_grammar::Kind;
-use crate::json_view::{self, Item};
+use crate::json::grammar::Kind;
+use crate::json::view::{self as json_view, Item};
 use crate::lazy_events::{message_class, message_from_fields, read_line, SectionTexts};
 use crate::py_build::Builder;
 use crate::replay::fold::{Fold, LineRef, MessageSource, ValueRef};

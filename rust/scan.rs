@@ -6,8 +6,8 @@
 use crate::envelope::parse_envelope_fields;
 use crate::error::{CoreError, CoreResult};
 use crate::file_io::{read_full, Source};
-use crate::json_grammar::{is_blank, Kind};
-use crate::json_view;
+use crate::json::grammar::{is_blank, Kind};
+use crate::json::view as json_view;
 use crate::replay::fold::LineRef;
 use crate::replay::stream::{line_start_after, LineReader, SPLIT_MIN};
 use crate::survey::{Facts, Survey};

@@ -11,8 +11,8 @@
 use std::collections::HashMap;
 
 use crate::envelope::EnvelopeRef;
-use crate::json_grammar::Kind;
-use crate::json_view::{self, Entry};
+use crate::json::grammar::Kind;
+use crate::json::view::{self as json_view, Entry};
 
 /// What one envelope tells the survey fold (envelopes of other types only count).
 #[derive(Clone, Debug, PartialEq, Eq)]

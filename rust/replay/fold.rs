@@ -9,7 +9,7 @@ use std::collections::hash_map::Entry;
 use std::collections::{HashMap, HashSet};
 
 use crate::error::{CoreFailure, FailureKind};
-use crate::json_grammar::Span;
+use crate::json::grammar::Span;
 use crate::replay::records::{BadLine, Body, Record};
 
 /// A line of the file: where it is.

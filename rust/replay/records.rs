@@ -8,8 +8,8 @@
 use std::borrow::Cow;
 
 use crate::envelope::{chars, parse_envelope_fields, LineProblem};
-use crate::json_grammar::{Kind, Span};
-use crate::json_view::{self, Entry, Item};
+use crate::json::grammar::{Kind, Span};
+use crate::json::view::{self as json_view, Entry, Item};
 
 /// One envelope line, reduced.
 #[derive(Clone, Debug)]

@@ -1,6 +1,6 @@
 //! Reading parts of a JSON value that the validator already accepted.
 //!
-//! The replay validates each line once (`json_grammar`), then needs only a few
+//! The replay validates each line once (`grammar`), then needs only a few
 //! payload fields for the fold, and the Python objects of what survives it. This
 //! module walks validated bytes by span without building anything. It never
 //! trusts its input to be valid, though: on bytes that are not JSON it answers
@@ -8,8 +8,8 @@
 
 use std::borrow::Cow;
 
-use crate::envelope::decode_str;
-use crate::json_grammar::{Kind, Span};
+use super::grammar::{Kind, Span};
+use super::strings::decode_str;
 
 /// One value inside a line: its JSON type and its whole token.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -26,6 +26,7 @@ pub mod error;
 pub mod file_io;
 pub mod json;
 pub mod line_format;
+pub mod message_rules;
 pub mod repair_copy;
 pub mod replay;
 pub mod scan;

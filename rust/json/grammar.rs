@@ -353,20 +353,15 @@ fn parse_into<S: Sink>(
                 sink.scalar(lone);
                 Kind::String
             }
-            Some(b'n') => {
-                p.literal(b"null")?;
+            Some(first @ (b'n' | b't' | b'f')) => {
+                let (literal, kind) = match first {
+                    b'n' => (&b"null"[..], Kind::Null),
+                    b't' => (&b"true"[..], Kind::Bool),
+                    _ => (&b"false"[..], Kind::Bool),
+                };
+                p.literal(literal)?;
                 sink.scalar(false);
-                Kind::Null
-            }
-            Some(b't') => {
-                p.literal(b"true")?;
-                sink.scalar(false);
-                Kind::Bool
-            }
-            Some(b'f') => {
-                p.literal(b"false")?;
-                sink.scalar(false);
-                Kind::Bool
+                kind
             }
             Some(b'-' | b'0'..=b'9') => {
                 p.number()?;
@@ -438,14 +433,16 @@ fn parse_into<S: Sink>(
     }
 }
 
+/// [`parse`] in strict mode, for the tests of this folder.
+#[cfg(test)]
+pub(super) fn strict(raw: &[u8]) -> Result<Parsed, ParseProblem> {
+    parse(raw, Mode::Strict)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::json::strings::decode_string;
-
-    fn strict(raw: &[u8]) -> Result<Parsed, ParseProblem> {
-        parse(raw, Mode::Strict)
-    }
 
     #[test]
     fn grammar_accepts_and_refuses() {

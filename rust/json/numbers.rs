@@ -66,11 +66,7 @@ pub(super) fn scan_number(s: &[u8], start: usize, mode: Mode) -> Result<usize, P
 
 #[cfg(test)]
 mod tests {
-    use crate::json::grammar::{parse, Mode, ParseProblem, Parsed};
-
-    fn strict(raw: &[u8]) -> Result<Parsed, ParseProblem> {
-        parse(raw, Mode::Strict)
-    }
+    use crate::json::grammar::{strict, ParseProblem};
 
     #[test]
     fn strict_number_limits() {

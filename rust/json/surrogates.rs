@@ -91,11 +91,7 @@ impl Sink for LoneTracker {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::json::grammar::{parse, ParseProblem, Parsed};
-
-    fn strict(raw: &[u8]) -> Result<Parsed, ParseProblem> {
-        parse(raw, Mode::Strict)
-    }
+    use crate::json::grammar::strict;
 
     #[test]
     fn lone_surrogates_and_duplicates() {

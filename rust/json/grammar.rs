@@ -50,8 +50,8 @@ pub enum ParseProblem {
     Malformed,
     /// A float literal that overflows to ±inf (strict mode only).
     NumberTooLarge,
-    /// Nested deeper than [`MAX_READ_DEPTH`] by the reference's token scan; wins
-    /// over the other two wherever it stands.
+    /// Nested deeper than [`MAX_READ_DEPTH`](super::depth::MAX_READ_DEPTH) by the
+    /// reference's token scan; wins over the other two wherever it stands.
     TooDeep,
 }
 

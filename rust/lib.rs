@@ -9,8 +9,8 @@
 //! The core knows nothing about Python: failures are data (`error::CoreError`,
 //! `envelope::LineProblem`). Without the `python` feature (`cargo test`) it is:
 //!
-//! * `json_grammar`, `envelope`: one line validated as an envelope, without
-//!   building anything; `json_view` walks what validated by span;
+//! * `json`, `envelope`: one line validated as an envelope, without building
+//!   anything; `json::view` walks what validated by span;
 //! * `tail_check`, `repair_copy`: the tail check (SPEC 4 step 2) and the verbatim
 //!   repair copy;
 //! * `replay`: stream the file in bounded buffers (two threads for big files),
@@ -18,23 +18,22 @@
 //! * `scan`: the lenient scan of peek, salvage and fork;
 //! * `survey`: peek's counts, live-message count and open tool operations.
 //!
-//! With it, `py/` is everything that knows Python: `py/mod.rs` is the module and the
-//! one place errors become exceptions, `py/named.rs` the Python classes it builds,
-//! `py/build.rs` turns validated JSON into Python objects, `py/survivors.rs` builds
-//! what survived the fold, `py/lazy.rs` builds envelopes on access and `py/encode.rs` is the
-//! write path's serialiser.
+//! With it, `py/` is everything that knows Python: `py/mod.rs` is the module and
+//! the one place errors become exceptions, `py/named.rs` the Python classes it
+//! builds, `py/build.rs` turns validated JSON into Python objects, `py/survivors.rs`
+//! builds what survived the fold, `py/lazy.rs` builds envelopes on access and
+//! `py/encode.rs` is the write path's serialiser.
 
 pub mod envelope;
 pub mod envelope_skim;
 pub mod error;
 pub mod file_io;
-pub mod json_grammar;
-pub mod json_view;
+pub mod json;
 pub mod line_format;
+pub mod message_rules;
 pub mod repair_copy;
 pub mod replay;
 pub mod scan;
-pub mod string_scan;
 pub mod survey;
 pub mod tail_check;
 

@@ -8,7 +8,7 @@
 use crate::envelope::{chars, parse_envelope, too_deep_reason};
 use crate::error::{CoreError, CoreResult, FailureKind};
 use crate::file_io::{read_full, Source};
-use crate::json_grammar::{classify, is_blank, Verdict};
+use crate::json::grammar::{classify, is_blank, Verdict};
 
 /// How load must treat the end of the file.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -8,7 +8,7 @@
 //!
 //! An access re-reads its line and builds the envelope's header (`id`, `type`,
 //! `ts`) or a peek Message's role, tool calls and flags from it, found by their
-//! brackets (`envelope_skim`, `json_view`: the scan validated the line, and
+//! brackets (`envelope_skim`, `json::view`: the scan validated the line, and
 //! validating it again doubled the cost of iterating a peek). The big part, an
 //! Event's payload or a Message's content, is a `Deferred`: built on first read
 //! from the line read again and validated in full. A file changed under an
@@ -27,9 +27,9 @@ use pyo3::types::{PyDict, PyString};
 use crate::envelope::{parse_envelope_fields, EnvelopeRef, LineProblem};
 use crate::envelope_skim::skim_header;
 use crate::file_io::{read_full, BorrowedFile};
-use crate::json_grammar::{Kind, Span};
-use crate::json_view::token;
-use crate::json_view::{self, Entry, Item};
+use crate::json::grammar::{Kind, Span};
+use crate::json::view::token;
+use crate::json::view::{self as json_view, Entry, Item};
 use crate::replay::fold::{LineRef, SectionRef, ValueRef};
 
 use super::build::Builder;

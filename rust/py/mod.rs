@@ -25,7 +25,7 @@ use pyo3::types::{PyBytes, PyList};
 use crate::envelope::parse_envelope;
 use crate::error::CoreError;
 use crate::file_io::{BorrowedFile, Source};
-use crate::json_grammar::classify;
+use crate::json::grammar::classify;
 use crate::repair_copy;
 use crate::replay as replay_core;
 use crate::replay::fold::LineRef;
@@ -358,6 +358,6 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     let line_problem = py.get_type::<LineProblem>();
     line_problem.setattr("__module__", "llm_agent_session._native")?;
     m.add("LineProblem", line_problem)?;
-    m.add("MAX_READ_DEPTH", crate::json_grammar::MAX_READ_DEPTH)?;
+    m.add("MAX_READ_DEPTH", crate::json::depth::MAX_READ_DEPTH)?;
     Ok(())
 }

@@ -10,8 +10,8 @@ use std::sync::Arc;
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyList};
 
-use crate::json_grammar::Kind;
-use crate::json_view::{self, Item};
+use crate::json::grammar::Kind;
+use crate::json::view::{self as json_view, Item};
 use crate::replay::fold::{Fold, LineRef, MessageSource, ValueRef};
 
 use super::build::Builder;

@@ -20,7 +20,7 @@
 use std::borrow::Cow;
 
 use _native::error::{CoreError, CoreFailure, CoreResult, FailureKind};
-use _native::json_grammar::{classify, is_blank, Span, Verdict};
+use _native::json::grammar::{classify, is_blank, Span, Verdict};
 use _native::repair_copy::copy_prefix;
 use _native::replay::fold::{Fold, LineRef, MessageSource, ValueRef};
 use _native::replay::stream::replay_split_from;

@@ -382,8 +382,7 @@ impl LineIndex {
 }
 
 /// Iterating a `LineIndex`: one read per window of consecutive lines instead of one
-/// per line (on the 256 MB bench transcript, iterating a peek's 133,650 envelopes
-/// went from 0.30 s to 0.13 s).
+/// per line (the gain is in the commit that added it).
 #[pyclass(module = "llm_agent_session._native")]
 pub struct LineIter {
     index: Py<LineIndex>,
@@ -438,7 +437,7 @@ impl LineIter {
 
 /// The run-context section texts (digest -> text) of a replay, each read from its
 /// line when first asked for: a long run repeats its context in every run, and
-/// building every text at load cost ~20% of a 256 MB transcript's load. Wrapped by
+/// building every text at load was a large share of a big transcript's load. Wrapped by
 /// `llm_agent_session._events.LazyTexts`, which adds what appends store.
 #[pyclass(frozen, module = "llm_agent_session._native")]
 pub struct SectionTexts {
@@ -498,8 +497,8 @@ impl EnvelopeIds {
 
 impl Drop for EnvelopeIds {
     fn drop(&mut self) {
-        // A pyclass is dropped with the GIL held, and freeing 10^5 ids took ~17 ms (256 MB
-        // transcript): every other thread, an event loop among them, would wait. A big map
+        // A pyclass is dropped with the GIL held, and freeing a big map takes milliseconds:
+        // every other thread, an event loop among them, would wait. A big map
         // is freed on a thread of its own (if none can be started, it is freed here).
         if self.at.len() > 10_000 {
             let at = std::mem::take(&mut self.at);

@@ -194,7 +194,8 @@ fn replay<'py>(
         None => all_events(py, &file, lines)?,
     };
     // What is left of the fold (every settled id, the operation tables) is freed without
-    // the GIL: at 256 MB that took ~20 ms, a stall of every other thread (AsyncSession).
+    // the GIL: at hundreds of MB that is milliseconds, a stall of every other thread
+    // (AsyncSession; benches/event_loop.py measures it).
     py.allow_threads(move || drop(fold));
     call_kw!(py, named::REPLAYED.get(py)?, state = state, events = events)
 }

@@ -182,10 +182,10 @@ pub fn fold_state<'py>(
     )
 }
 
-/// Building Python objects needs the GIL, and materialising a 256 MB bench transcript
-/// (288 live messages, some 100 KB tool results, 31,565 settled ids, 10,070 sections)
-/// kept it for ~15 ms: an event loop on another thread (AsyncSession) stood still that
-/// long. Once a millisecond has passed since the last turn, the GIL is let go for
+/// Building Python objects needs the GIL, and materialising a big transcript's
+/// survivors keeps it for many milliseconds: an event loop on another thread
+/// (AsyncSession) would stand still that long (benches/event_loop.py measures it).
+/// Once a millisecond has passed since the last turn, the GIL is let go for
 /// 0.1 ms, so a thread that asked for it gets its turn.
 pub struct GilTurns {
     since: std::time::Instant,
@@ -207,7 +207,7 @@ impl GilTurns {
         if self.since.elapsed() >= Self::EVERY {
             // A sleep, not a yield: a thread waiting for the GIL must wake and take it.
             // A bare release let this thread take it back first, and each release reset
-            // the waiter's 5 ms switch timer (stalls stayed at ~15 ms).
+            // the waiter's switch interval (`sys.getswitchinterval`), so nothing changed.
             py.allow_threads(|| std::thread::sleep(Self::PAUSE));
             self.since = std::time::Instant::now();
         }

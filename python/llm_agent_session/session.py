@@ -324,7 +324,7 @@ class Session:
         CorruptTranscript (the part to copy does not replay), NotImplementedError
         (Windows). Costs one read of `path` and a replay of what is copied.
         """
-        from ._salvage import fork
+        from ._fork import fork
 
         _platform.require_lock("Session.fork (it returns the new transcript open for appending)")
         out = os.fspath(out)

@@ -15,7 +15,8 @@ from __future__ import annotations
 
 from typing import Any, Dict, List, NamedTuple, Optional, Sequence, Tuple
 
-from ..messages import Event
+from .._compaction import compacted
+from ..messages import Event, marks_sticky
 from .replay import Span
 
 
@@ -55,7 +56,7 @@ def survey(events: Sequence[Event], spans: Sequence[Span]) -> SurveyCounts:
             if not isinstance(role, str):
                 continue
             roles[role] = roles.get(role, 0) + 1
-            sticky = p.get("sticky") is True or p.get("sysprompt") is True or p.get("depth") is not None
+            sticky = marks_sticky(p.get("sticky"), p.get("sysprompt"), p.get("depth"))
             position[e.id] = len(live)
             live.append((e.id, sticky, index))
             answers = _string(p, "tool_call_id") if role == "tool" else None  # SPEC 2.6
@@ -92,7 +93,7 @@ def survey(events: Sequence[Event], spans: Sequence[Span]) -> SurveyCounts:
             if cut is None:
                 problem = index
                 continue
-            live = [x for x in live[: cut + 1] if x[1]] + [(e.id, False, index)] + live[cut + 1 :]
+            live = compacted(live, cut, (e.id, False, index), lambda entry: entry[1])
             position = {id_: k for k, (id_, _, _) in enumerate(live)}
     return SurveyCounts(
         [(t, lines, size) for t, (lines, size) in types.items()],

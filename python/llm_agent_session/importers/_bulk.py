@@ -17,10 +17,11 @@ import os
 import time
 from typing import Any, Dict, List, Optional, Tuple
 
+from .._compaction import compacted
 from .._pure.fold import message_from_payload
 from ..canonical import MAX_WRITE_DEPTH, dumps, envelope_line, new_id, sha256_digest
 from ..errors import DanglingReference
-from ..messages import MESSAGE_KEYS
+from ..messages import message_extras
 from ..session import dispatched_payload
 from ._report import ImportReport
 from ._writer import CHECKPOINT, Writer, _storable
@@ -100,7 +101,7 @@ class BulkWriter(Writer):
     # -- records --------------------------------------------------------------------------------
 
     def _message(self, message: Dict[str, Any], extra: Dict[str, Any]) -> str:
-        payload = {k: v for k, v in extra.items() if k not in MESSAGE_KEYS}
+        payload = message_extras(extra)
         payload.update(message)
         if not isinstance(payload.get("role"), str):
             raise TypeError("message role must be str")
@@ -125,7 +126,7 @@ class BulkWriter(Writer):
         payload = {"summary": summary, "replaces-through-id": through, "tokens-before": tokens_before,
                    "tokens-after": tokens_after, "fallback": False}
         id_ = self._line("compaction", payload)
-        self.live = [e for e in self.live[: i + 1] if e[1]] + [(id_, False)] + self.live[i + 1:]
+        self.live = compacted(self.live, i, (id_, False), lambda entry: entry[1])
         return id_
 
     def _rewind(self, to_id: Optional[str]) -> Optional[str]:

@@ -260,29 +260,6 @@ def test_missing_path_is_file_not_found(tpath):
     assert not tpath.exists()
 
 
-def test_symlinked_transcript_repair_replaces_target(tmp_path):
-    real_dir = tmp_path / "real"
-    link_dir = tmp_path / "links"
-    real_dir.mkdir()
-    link_dir.mkdir()
-    target = real_dir / "run.jsonl"
-    good, ids = _good(target)
-    append_raw(target, b'{"id":"torn mid')
-    link = link_dir / "run.jsonl"
-    os.symlink(target, link)
-    with Session.load(link) as s:
-        assert s.message_ids == ids
-        new = s.append_message(user_message("through the link"))
-    assert os.path.islink(link)
-    assert os.readlink(link) == str(target)
-    assert not os.path.islink(target)
-    assert read(target).startswith(good)
-    assert len(lines_of(target)) == len(ids) + 2
-    _no_repair_files(real_dir, link_dir)
-    with Session.load(target) as s:
-        assert s.message_ids == ids + [new]
-
-
 def test_repair_keeps_file_mode(tpath):
     good, ids = _good(tpath)
     append_raw(tpath, b"{")
@@ -291,19 +268,6 @@ def test_repair_keeps_file_mode(tpath):
         pass
     assert read(tpath) == good
     assert stat.S_IMODE(os.stat(tpath).st_mode) == 0o640
-
-
-def test_repair_of_hard_linked_file_warns(tpath):
-    good, ids = _good(tpath)
-    append_raw(tpath, b'{"id":"torn')
-    torn = read(tpath)
-    other = tpath.parent / "other-link.jsonl"
-    os.link(tpath, other)
-    with Session.load(tpath) as s:
-        assert len(s.warnings) == 2  # the removed line, and the other links keep the torn version
-        assert any("link" in w for w in s.warnings)
-    assert read(tpath) == good
-    assert read(other) == torn
 
 
 def test_meta_only_torn_is_not_a_transcript_and_untouched(tpath):
@@ -341,20 +305,6 @@ def test_deep_last_line_is_corrupt_not_repaired(tpath):
         Session.load(tpath)
     assert ei.value.line == len(ids) + 2
     assert read(tpath) == data
-
-
-def test_leftover_repair_symlink_is_not_followed(tmp_path):
-    path = tmp_path / "run.jsonl"
-    good, ids = _good(path)
-    append_raw(path, b'{"id":"torn')
-    victim = tmp_path / "victim.txt"
-    victim_data = write_raw(victim, b"an attacker points .repair here\n")
-    os.symlink(victim, tmp_path / "run.jsonl.repair")
-    with Session.load(path) as s:
-        assert s.message_ids == ids
-    assert read(victim) == victim_data
-    assert read(path) == good
-    assert not os.path.lexists(tmp_path / "run.jsonl.repair")
 
 
 def test_load_while_locked_neither_repairs_nor_deletes_repair(tpath):

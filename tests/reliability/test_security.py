@@ -17,6 +17,7 @@ from support import BACKENDS, line, record, reference_transcript, using
 
 COMMAND = "python tests/reliability/report.py"
 TORN = reference_transcript()[:-7]
+GOOD = TORN[: TORN.rindex(b"\n") + 1]  # what a repair keeps
 
 
 def _write(path: str, data: bytes, mode: int = 0o600) -> None:
@@ -68,8 +69,10 @@ def test_things_planted_at_the_repair_path(tmp_path, planted):
             # Never removed, never followed: the repair is refused with a clear error.
             if "error" not in result or open(path, "rb").read() != TORN:
                 problems.append((backend, "directory case", result))
-        elif "ok" not in result or len(result["ok"]) != 1:
+        elif "ok" not in result or len(result["ok"]) != 1 or open(path, "rb").read() != GOOD:
             problems.append((backend, "repair did not happen", result))
+        elif os.path.lexists(target):
+            problems.append((backend, "the planted leftover is still there"))
     record("Security", f"`{planted}` planted at <path>.repair: canary touched, hangs, writes through links", len(problems), "0", COMMAND)
     assert not problems, problems
 
@@ -88,6 +91,10 @@ def test_symlinked_and_hard_linked_transcripts(tmp_path):
             s.append_message(user_message("through the link"))
         if not os.path.islink(link) or os.readlink(link) != real:
             problems.append((backend, "symlink replaced"))
+        if os.path.islink(real) or not open(real, "rb").read().startswith(GOOD):
+            problems.append((backend, "the target is not the repaired file"))
+        if [n for n in os.listdir(str(d)) if n.endswith(".repair")]:
+            problems.append((backend, ".repair left beside the target"))
         with Session.load(real) as s:
             if s.messages[-1].content != "through the link":
                 problems.append((backend, "append did not reach the target"))
@@ -95,8 +102,11 @@ def test_symlinked_and_hard_linked_transcripts(tmp_path):
         _write(str(d / "h.jsonl"), TORN)
         os.link(str(d / "h.jsonl"), hard)
         with Session.load(hard) as s:
-            if not any("hard link" in w for w in s.warnings):
-                problems.append((backend, "no warning that other hard links keep the torn version"))
+            # the removed line, and that the other links keep the torn version
+            if len(s.warnings) != 2 or not any("hard link" in w for w in s.warnings):
+                problems.append((backend, "no warning that other hard links keep the torn version", s.warnings))
+        if open(hard, "rb").read() != GOOD:
+            problems.append((backend, "the hard-linked path is not repaired"))
         if open(str(d / "h.jsonl"), "rb").read() != TORN:
             problems.append((backend, "the other hard link changed"))
     record("Security", "symlinked / hard-linked transcripts mishandled", len(problems), "0", COMMAND)

@@ -8,6 +8,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+from types import ModuleType
 from typing import Any, Callable, List
 
 from .output import CliError, Out
@@ -78,10 +79,9 @@ def _all(reports: List[Any]) -> List[Any]:
 def run(args: argparse.Namespace, out: Out) -> int:
     from .progress import Progress
 
-    if args.source_format == "claude-code":
-        from ..importers import claude_code as importer
-    else:
-        from ..importers import codex as importer  # type: ignore[no-redef]
+    from ..importers import claude_code, codex
+
+    importer: ModuleType = claude_code if args.source_format == "claude-code" else codex
     src, dst = os.path.expanduser(args.src), os.path.expanduser(args.out)
     if not os.path.exists(src):
         raise CliError(f"{src}: no such file or directory (the default location is "

@@ -68,8 +68,9 @@ def run(args: argparse.Namespace, out: Out) -> int:
         e = v.error
         out.line(("messages  ", "key"), f"{count(report['messages'])} lines; ",
                  (f"a load would refuse this file ({type(e).__name__})", "error"))
-        if getattr(e, "line", None) is not None:
-            line, offset, reason = e.line, e.offset, e.reason  # type: ignore[attr-defined]
+        line = getattr(e, "line", None)
+        if line is not None:
+            offset, reason = getattr(e, "offset", None), getattr(e, "reason", None)
             out.line(("refused   ", "error"), f"line {count(line)} (byte {count(offset)}): {reason}")
             out.line(("to do     ", "key"), recovery(e, args.file))
         else:

@@ -101,6 +101,15 @@ def annotate(events: Sequence[Event], ids: List[str], messages: List[Message], s
     return entries
 
 
+def sticky_marks(message: Message) -> List[str]:
+    """What makes `message` sticky (SPEC 2.2), as the viewers label it: ``sysprompt``,
+    ``sticky``, ``depth N``."""
+    marks = [k for k, on in (("sysprompt", message.sysprompt), ("sticky", message.sticky)) if on]
+    if message.depth is not None:
+        marks.append(f"depth {count(message.depth)}")
+    return marks
+
+
 def content_text(content: Any) -> str:
     """Message content as text: strings as they are, content parts by their text, else JSON."""
     if content is None:

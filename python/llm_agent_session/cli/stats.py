@@ -17,9 +17,9 @@ from collections import Counter, defaultdict
 from typing import Any, Dict, List
 
 from .conversation import content_text
-from .output import CliError, Out, human_bytes, human_seconds
+from .output import Out, human_bytes, human_seconds
 from .progress import Progress
-from .reading import peek, require_file
+from .reading import peek_transcript, require_file
 
 
 def percentile(values: List[float], q: float) -> float:
@@ -33,9 +33,7 @@ def percentile(values: List[float], q: float) -> float:
 
 
 def compute(path: str) -> Dict[str, Any]:
-    view = peek(path, survey=True)
-    if "error" in view:
-        raise CliError(f"{path}: not a transcript: {view['error']}", 3)
+    view = peek_transcript(path, survey=True)
     envelopes = view["envelopes"]
     survey = view["survey"]
     message_at: Dict[str, int] = {}  # message id -> envelope index, for what elisions name

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import os
 import stat
 
@@ -12,15 +11,12 @@ from llm_agent_session import (
     CorruptTranscript,
     NotATranscript,
     Session,
-    TranscriptError,
-    UnsupportedVersion,
     user_message,
 )
 
 from helpers import (
     append_raw,
     compaction_line,
-    env_line,
     lines_of,
     meta_line,
     msg_line,
@@ -359,7 +355,6 @@ def test_unwritable_transcript_is_refused_not_replaced(tmp_path):
 def test_sigkill_during_repair_loses_nothing(tmp_path):
     """The rename is the only mutation: a repair killed at any moment leaves either the
     original or the repaired file, and the next load finishes the job."""
-    import signal
     import time
     from helpers import spawn_py
     path = tmp_path / "big.jsonl"

@@ -4,12 +4,10 @@ through a repair, and a forked child that must not append."""
 
 from __future__ import annotations
 
-import hashlib
 import os
 import subprocess
 import sys
 import threading
-import time
 
 from llm_agent_session import Session, SessionBroken, SessionLocked, user_message
 from support import BACKENDS, LONG, record, reference_transcript, using

@@ -225,10 +225,9 @@ class FoldState:
         elif type_ == "compaction":
             cut = self.position(payload["replaces-through-id"])
             assert cut is not None
-            live = compacted(list(zip(self.ids, self.messages)), cut, (id_, Message("user", payload["summary"])),
-                             lambda entry: entry[1].is_sticky)
-            self.ids = [entry_id for entry_id, _ in live]
-            self.messages = [message for _, message in live]
+            sticky = [message.is_sticky for message in self.messages[: cut + 1]]
+            self.ids = compacted(self.ids, cut, id_, sticky)
+            self.messages = compacted(self.messages, cut, Message("user", payload["summary"]), sticky)
             self.index = None
         elif type_ == "rewind":
             # SPEC 10.1: the live list ends with `to-id` (null: nothing is left).

@@ -93,7 +93,7 @@ def survey(events: Sequence[Event], spans: Sequence[Span]) -> SurveyCounts:
             if cut is None:
                 problem = index
                 continue
-            live = compacted(live, cut, (e.id, False, index), lambda entry: entry[1])
+            live = compacted(live, cut, (e.id, False, index), (entry[1] for entry in live))
             position = {id_: k for k, (id_, _, _) in enumerate(live)}
     return SurveyCounts(
         [(t, lines, size) for t, (lines, size) in types.items()],

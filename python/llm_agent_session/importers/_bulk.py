@@ -126,7 +126,7 @@ class BulkWriter(Writer):
         payload = {"summary": summary, "replaces-through-id": through, "tokens-before": tokens_before,
                    "tokens-after": tokens_after, "fallback": False}
         id_ = self._line("compaction", payload)
-        self.live = compacted(self.live, i, (id_, False), lambda entry: entry[1])
+        self.live = compacted(self.live, i, (id_, False), (entry[1] for entry in self.live))
         return id_
 
     def _rewind(self, to_id: Optional[str]) -> Optional[str]:

@@ -7,7 +7,7 @@ from typing import Any, Dict, Mapping, Optional, Sequence, Tuple
 
 from . import _backend
 from ._files import publish_new, write_all
-from ._pure.fold import FoldState
+from ._fold import FoldState
 from ._verbatim import copy_lines, read_source
 from .canonical import dumps, envelope_line, new_id, now_ts, validate
 from .errors import CoreFailure, CorruptTranscript, DanglingReference, NotATranscript, public_error

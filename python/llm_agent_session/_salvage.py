@@ -7,7 +7,8 @@ from typing import Any, Dict, List
 
 from . import _backend
 from ._files import publish_new
-from ._pure.replay import Span, duplicate_reason
+from ._core import Span
+from ._fold import duplicate_reason
 from ._verbatim import copy_lines, read_source
 from .errors import CoreFailure, public_error
 

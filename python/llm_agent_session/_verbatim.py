@@ -8,12 +8,12 @@ from typing import Callable, List, Sequence, Tuple
 
 from . import _backend, _platform
 from ._files import write_all
-from ._pure.replay import Span
+from ._core import Scanned, Span
 
 COPY_CHUNK = 1 << 20
 
 
-def read_source(path: str, final_line: bool) -> Tuple[int, int, "_backend.Scanned"]:
+def read_source(path: str, final_line: bool) -> Tuple[int, int, Scanned]:
     """An open descriptor on `path`, its size, and the scan of its lines (the caller closes it)."""
     fd = os.open(path, os.O_RDONLY | _platform.O_CLOEXEC | _platform.O_BINARY)
     try:

@@ -44,6 +44,8 @@ mod py_build;
 #[cfg(all(feature = "python", unix))]
 mod py_encode;
 #[cfg(all(feature = "python", unix))]
+mod py_import;
+#[cfg(all(feature = "python", unix))]
 mod py_replay;
 #[cfg(all(feature = "python", unix))]
 mod python_edge;

@@ -362,6 +362,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(copy_prefix, m)?)?;
     m.add_function(wrap_pyfunction!(crate::py_encode::encode_envelope, m)?)?;
     m.add_function(wrap_pyfunction!(crate::py_encode::new_id, m)?)?;
+    m.add_class::<crate::py_import::SourceReader>()?;
     m.add_function(wrap_pyfunction!(append_size, m)?)?;
     let line_problem = py.get_type::<LineProblem>();
     line_problem.setattr("__module__", "llm_agent_session._native")?;

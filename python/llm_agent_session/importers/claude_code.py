@@ -307,6 +307,7 @@ class _Job:
         report["bytes"] = parsed.end - old_end
         report["lines"] = parsed.line_count - self.old_lines
         self.end, self.line_count = parsed.end, parsed.line_count
+        self.reader = parsed.reader
         self.graph = _Graph(parsed.lines, report)
         # A subagent's file (agent-<id>.jsonl) is one sidechain through and through: its own conversation.
         self.whole = sidechain is None and self.graph.only_sidechains()

@@ -151,6 +151,7 @@ class _Job:
         parsed = parse_lines(data, start, first, report)
         self.lines = parsed.lines
         self.end, self.line_count = parsed.end, parsed.line_count
+        self.reader = parsed.reader
         self.state = _fresh_state()
         if cp and isinstance(cp.get("resume"), dict):
             self.state.update(cp["resume"])

@@ -21,6 +21,7 @@
 
 use std::borrow::Cow;
 use std::collections::HashMap;
+use std::hash::{BuildHasherDefault, Hasher};
 
 use pyo3::prelude::*;
 use pyo3::types::{PyBool, PyBytes, PyDict, PyFloat, PyInt, PyList, PyString, PyTuple};
@@ -31,8 +32,16 @@ use crate::py_build::Builder;
 
 /// Lines nested deeper are left to the reference's decoder (this builder recurses).
 const NATIVE_DEPTH: usize = 128;
-/// Keys longer than this are not cached (they rarely repeat).
-const CACHED_KEY_MAX: usize = 64;
+/// Keys longer than this are not shared (they rarely repeat).
+const SHARED_KEY_MAX: usize = 64;
+/// String values this short are shared (types, roles, names), while the cache has room.
+const SHARED_VALUE_MAX: usize = 24;
+const SHARED_CAP: usize = 8192;
+/// Strings from this many bytes on are remembered for a verbatim copy; shorter ones
+/// are cheaper to escape again than to look up in a table that outgrows the cache.
+const LONG_MIN: usize = 64;
+/// The fewest characters a remembered long string can have (`\u00xx` is 6 bytes).
+const LONG_MIN_CHARS: usize = LONG_MIN / 6;
 /// The reference's `MAX_WRITE_DEPTH` (the payload itself counting as 1).
 const MAX_WRITE_DEPTH: usize = 100;
 
@@ -48,15 +57,42 @@ struct Verbatim {
 /// Something this module leaves to the reference.
 struct Declined;
 
+/// FNV-1a: the tables are keyed by short byte strings and object addresses, read
+/// and written once per string of the source (SipHash's resistance to chosen keys
+/// buys nothing here: the keys are this process's addresses and capped in number).
+#[derive(Default)]
+struct Fnv(u64);
+
+impl Hasher for Fnv {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+    fn write(&mut self, bytes: &[u8]) {
+        let mut h = if self.0 == 0 { 0xcbf2_9ce4_8422_2325 } else { self.0 };
+        for &b in bytes {
+            h = (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3);
+        }
+        self.0 = h;
+    }
+    fn write_usize(&mut self, n: usize) {
+        // An address: its low bits are alignment; spread the rest over all 64.
+        self.0 = ((n as u64) >> 4).wrapping_mul(0x9e37_79b9_7f4a_7c15);
+    }
+}
+
+type Map<K, V> = HashMap<K, V, BuildHasherDefault<Fnv>>;
+
 /// A source read once: its lines' objects, and the strings copied verbatim on write.
 #[pyclass(frozen)]
 pub struct SourceReader {
     data: Py<PyBytes>,
     /// One entry per line from the offset: the line's dict, or `None`.
     lines: Py<PyList>,
-    /// String object address -> its canonical source bytes. Each object is kept alive
-    /// in `keep`, so no address is reused by another object while this lives.
-    verbatim: HashMap<usize, Verbatim>,
+    /// String object address -> its canonical source bytes, for the shared strings
+    /// (keys, short values) and the long ones. Each object is kept alive in `keep`, so
+    /// no address is reused by another object while this lives.
+    small: Map<usize, Verbatim>,
+    long: Map<usize, Verbatim>,
     #[allow(dead_code)] // held for the addresses above
     keep: Vec<Py<PyString>>,
 }
@@ -85,8 +121,9 @@ impl SourceReader {
         let mut build = Build {
             builder: Builder::new(py),
             s: bytes,
-            keys: HashMap::new(),
-            verbatim: HashMap::new(),
+            shared: Map::default(),
+            small: Map::default(),
+            long: Map::default(),
             keep: Vec::new(),
         };
         for (start, stop, is_plain) in found {
@@ -100,11 +137,12 @@ impl SourceReader {
                 None => lines.append(py.None())?,
             }
         }
-        let (verbatim, keep) = (build.verbatim, build.keep);
+        let (small, long, keep) = (build.small, build.long, build.keep);
         Ok(SourceReader {
             data: data.clone().unbind(),
             lines: lines.unbind(),
-            verbatim,
+            small,
+            long,
             keep,
         })
     }
@@ -130,7 +168,8 @@ impl SourceReader {
         let source = self.data.bind(py).as_bytes();
         let mut writer = Writer {
             source,
-            verbatim: &self.verbatim,
+            small: &self.small,
+            long: &self.long,
             out: Vec::with_capacity(256),
         };
         if writer.value(payload.as_any(), 1).is_err() {
@@ -211,8 +250,10 @@ fn canonical_escapes(content: &[u8]) -> bool {
 struct Build<'py, 's> {
     builder: Builder<'py>,
     s: &'s [u8],
-    keys: HashMap<&'s [u8], Bound<'py, PyString>>,
-    verbatim: HashMap<usize, Verbatim>,
+    /// Raw bytes -> the one string object of each key and short value.
+    shared: Map<&'s [u8], Bound<'py, PyString>>,
+    small: Map<usize, Verbatim>,
+    long: Map<usize, Verbatim>,
     keep: Vec<Py<PyString>>,
 }
 
@@ -319,11 +360,17 @@ impl<'py, 's> Build<'py, 's> {
         }
     }
 
-    fn string(&mut self, i: usize, s: &[u8]) -> Result<(Bound<'py, PyString>, usize), Option<PyErr>> {
+    fn string(&mut self, i: usize, s: &'s [u8]) -> Result<(Bound<'py, PyString>, usize), Option<PyErr>> {
         let (start, end, escaped) = Self::string_span(s, i).ok_or(None)?;
         let content = s.get(start..end).ok_or(None)?;
+        if content.len() <= SHARED_VALUE_MAX && self.shared.len() < SHARED_CAP {
+            return Ok((self.shared(content, start, end, escaped)?, end + 1));
+        }
         let text = self.text(content, escaped)?;
-        self.remember(&text, start, end, escaped, content);
+        if content.len() >= LONG_MIN && canonical_escapes(content) {
+            self.long.insert(text.as_ptr() as usize, Verbatim { start, end, plain: !escaped });
+            self.keep.push(text.clone().unbind());
+        }
         Ok((text, end + 1))
     }
 
@@ -333,15 +380,29 @@ impl<'py, 's> Build<'py, 's> {
         }
         let (start, end, escaped) = Self::string_span(s, i).ok_or(None)?;
         let content = s.get(start..end).ok_or(None)?;
-        if let Some(k) = self.keys.get(content) {
-            return Ok((k.clone(), end + 1));
+        if content.len() > SHARED_KEY_MAX {
+            return Ok((self.text(content, escaped)?, end + 1));
+        }
+        Ok((self.shared(content, start, end, escaped)?, end + 1))
+    }
+
+    /// The one string object of these raw bytes (made and remembered the first time).
+    fn shared(
+        &mut self,
+        content: &'s [u8],
+        start: usize,
+        end: usize,
+        escaped: bool,
+    ) -> Result<Bound<'py, PyString>, Option<PyErr>> {
+        if let Some(k) = self.shared.get(content) {
+            return Ok(k.clone());
         }
         let text = self.text(content, escaped)?;
-        self.remember(&text, start, end, escaped, content);
-        if content.len() <= CACHED_KEY_MAX {
-            self.keys.insert(content, text.clone());
+        if canonical_escapes(content) {
+            self.small.insert(text.as_ptr() as usize, Verbatim { start, end, plain: !escaped });
         }
-        Ok((text, end + 1))
+        self.shared.insert(content, text.clone());
+        Ok(text)
     }
 
     fn text(&self, content: &[u8], escaped: bool) -> Result<Bound<'py, PyString>, Option<PyErr>> {
@@ -351,24 +412,11 @@ impl<'py, 's> Build<'py, 's> {
             return Ok(PyString::new(py, text));
         }
         // No lone surrogate on a plain line, so the decoding is UTF-8.
-        let decoded = String::from_utf8(json_grammar::decode_string(content)).map_err(|_| None)?;
-        Ok(PyString::new(py, &decoded))
+        let decoded = json_grammar::decode_string(content);
+        let text = simdutf8::basic::from_utf8(&decoded).map_err(|_| None)?;
+        Ok(PyString::new(py, text))
     }
 
-    fn remember(&mut self, text: &Bound<'py, PyString>, start: usize, end: usize, escaped: bool, content: &[u8]) {
-        if !canonical_escapes(content) {
-            return;
-        }
-        self.verbatim.insert(
-            text.as_ptr() as usize,
-            Verbatim {
-                start,
-                end,
-                plain: !escaped,
-            },
-        );
-        self.keep.push(text.clone().unbind());
-    }
 }
 
 fn skip_ws(s: &[u8], mut i: usize) -> usize {
@@ -381,14 +429,21 @@ fn skip_ws(s: &[u8], mut i: usize) -> usize {
 /// Canonical JSON of a payload, with the reader's strings copied verbatim.
 struct Writer<'a> {
     source: &'a [u8],
-    verbatim: &'a HashMap<usize, Verbatim>,
+    small: &'a Map<usize, Verbatim>,
+    long: &'a Map<usize, Verbatim>,
     out: Vec<u8>,
 }
 
 impl<'a> Writer<'a> {
     /// The source bytes of a string the reader built, if canonical.
     fn known(&self, s: &Bound<'_, PyString>) -> Option<(&'a [u8], bool)> {
-        let v = self.verbatim.get(&(s.as_ptr() as usize))?;
+        let at = s.as_ptr() as usize;
+        let v = match self.small.get(&at) {
+            Some(v) => v,
+            // Most strings are short: spare them a look into the big table.
+            None if s.len().ok()? >= LONG_MIN_CHARS => self.long.get(&at)?,
+            None => return None,
+        };
         Some((self.source.get(v.start..v.end)?, v.plain))
     }
 

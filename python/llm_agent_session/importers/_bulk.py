@@ -29,6 +29,7 @@ from ._report import ImportReport
 from ._writer import CHECKPOINT, Writer, _storable
 
 _FLUSH = 1 << 20
+_STICKY_KEYS = frozenset(("sticky", "sysprompt", "depth"))
 
 
 class _Clock:
@@ -115,7 +116,9 @@ class BulkWriter(Writer):
         if not isinstance(payload.get("role"), str):
             raise TypeError("message role must be str")
         id_ = self._line("message", payload)
-        self.live.append((id_, message_from_payload(payload).is_sticky))  # the fold's own rule
+        # The fold's own rule, asked only where one of its keys is set (else never sticky).
+        sticky = not _STICKY_KEYS.isdisjoint(payload) and message_from_payload(payload).is_sticky
+        self.live.append((id_, sticky))
         return id_
 
     def _dispatch(self, call_id: str, tool: str, arguments: str) -> str:

@@ -68,7 +68,11 @@ impl Hasher for Fnv {
         self.0
     }
     fn write(&mut self, bytes: &[u8]) {
-        let mut h = if self.0 == 0 { 0xcbf2_9ce4_8422_2325 } else { self.0 };
+        let mut h = if self.0 == 0 {
+            0xcbf2_9ce4_8422_2325
+        } else {
+            self.0
+        };
         for &b in bytes {
             h = (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3);
         }
@@ -178,7 +182,9 @@ impl SourceReader {
         let (ms, micros) = now();
         let id = match id {
             Some(id) => id,
-            None => new_id_at(ms).map_err(|e| pyo3::exceptions::PyOSError::new_err(e.to_string()))?,
+            None => {
+                new_id_at(ms).map_err(|e| pyo3::exceptions::PyOSError::new_err(e.to_string()))?
+            }
         };
         let mut line = Vec::with_capacity(writer.out.len() + 128);
         line.extend_from_slice(b"{\"id\":");
@@ -211,7 +217,10 @@ fn plain(raw: &[u8]) -> bool {
 fn canonical_escapes(content: &[u8]) -> bool {
     // A raw U+2028/U+2029 is written escaped.
     let mut at = 0;
-    while let Some(n) = content.get(at..).and_then(|rest| memchr::memchr(0xe2, rest)) {
+    while let Some(n) = content
+        .get(at..)
+        .and_then(|rest| memchr::memchr(0xe2, rest))
+    {
         let i = at + n;
         if content.get(i + 1) == Some(&0x80) && matches!(content.get(i + 2), Some(0xa8 | 0xa9)) {
             return false;
@@ -219,7 +228,10 @@ fn canonical_escapes(content: &[u8]) -> bool {
         at = i + 1;
     }
     let mut at = 0;
-    while let Some(n) = content.get(at..).and_then(|rest| memchr::memchr(b'\\', rest)) {
+    while let Some(n) = content
+        .get(at..)
+        .and_then(|rest| memchr::memchr(b'\\', rest))
+    {
         let i = at + n;
         match content.get(i + 1) {
             Some(b'"' | b'\\' | b'n' | b'r' | b't' | b'b' | b'f') => at = i + 2,
@@ -360,7 +372,11 @@ impl<'py, 's> Build<'py, 's> {
         }
     }
 
-    fn string(&mut self, i: usize, s: &'s [u8]) -> Result<(Bound<'py, PyString>, usize), Option<PyErr>> {
+    fn string(
+        &mut self,
+        i: usize,
+        s: &'s [u8],
+    ) -> Result<(Bound<'py, PyString>, usize), Option<PyErr>> {
         let (start, end, escaped) = Self::string_span(s, i).ok_or(None)?;
         let content = s.get(start..end).ok_or(None)?;
         if content.len() <= SHARED_VALUE_MAX && self.shared.len() < SHARED_CAP {
@@ -368,13 +384,24 @@ impl<'py, 's> Build<'py, 's> {
         }
         let text = self.text(content, escaped)?;
         if content.len() >= LONG_MIN && canonical_escapes(content) {
-            self.long.insert(text.as_ptr() as usize, Verbatim { start, end, plain: !escaped });
+            self.long.insert(
+                text.as_ptr() as usize,
+                Verbatim {
+                    start,
+                    end,
+                    plain: !escaped,
+                },
+            );
             self.keep.push(text.clone().unbind());
         }
         Ok((text, end + 1))
     }
 
-    fn key(&mut self, i: usize, s: &'s [u8]) -> Result<(Bound<'py, PyString>, usize), Option<PyErr>> {
+    fn key(
+        &mut self,
+        i: usize,
+        s: &'s [u8],
+    ) -> Result<(Bound<'py, PyString>, usize), Option<PyErr>> {
         if s.get(i) != Some(&b'"') {
             return Err(None);
         }
@@ -399,7 +426,14 @@ impl<'py, 's> Build<'py, 's> {
         }
         let text = self.text(content, escaped)?;
         if canonical_escapes(content) {
-            self.small.insert(text.as_ptr() as usize, Verbatim { start, end, plain: !escaped });
+            self.small.insert(
+                text.as_ptr() as usize,
+                Verbatim {
+                    start,
+                    end,
+                    plain: !escaped,
+                },
+            );
         }
         self.shared.insert(content, text.clone());
         Ok(text)
@@ -416,7 +450,6 @@ impl<'py, 's> Build<'py, 's> {
         let text = simdutf8::basic::from_utf8(&decoded).map_err(|_| None)?;
         Ok(PyString::new(py, text))
     }
-
 }
 
 fn skip_ws(s: &[u8], mut i: usize) -> usize {

@@ -94,9 +94,9 @@ def parse_lines(data: bytes, offset: int, first_line: int, report: ImportReport)
         stop = size if last else nl
         number += 1
         index += 1
-        obj = built[index] if built else None
-        if obj is not None:
-            out.append(Line(number, pos, obj))
+        native = built[index] if built else None
+        if native is not None:
+            out.append(Line(number, pos, native))
         elif (chunk := data[pos:stop]).strip(b" \t\r"):
             try:
                 obj = _loads(chunk)

@@ -208,3 +208,61 @@ def test_writer_declines_what_the_reference_refuses_or_spells_itself() -> None:
         deep = [deep]
     assert reader.encode("message", {"d": deep}) is None
     assert reader.encode("message", {"d": deep[0]}) is not None
+
+
+def _tree(root: Any) -> None:
+    write(str(root / "p" / "sess-1.jsonl"), claude_code_session() + claude_code_with_sidechain())
+    write(str(root / "p" / "sess-1" / "subagents" / "agent-a1b2.jsonl"), claude_code_subagent())
+    write(str(root / "p" / "lone" / "subagents" / "agent-z.jsonl"), claude_code_subagent())
+    write(str(root / "q" / "sess-2.jsonl"), claude_code_session()[:-300])
+    write(str(root / "q" / "broken.jsonl"), "\x00\xff garbage\n{\"type\":\n")
+
+
+@pytest.mark.parametrize("backend", ["native", "pure"])
+def test_tree_with_two_workers_writes_what_one_writes(tmp_path: Any, backend: str) -> None:
+    """A directory imported by two worker processes: the same transcripts and reports as
+    one process gives, in the same order, on the backend this process runs."""
+    _tree(tmp_path / "src")
+    cx = tmp_path / "cx"
+    write(str(cx / "2025" / "09" / "10" / "rollout-a.jsonl"), codex_rollout())
+    write(str(cx / "rollout-legacy.jsonl"), codex_legacy())
+    previous = _backend.core.name
+    _backend.use(backend)
+    try:
+        for importer, src in ((claude_code, tmp_path / "src"), (codex, cx)):
+            got = {}
+            for workers in (1, 2):
+                root = str(tmp_path / f"out-{importer.FORMAT}-{workers}")
+                seen: List[Tuple[int, int]] = []
+                reports = importer.import_tree(str(src), root, lambda r, n, total: seen.append((n, total)), workers)
+                assert seen == [(n, len(reports)) for n in range(1, len(reports) + 1)]
+                got[workers] = ([comparable(r, root) for r in reports],
+                                [o for r in reports for o in outputs(r, root)])
+            assert got[2] == got[1]
+            assert len(got[1][1]) >= 2
+    finally:
+        _backend.use(previous)
+
+
+def _backend_of_worker(src: str, out: str) -> Any:
+    from llm_agent_session.importers import ImportReport
+
+    report = ImportReport(src, out, "test")
+    report["backend"] = _backend.core.name
+    report["pid"] = os.getpid()
+    return report
+
+
+@pytest.mark.parametrize("backend", ["native", "pure"])
+def test_workers_run_the_backend_of_this_process(backend: str) -> None:
+    from llm_agent_session.importers._driver import run_files
+
+    previous = _backend.core.name
+    _backend.use(backend)
+    try:
+        reports = run_files([(_backend_of_worker, (str(n), "out")) for n in range(4)], workers=2)
+    finally:
+        _backend.use(previous)
+    assert [r["source"] for r in reports] == ["0", "1", "2", "3"]
+    assert {r["backend"] for r in reports} == {backend}
+    assert os.getpid() not in {r["pid"] for r in reports}

@@ -5,13 +5,14 @@ that the part of the source it imported then is byte for byte unchanged."""
 
 from __future__ import annotations
 
+import concurrent.futures
 import contextlib
 import gc
 import os
 import traceback
-from typing import Any, Callable, Dict, Iterator, List, Optional, Protocol
+from typing import Any, Callable, Dict, Iterator, List, Optional, Protocol, Sequence, Tuple
 
-from .. import Session, TranscriptError, __version__
+from .. import Session, TranscriptError, __version__, _backend
 from ._report import ImportReport, reason_of
 from ._source import SourceError, read_source
 from ._bulk import BulkWriter
@@ -145,6 +146,42 @@ def _append_new(data: bytes, src: str, out: str, fmt: str, prepare: Prepare, rep
         writer = SessionWriter(session, report)
         writer.checkpoint(_checkpoint(src, fmt, data, job, job.write(writer)))
         report["status"] = "appended"
+
+
+def run_files(
+    calls: Sequence[Tuple[Callable[..., ImportReport], Tuple[str, str]]], on_file: Any = None, workers: int = 1
+) -> List[ImportReport]:
+    """``fn(*args)`` for each ``(fn, args)`` of a tree import (each one file's import, its
+    own output), in order; ``on_file(report, done, total)`` after each, in order.
+
+    With ``workers`` > 1, that many processes import files side by side (one core each;
+    an import is CPU-bound and holds the GIL). A worker that dies fails its file's report
+    and nothing else. The workers run the backend this process runs."""
+    total = len(calls)
+    reports: List[ImportReport] = []
+
+    def done(report: ImportReport) -> None:
+        reports.append(report)
+        if on_file is not None:
+            on_file(report, len(reports), total)
+
+    if workers <= 1 or total <= 1:
+        for fn, args in calls:
+            done(fn(*args))
+        return reports
+    with concurrent.futures.ProcessPoolExecutor(
+        min(workers, total), initializer=_backend.use, initargs=(_backend.core.name,)
+    ) as pool:
+        futures = [pool.submit(fn, *args) for fn, args in calls]
+        for (fn, args), future in zip(calls, futures):
+            try:
+                report = future.result()
+            except Exception as e:  # noqa: BLE001 - a worker killed or broken: this file fails, not the tree
+                report = ImportReport(args[0], args[1], "").failed(
+                    f"the worker importing {args[0]} failed ({type(e).__name__}: {reason_of(e)}); import it alone"
+                )
+            done(report)
+    return reports
 
 
 def mirror_files(src_dir: str, pick: Callable[[str], bool]) -> List[str]:

@@ -27,6 +27,7 @@ use pyo3::prelude::*;
 use pyo3::types::{PyBool, PyBytes, PyDict, PyFloat, PyInt, PyList, PyString, PyTuple};
 
 use crate::json_grammar::{self, Kind, Mode};
+use crate::json_view::skip_ws;
 use crate::line_format::{format_ts, new_id_at, now, write_string};
 use crate::py_build::Builder;
 
@@ -450,13 +451,6 @@ impl<'py, 's> Build<'py, 's> {
         let text = simdutf8::basic::from_utf8(&decoded).map_err(|_| None)?;
         Ok(PyString::new(py, text))
     }
-}
-
-fn skip_ws(s: &[u8], mut i: usize) -> usize {
-    while let Some(b' ' | b'\t' | b'\n' | b'\r') = s.get(i) {
-        i += 1;
-    }
-    i
 }
 
 /// Canonical JSON of a payload, with the reader's strings copied verbatim.

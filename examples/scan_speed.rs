@@ -1,8 +1,8 @@
 //! Single-thread speed of the strict line parse on a transcript, per block width:
 //! `cargo run --release --example scan_speed -- FILE [ROUNDS]` (a development aid; the
 //! benchmarks of record are `benches/run.py`).
-use _native::json_grammar::{is_blank, parse_using, Mode};
-use _native::string_scan::Width;
+use _native::json::grammar::{is_blank, parse_using, Mode};
+use _native::json::simd::Width;
 use std::time::Instant;
 
 fn main() {

@@ -9,11 +9,12 @@ use std::borrow::Cow;
 use std::collections::HashMap;
 
 use crate::error::FailureKind;
-use crate::json_grammar::{
-    decode_string, lone_surrogate_survives, parse, recycle, Kind, Member, Mode, ParseProblem,
-    Parsed, Span, MAX_READ_DEPTH,
-};
-use crate::json_view::{Entry, Item};
+use crate::json::buffers::recycle;
+use crate::json::depth::MAX_READ_DEPTH;
+use crate::json::grammar::{parse, Kind, Member, Mode, ParseProblem, Parsed, Span};
+use crate::json::strings::decode_str;
+use crate::json::surrogates::lone_surrogate_survives;
+use crate::json::view::{Entry, Item};
 
 /// Why a line is not an envelope (the reference's `LineProblem`); `kind` is
 /// `Corrupt` or `Version`.
@@ -265,31 +266,6 @@ fn check_envelope_general<'a>(
         member("ts"),
         member("type"),
     )
-}
-
-/// The text of a string's content span (between its quotes): borrowed when it has
-/// no escapes. Strings that survive into the value hold no lone surrogate
-/// (`decode_json` refused those), so they are valid UTF-8; a key that does not
-/// survive may, and is compared through its lossy form, which never equals one of
-/// the ASCII envelope keys.
-pub fn decode_str(raw: &[u8], span: Span) -> Cow<'_, str> {
-    let content = slice(raw, span);
-    // Keys, ids and types are short: a plain loop beats a memchr call on them (the
-    // call was ~8% of a replay's instructions, callgrind).
-    let no_escape = if content.len() <= 32 {
-        !content.contains(&b'\\')
-    } else {
-        memchr::memchr(b'\\', content).is_none()
-    };
-    if no_escape {
-        if let Ok(text) = std::str::from_utf8(content) {
-            return Cow::Borrowed(text);
-        }
-    }
-    match String::from_utf8(decode_string(content)) {
-        Ok(text) => Cow::Owned(text),
-        Err(e) => Cow::Owned(String::from_utf8_lossy(e.as_bytes()).into_owned()),
-    }
 }
 
 /// The reference's `parse_envelope`.

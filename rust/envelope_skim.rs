@@ -1,10 +1,10 @@
 //! The `id`, `type` and `ts` of a line that was validated before, without
 //! validating its payload again.
 //!
-//! Envelopes built on access (`lazy_events`) need their header at once and their
+//! Envelopes built on access (`py/lazy.rs`) need their header at once and their
 //! payload only when asked: iterating a whole peek touches every envelope's type,
-//! and re-validating every payload doubled the cost of that (1.31 s for the 133,650
-//! lines of the 256 MB bench transcript). The payload is skipped by its brackets and
+//! and re-validating every payload there would cost as much again as the scan that
+//! validated it. The payload is skipped by its brackets and
 //! string quotes here, and validated in full when it is built.
 //!
 //! Only the common shape is skimmed: one object holding exactly the five envelope
@@ -15,8 +15,10 @@
 use std::borrow::Cow;
 
 use crate::envelope::EnvelopeRef;
-use crate::json_grammar::{decode_string, parse, skip_plain_string_bytes, Kind, Mode, Span};
-use crate::json_view::{skip_string, skip_value, skip_ws, Item};
+use crate::json::grammar::{parse, Kind, Mode, Span};
+use crate::json::simd::skip_plain_string_bytes;
+use crate::json::strings::decode_string;
+use crate::json::view::{skip_string, skip_value, skip_ws, Item};
 
 /// The header of `raw` (one line, its line end included or not), or `None` when the
 /// line is not of the common shape (then parse it in full). `payload`, where the

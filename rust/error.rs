@@ -1,4 +1,4 @@
-//! Failures of the core as plain data; `python_edge` turns them into exceptions.
+//! Failures of the core as plain data; `py/mod.rs` turns them into exceptions.
 
 use std::fmt;
 use std::io;
@@ -45,8 +45,10 @@ pub enum CoreError {
     Failure(CoreFailure),
     /// The system call failed (Python: `OSError` with its errno).
     Io(io::Error),
-    /// The file is shorter than the size we were asked to read; the pure core's
-    /// `mmap` refuses this with `ValueError("mmap length is greater than file size")`.
+    /// The file ended before the size the tail check was asked to read: it shrank
+    /// between the size check and the read (Python: `ValueError`). The pure core
+    /// never maps the file: it reads with `pread` as far as the file goes
+    /// (`read_span` in `_pure/tail_check.py`) and checks those bytes.
     ShorterThanSize,
     /// Bytes ran out while copying (Python: `OSError` with only this message).
     Shrank { at: u64, of: u64 },
@@ -81,7 +83,9 @@ impl fmt::Display for CoreError {
                 c.reason
             ),
             CoreError::Io(e) => write!(f, "{e}"),
-            CoreError::ShorterThanSize => f.write_str("mmap length is greater than file size"),
+            CoreError::ShorterThanSize => {
+                f.write_str("the file is shorter than the size to read (it shrank meanwhile)")
+            }
             CoreError::Shrank { at, of } => write!(
                 f,
                 "the file shrank during the repair copy (at byte {at} of {of})"

@@ -1,6 +1,6 @@
 //! The line format's pieces that the write path makes itself (SPEC 2): JSON
 //! strings escaped as the reference's encoder escapes them, the timestamp, and
-//! UUIDv7 ids (the reference: `canonical.py`). Used by `py_encode`.
+//! UUIDv7 ids (the reference: `canonical.py`). Used by `py/encode.rs`.
 
 use std::fs::File;
 use std::io::Read;

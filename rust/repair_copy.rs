@@ -1,15 +1,13 @@
 //! The verbatim repair copy (SPEC 4 step 2): bytes `[0, length)` of the original,
 //! never re-serialised, into the `.repair` file.
 //!
-//! Mirrors `copy_prefix` in `_pure/tail.py`: positioned reads of the source (its
+//! Mirrors `copy_prefix` in `_pure/tail_check.py`: positioned reads of the source (its
 //! shared file position is left alone) and plain writes at the destination's
 //! current position.
 //!
-//! Measured on a 256 MiB file (ext4, page cache warm, release build): this
-//! pread/write loop with a 1 MiB buffer 80-88 ms (~3.1 GB/s); `copy_file_range(2)`
-//! with an explicit source offset 72-75 ms (~3.6 GB/s); `std::io::copy` (which uses
-//! `copy_file_range` inside, but moves the shared source position) 74-77 ms. The
-//! ~10% is not worth raw FFI: the libc wrapper needs glibc 2.27 (a manylinux2014
+//! A pread/write loop, not `copy_file_range(2)`: the in-kernel copy was only a
+//! little faster (`std::io::copy` uses it, but moves the shared source position),
+//! not enough for raw FFI: the libc wrapper needs glibc 2.27 (a manylinux2014
 //! wheel could not even import), and std exposes no positioned in-kernel copy.
 
 use std::io::{self, Write};

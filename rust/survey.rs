@@ -11,8 +11,9 @@
 use std::collections::HashMap;
 
 use crate::envelope::EnvelopeRef;
-use crate::json_grammar::Kind;
-use crate::json_view::{self, Entry};
+use crate::json::grammar::Kind;
+use crate::json::view::{self as json_view, Entry};
+use crate::message_rules;
 
 /// What one envelope tells the survey fold (envelopes of other types only count).
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -80,12 +81,6 @@ fn string_of(raw: &[u8], fields: &[Entry], key: &str) -> Option<String> {
         .map(|s| s.into_owned())
 }
 
-fn is_true(raw: &[u8], fields: &[Entry], key: &str) -> bool {
-    json_view::get(raw, fields, key).is_some_and(|item| {
-        item.kind == Kind::Bool && raw.get(item.span.0..item.span.1) == Some(b"true")
-    })
-}
-
 fn count(tally: &mut Vec<(String, u64)>, key: &str, n: u64) {
     match tally.iter_mut().find(|(k, _)| k == key) {
         Some((_, m)) => *m += n,
@@ -131,9 +126,7 @@ impl Facts {
         let fact = match type_ {
             "message" if role.is_some() => Fact::Message {
                 id: id.to_owned(),
-                sticky: is_true(raw, fields, "sticky")
-                    || is_true(raw, fields, "sysprompt")
-                    || json_view::get(raw, fields, "depth").is_some_and(|d| d.kind != Kind::Null),
+                sticky: message_rules::is_sticky(raw, fields),
                 // Only a `tool` message answers a call (SPEC 2.6).
                 call_id: if role.as_deref() == Some("tool") {
                     string_of(raw, fields, "tool_call_id")
@@ -245,10 +238,7 @@ impl Facts {
                         problem = Some(*index);
                         continue;
                     };
-                    let rest = live.split_off(cut + 1);
-                    live.retain(|&(_, sticky, _)| sticky);
-                    live.push((id, false, *index));
-                    live.extend(rest);
+                    message_rules::compact(&mut live, cut, (id, false, *index), |m| m.1);
                     position = positions(&live);
                 }
                 Fact::Rewind { to } => {

@@ -1,7 +1,7 @@
 """The native core against the pure-Python reference, input by input (SPEC 7).
 
 `llm_agent_session._native` must give the same verdicts, the same exceptions and
-the same reason strings, byte for byte, as `_pure/lines.py` and `_pure/tail.py`.
+the same reason strings, byte for byte, as `_pure/lines.py` and `_pure/tail_check.py`.
 Hand-picked tricky inputs first, then hypothesis.
 """
 
@@ -19,7 +19,7 @@ native = pytest.importorskip("llm_agent_session._native")
 from hypothesis import HealthCheck, given, settings  # noqa: E402
 from hypothesis import strategies as st  # noqa: E402
 
-from llm_agent_session._pure import lines, tail  # noqa: E402
+from llm_agent_session._pure import lines, tail_check  # noqa: E402
 
 @pytest.fixture(autouse=True)
 def backend_name() -> str:
@@ -66,7 +66,7 @@ def tail_outcomes(path: Any, data: bytes, size: int = -1) -> Tuple[Any, Any]:
     size = len(data) if size < 0 else size
     fd = os.open(path, os.O_RDONLY)
     try:
-        return outcome(native.tail_check, fd, size), outcome(tail.tail_check, fd, size)
+        return outcome(native.tail_check, fd, size), outcome(tail_check.tail_check, fd, size)
     finally:
         os.close(fd)
 
@@ -352,7 +352,7 @@ def test_size_past_the_end_of_the_file(tmp_path: Any) -> None:
 def test_bad_descriptor() -> None:
     fd = os.open(os.devnull, os.O_RDONLY)
     os.close(fd)
-    assert outcome(native.tail_check, fd, 0) == outcome(tail.tail_check, fd, 0)
+    assert outcome(native.tail_check, fd, 0) == outcome(tail_check.tail_check, fd, 0)
     kind, args = outcome(native.tail_check, fd, 10)
     assert kind == "OSError" and args[0] == 9
     assert outcome(native.tail_check, -1, 10)[0] == "OSError"
@@ -409,7 +409,7 @@ def test_copy_prefix(tmp_path: Any, length: int) -> None:
     data = bytes(range(256)) * (3_000_000 // 256) + b"tail"
     data = data[:3_000_000]
     got = _copy_with(native.copy_prefix, tmp_path, data, length, "n")
-    want = _copy_with(tail.copy_prefix, tmp_path, data, length, "p")
+    want = _copy_with(tail_check.copy_prefix, tmp_path, data, length, "p")
     assert got == want
 
 
@@ -419,10 +419,10 @@ def test_copy_prefix_errors(tmp_path: Any) -> None:
     sfd = os.open(src, os.O_RDONLY)
     try:
         # Writing to a read-only descriptor: EBADF, as os.write says it.
-        assert outcome(native.copy_prefix, sfd, sfd, 3) == outcome(tail.copy_prefix, sfd, sfd, 3)
+        assert outcome(native.copy_prefix, sfd, sfd, 3) == outcome(tail_check.copy_prefix, sfd, sfd, 3)
         closed = os.open(os.devnull, os.O_RDONLY)
         os.close(closed)
-        assert outcome(native.copy_prefix, closed, sfd, 3) == outcome(tail.copy_prefix, closed, sfd, 3)
+        assert outcome(native.copy_prefix, closed, sfd, 3) == outcome(tail_check.copy_prefix, closed, sfd, 3)
         got = outcome(native.copy_prefix, -1, sfd, 3)
         assert got[0] == "OSError" and got[1][0] == 9
     finally:

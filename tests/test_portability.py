@@ -92,7 +92,6 @@ def test_native_reopen_by_path_keeps_only_the_same_inode(backend_name, tmp_path)
         pytest.skip("the native core's reopen: checked once, in the native run")
     from llm_agent_session import _native
 
-    EVENTS = 8  # where replay's tuple holds the events (see _native.pyi)
     path = str(tmp_path / "run.jsonl")
     with Session.create(path, {"agent": "p"}) as s:
         s.append_message(user_message("hi"))
@@ -102,15 +101,15 @@ def test_native_reopen_by_path_keeps_only_the_same_inode(backend_name, tmp_path)
     try:
         size = os.fstat(fd).st_size
         same = _native.replay(fd, size, path)
-        assert not isinstance(same[EVENTS], list)  # a LineIndex: reopened, built on access
-        assert [e.type for e in same[EVENTS]] == ["session-meta", "message"]
-        assert same[EVENTS][1].payload == {"role": "user", "content": "hi"}
+        assert not isinstance(same.events, list)  # over a LineIndex: reopened, built on access
+        assert [e.type for e in same.events] == ["session-meta", "message"]
+        assert same.events[1].payload == {"role": "user", "content": "hi"}
         # The path now names another file (as after a repair's rename): built at once.
         moved = _native.replay(fd, size, other)
-        assert isinstance(moved[EVENTS], list)
-        assert [e.payload for e in moved[EVENTS]] == [e.payload for e in same[EVENTS]]
+        assert isinstance(moved.events, list)
+        assert [e.payload for e in moved.events] == [e.payload for e in same.events]
         missing = _native.scan(fd, 0, size, False, False, False, str(tmp_path / "gone"))
-        assert isinstance(missing[0], list) and len(missing[0]) == 2
+        assert isinstance(missing.events, list) and len(missing.events) == 2
     finally:
         os.close(fd)
 

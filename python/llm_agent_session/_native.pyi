@@ -1,6 +1,8 @@
-"""The native core (Rust, PyO3): same verdicts and errors as ``_pure.lines``/``_pure.tail``."""
+"""The native core (Rust, PyO3): same verdicts and errors as ``_pure.lines``/``_pure.tail_check``."""
 
 from typing import Any, Dict, List, Optional, Tuple, final
+
+from llm_agent_session._core import Replayed, Scanned, TailVerdict
 
 __all__ = [
     "classify_line",
@@ -33,11 +35,11 @@ def classify_line(raw: bytes) -> str:
 def parse_envelope_check(raw: bytes, line_offset: int) -> Tuple[str, str, str]:
     """``(id, type, ts)`` of an envelope line, or ``LineProblem`` (``_pure.lines.parse_envelope``)."""
 
-def tail_check(fd: int, size: int) -> Tuple[str, int, int, bytes]:
-    """``(kind, cut, line, excerpt)``, or ``CoreFailure`` (``_pure.tail.tail_check``)."""
+def tail_check(fd: int, size: int) -> TailVerdict:
+    """What load must do to the end of the file, or ``CoreFailure`` (``_pure.tail_check.tail_check``)."""
 
 def copy_prefix(src_fd: int, dst_fd: int, length: int) -> None:
-    """Copy bytes ``[0, length)`` of ``src_fd`` to ``dst_fd`` verbatim (``_pure.tail.copy_prefix``)."""
+    """Copy bytes ``[0, length)`` of ``src_fd`` to ``dst_fd`` verbatim (``_pure.tail_check.copy_prefix``)."""
 
 def encode_envelope(
     type_: str, payload: Dict[str, Any], id: Optional[str] = None
@@ -82,7 +84,7 @@ class LineIter:
 class Deferred:
     """What an Event holds instead of its payload (a peek Message instead of its
     content) until first read: ``build`` reads the line again, validates it and
-    builds the value (``messages._build_deferred``)."""
+    builds the value (``messages._BuiltOnAccess``)."""
 
     def build(self) -> Any: ...
 
@@ -101,15 +103,12 @@ class EnvelopeIds:
     def __len__(self) -> int: ...
     def get(self, id: str) -> Optional[int]: ...
 
-def replay(
-    fd: int, size: int, reopen_path: Optional[str] = None
-) -> Tuple[
-    Dict[str, Any], List[str], List[Any], Dict[str, Any], List[Any], List[str], Any, Dict[str, str], Any, EnvelopeIds
-]:
-    """``(meta, ids, messages, grants, pending, settled, sections, section_lines, events, envelope_at)``
-    for ``FoldState.from_parts``, or ``CoreFailure`` (``_pure.replay.replay``); ``sections`` is a
-    ``SectionTexts`` and ``events`` a ``LineIndex`` (a dict and a list where a descriptor of
-    its own cannot be opened: by ``reopen_path``, the same inode, when given, else through
+def replay(fd: int, size: int, reopen_path: Optional[str] = None) -> Replayed:
+    """The strict replay of the first ``size`` bytes of ``fd``, or ``CoreFailure``
+    (``_pure.replay.replay``). ``state`` is built by ``FoldState.from_parts`` with its
+    ``sections`` a ``LazyTexts`` over ``SectionTexts``, and ``events`` is a ``LazyList``
+    over a ``LineIndex`` (a dict and a list where a descriptor of its own cannot be
+    opened: by ``reopen_path``, the same inode, when given, else through
     ``/proc/self/fd``)."""
 
 def scan(
@@ -120,19 +119,7 @@ def scan(
     want_ids: bool = False,
     want_survey: bool = False,
     reopen_path: Optional[str] = None,
-) -> Tuple[
-    Any,
-    List[Tuple[int, int, int]],
-    List[Tuple[int, int, int, str]],
-    int,
-    Optional[str],
-    Any,
-    List[Tuple[int, int]],
-    List[str],
-    Optional[
-        Tuple[List[Tuple[str, int, int]], List[Tuple[str, int]], int, Optional[int], List[Tuple[int, bool]]]
-    ],
-]:
-    """``(events, spans, problems, end, first_type, messages, bad_roles, ids, survey)``
-    (``_pure.replay.scan`` plus what peek, salvage and fork need of each envelope);
-    ``survey`` is ``_pure.survey.SurveyCounts`` as a tuple, when asked for."""
+) -> Scanned:
+    """The lenient scan of ``[start, size)`` (``_pure.core.scan``); ``events`` and
+    ``messages`` are ``LazyList``s over ``LineIndex``es (lists where no descriptor of
+    their own can be opened, as for ``replay``)."""

@@ -7,8 +7,8 @@ import stat
 from typing import Any, Dict, List, Optional, Tuple
 
 from . import _backend, _platform
-from ._pure.fold import dispatched_operation
-from ._pure.survey import SurveyCounts
+from ._core import Scanned, SurveyCounts
+from ._fold import dispatched_operation
 from .messages import Event
 
 
@@ -128,7 +128,7 @@ def _survey_of(counts: Optional[SurveyCounts], events: Any, spans: Any) -> Dict[
     }
 
 
-def _first_line_error(found: "_backend.Scanned", size: int) -> Optional[str]:
+def _first_line_error(found: Scanned, size: int) -> Optional[str]:
     if size == 0:
         return "the file is empty"
     problems, spans, end = found.problems, found.spans, found.end

@@ -7,8 +7,8 @@ from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 
 from . import _backend, _platform
 from ._files import publish_new, write_all
-from ._pure.fold import FoldState
-from ._pure.replay import Span, duplicate_reason
+from ._core import Scanned, Span
+from ._fold import FoldState, duplicate_reason
 from .canonical import dumps, envelope_line, new_id, now_ts, validate
 from .errors import CoreFailure, CorruptTranscript, DanglingReference, NotATranscript, public_error
 from .messages import Event
@@ -16,7 +16,7 @@ from .messages import Event
 COPY_CHUNK = 1 << 20
 
 
-def _read_source(path: str, final_line: bool) -> Tuple[int, int, "_backend.Scanned"]:
+def _read_source(path: str, final_line: bool) -> Tuple[int, int, Scanned]:
     fd = os.open(path, os.O_RDONLY | _platform.O_CLOEXEC | _platform.O_BINARY)
     try:
         size = os.fstat(fd).st_size

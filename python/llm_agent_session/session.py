@@ -13,7 +13,7 @@ from . import _backend, _platform
 from ._events import EventLog
 from ._files import publish_new, same_inode, write_all
 from ._load import check_and_repair, open_locked, remove_leftover_repair
-from ._pure.fold import OUTCOMES, FoldProblem, FoldState, artifact_name_problem
+from ._fold import OUTCOMES, FoldProblem, FoldState, artifact_name_problem
 from .canonical import (
     copy_json,
     dumps,

@@ -3,13 +3,14 @@
 //!
 //! It tracks where things are, not what they are: live messages are line
 //! references (plus an elision stub's place), pending operations are the lines
-//! that dispatched them. `py_build` turns the survivors into Python objects.
+//! that dispatched them. `py/survivors.rs` turns the survivors into Python objects.
 
 use std::collections::hash_map::Entry;
 use std::collections::{HashMap, HashSet};
 
 use crate::error::{CoreFailure, FailureKind};
-use crate::json_grammar::Span;
+use crate::json::grammar::Span;
+use crate::message_rules;
 use crate::replay::records::{BadLine, Body, Record};
 
 /// A line of the file: where it is.
@@ -338,9 +339,7 @@ impl Fold {
                 let Some(cut) = self.position(&c.through).filter(|&i| i < self.live.len()) else {
                     return;
                 };
-                let rest = self.live.split_off(cut + 1);
-                let mut kept: Vec<LiveMessage> = self.live.drain(..).filter(|m| m.sticky).collect();
-                kept.push(LiveMessage {
+                let summary = LiveMessage {
                     id,
                     source: MessageSource::Summary(ValueRef {
                         line,
@@ -348,9 +347,8 @@ impl Fold {
                     }),
                     sticky: false,
                     stub: None,
-                });
-                kept.extend(rest);
-                self.live = kept;
+                };
+                message_rules::compact(&mut self.live, cut, summary, |m| m.sticky);
                 self.index = None;
             }
             Body::Rewind(Ok(to)) => {

@@ -8,8 +8,9 @@
 use std::borrow::Cow;
 
 use crate::envelope::{chars, parse_envelope_fields, LineProblem};
-use crate::json_grammar::{Kind, Span};
-use crate::json_view::{self, Entry, Item};
+use crate::json::grammar::{Kind, Span};
+use crate::json::view::{self as json_view, Entry, Item};
+use crate::message_rules::is_sticky;
 
 /// One envelope line, reduced.
 #[derive(Clone, Debug)]
@@ -157,9 +158,7 @@ fn body_of(raw: &[u8], type_: &str, entries: &[Entry]) -> Body {
                 } else {
                     None
                 },
-                sticky: json_view::is_true(raw, get("sticky"))
-                    || json_view::is_true(raw, get("sysprompt"))
-                    || json_view::is_set(get("depth")),
+                sticky: is_sticky(raw, entries),
             }),
             _ => Err("message payload has no string role"),
         }),

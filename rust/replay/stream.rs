@@ -8,7 +8,7 @@
 
 use crate::error::{CoreError, CoreResult};
 use crate::file_io::{read_full, Source};
-use crate::json_grammar::is_blank;
+use crate::json::grammar::is_blank;
 use crate::replay::fold::Fold;
 use crate::replay::records::{record_of, BadLine, Record};
 

@@ -1,4 +1,5 @@
-"""The pure-Python core: the reference implementation of every piece the native core has.
+"""The pure-Python core: the reference of every piece the native core (``rust/``) has,
+and nothing both cores use (that lives beside this package: ``_fold.py``, ``_core.py``).
 
-``_backend`` picks functions from here or from ``llm_agent_session._native``.
+``core.py`` is this core as a ``_core.Core``; ``_backend`` runs it or ``_native_core``.
 """

@@ -4,21 +4,18 @@ from __future__ import annotations
 
 from typing import Any, Dict, List, Tuple
 
+from .._core import Problem, Span
+from .._fold import FoldProblem, FoldState, duplicate_reason
 from ..errors import CoreFailure
 from ..messages import Event
-from .fold import FoldProblem, FoldState
 from .lines import LineProblem, is_blank, parse_envelope
-from .tail import read_span
+from .tail_check import read_span
 
 
 def replay(fd: int, size: int) -> Tuple[FoldState, List[Event]]:
     """Parse and fold every line of the first `size` bytes of `fd`, or raise CoreFailure."""
     buf = read_span(fd, 0, size)
     return _replay(buf, len(buf))
-
-
-def duplicate_reason(id_: str) -> str:
-    return f"duplicate envelope id {id_[:80]} (an earlier line has it)"
 
 
 def _replay(buf: Any, size: int) -> Tuple[FoldState, List[Event]]:
@@ -69,12 +66,6 @@ def _replay(buf: Any, size: int) -> Tuple[FoldState, List[Event]]:
         raise CoreFailure("not-a-transcript", 0, 0, reason)
     state.envelope_at = seen
     return state, events
-
-
-# One line that did not parse: (line number, byte offset, length without its \n, reason).
-Problem = Tuple[int, int, int, str]
-# Where an envelope came from: (line number, byte offset, length without its \n).
-Span = Tuple[int, int, int]
 
 
 def scan(

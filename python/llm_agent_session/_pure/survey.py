@@ -13,21 +13,10 @@ live list back to its ``to-id`` (SPEC 10.1).
 
 from __future__ import annotations
 
-from typing import Any, Dict, List, NamedTuple, Optional, Sequence, Tuple
+from typing import Any, Dict, List, Optional, Sequence, Tuple
 
+from .._core import Span, SurveyCounts
 from ..messages import Event
-from .replay import Span
-
-
-class SurveyCounts(NamedTuple):
-    """What the survey found, by envelope index (the scan's ``events``)."""
-
-    types: List[Tuple[str, int, int]]  # (type, lines, bytes with newlines), in first-appearance order
-    roles: List[Tuple[str, int]]  # messages with a string role, per role, in first-appearance order
-    live: int  # messages replay would give; meaningless when `problem` is set
-    problem: Optional[int]  # the first compaction or rewind naming nothing live
-    open: List[Tuple[int, bool]]  # (dispatch, answered by a message), in first-dispatch order
-    rewound: List[Tuple[int, int]]  # (message or summary, the rewind that cut it), in cut order
 
 
 def _string(payload: Dict[str, Any], key: str) -> Optional[str]:
@@ -95,10 +84,10 @@ def survey(events: Sequence[Event], spans: Sequence[Span]) -> SurveyCounts:
             live = [x for x in live[: cut + 1] if x[1]] + [(e.id, False, index)] + live[cut + 1 :]
             position = {id_: k for k, (id_, _, _) in enumerate(live)}
     return SurveyCounts(
-        [(t, lines, size) for t, (lines, size) in types.items()],
-        list(roles.items()),
-        len(live),
-        problem,
-        [(index, answered) for index, _, answered in open_ops.values()],
-        rewound,
+        types=[(t, lines, size) for t, (lines, size) in types.items()],
+        roles=list(roles.items()),
+        live=len(live),
+        problem=problem,
+        open=[(index, answered) for index, _, answered in open_ops.values()],
+        rewound=rewound,
     )

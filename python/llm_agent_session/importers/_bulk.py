@@ -20,7 +20,7 @@ import os
 import time
 from typing import Any, Dict, List, Optional, Tuple
 
-from .._pure.fold import message_from_payload
+from .._fold import message_from_payload
 from ..canonical import MAX_WRITE_DEPTH, dumps, envelope_line, new_id, sha256_digest
 from ..errors import DanglingReference
 from ..messages import MESSAGE_KEYS

@@ -20,12 +20,12 @@
 use std::borrow::Cow;
 
 use _native::error::{CoreError, CoreFailure, CoreResult, FailureKind};
-use _native::json_grammar::{classify, is_blank, Span, Verdict};
+use _native::json::grammar::{classify, is_blank, Span, Verdict};
 use _native::repair_copy::copy_prefix;
 use _native::replay::fold::{Fold, LineRef, MessageSource, ValueRef};
 use _native::replay::stream::replay_split_from;
 use _native::scan::{scan as lenient_scan, scan_split_from, Scanned, Wanted};
-use _native::tail::{tail_check, TailKind, TailVerdict, EXCERPT_BYTES};
+use _native::tail_check::{tail_check, TailKind, TailVerdict, EXCERPT_BYTES};
 
 fn newlines(data: &[u8]) -> u64 {
     data.iter().filter(|&&b| b == b'\n').count() as u64

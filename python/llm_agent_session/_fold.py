@@ -1,7 +1,9 @@
 """The replay fold (SPEC 4, "How replay folds"), shared by load and by every append.
 
-``FoldState`` is the whole in-memory state of a session. Replay feeds it every
-envelope in file order; an append first asks ``check`` (so a bad reference raises
+``FoldState`` is the whole in-memory state of a session, on both cores. The pure
+replay (``_pure/replay.py``) feeds it every envelope in file order; the native one
+folds in Rust (``rust/replay/fold.rs``, the same rules) and hands over what survived
+(``FoldState.from_parts``). An append first asks ``check`` (so a bad reference raises
 before a byte is written) and then feeds it the envelope it wrote. One code path
 is what makes "the state after an append equals a load of the same file" true.
 """
@@ -10,15 +12,17 @@ from __future__ import annotations
 
 from typing import Any, Dict, Iterable, List, Mapping, MutableMapping, Optional, Set, Tuple, cast
 
-from ..messages import Message, PendingToolOperation
+from .messages import Message, PendingToolOperation
 
 OUTCOMES = ("completed", "failed", "outcome-unknown")
 NAME_MAX = 255
 
 
 def dispatched_operation(op_id: str, ts: str, payload: Dict[str, Any], state: str) -> PendingToolOperation:
-    """The operation a ``tool-dispatched`` envelope opened (SPEC 2.6). Reads every key
-    leniently: the fold has checked ``call-id`` and ``tool`` first; peek's survey has not."""
+    """The operation a ``tool-dispatched`` envelope opened (SPEC 2.6): the one constructor
+    of the pure fold, peek's survey and the native replay (``rust/py/survivors.rs``).
+    Reads every key leniently: the fold has checked ``call-id`` and ``tool`` first;
+    peek's survey has not."""
     get = payload.get
     return PendingToolOperation(
         op_id=op_id,
@@ -32,6 +36,11 @@ def dispatched_operation(op_id: str, ts: str, payload: Dict[str, Any], state: st
         dispatched_at=ts,
         state=state,
     )
+
+
+def duplicate_reason(id_: str) -> str:
+    """Why a line whose id an earlier line has is refused (load) or dropped (salvage)."""
+    return f"duplicate envelope id {id_[:80]} (an earlier line has it)"
 
 
 class FoldProblem(Exception):

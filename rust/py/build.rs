@@ -5,7 +5,7 @@
 //! * Integers: up to 18 digits through `i64`; longer ones through
 //!   `llm_agent_session.canonical.str_to_int` (exact at any length, as the reference).
 //! * Floats: Rust's `f64` parse is correctly rounded, as CPython's `float()` is.
-//! * Strings: escapes decoded, surrogate pairs joined (`json_grammar::decode_string`).
+//! * Strings: escapes decoded, surrogate pairs joined (`json::strings::decode_string`).
 //!
 //! Keys repeat across a transcript ("role", "content", "type", ...): a small cache
 //! maps a key's raw bytes to one Python string, so each is decoded and allocated
@@ -15,14 +15,14 @@ use std::collections::HashMap;
 
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
-use pyo3::sync::GILOnceCell;
 use pyo3::types::{PyBool, PyDict, PyFloat, PyList, PyString};
 
-use crate::envelope::decode_str;
-use crate::json_grammar::{Kind, MAX_READ_DEPTH};
-use crate::json_view::{self, Entry, Item};
+use crate::json::depth::MAX_READ_DEPTH;
+use crate::json::grammar::Kind;
+use crate::json::strings::decode_str;
+use crate::json::view::{self as json_view, Entry, Item};
 
-static STR_TO_INT: GILOnceCell<Py<PyAny>> = GILOnceCell::new();
+use super::named::STR_TO_INT;
 
 /// Keys longer than this are not cached (they rarely repeat).
 const CACHED_KEY_MAX: usize = 48;
@@ -124,11 +124,6 @@ impl<'py> Builder<'py> {
             let i: i64 = as_str.parse().map_err(|_| changed())?;
             return Ok(i.into_pyobject(py)?.into_any());
         }
-        let convert = STR_TO_INT.get_or_try_init(py, || {
-            py.import("llm_agent_session.canonical")?
-                .getattr("str_to_int")
-                .map(Bound::unbind)
-        })?;
-        convert.bind(py).call1((as_str,))
+        STR_TO_INT.get(py)?.call1((as_str,))
     }
 }

@@ -10,6 +10,7 @@ import os
 from typing import Any, Optional, Tuple
 
 from .. import _platform
+from .._core import TailVerdict
 from ..errors import CoreFailure
 from .lines import (
     TOO_DEEP,
@@ -25,11 +26,6 @@ from .lines import (
 
 COPY_CHUNK = 1 << 20
 
-# (kind, cut, line, excerpt): kind is "clean", "no-newline" or "torn"; `cut` is where
-# the torn line starts (the repaired size), else the file size; `line` is the 1-based
-# number of the torn line (0 when the last line is whole: nothing to report, and
-# counting every newline of a large file is not free); `excerpt` is its first bytes.
-TailVerdict = Tuple[str, int, int, bytes]
 
 
 def read_span(fd: int, start: int, size: int) -> bytes:
@@ -105,11 +101,11 @@ def _tail_check(buf: Any, size: int) -> TailVerdict:
     start, end = last
     whole_kind = "clean" if buf[size - 1 : size] == b"\n" else "no-newline"
     if start == first_start:
-        return whole_kind, size, 0, b""
+        return TailVerdict(kind=whole_kind, cut=size, line=0, excerpt=b"")
     raw = buf[start:end]
     verdict = classify(raw)
     if verdict not in (TOO_DEEP, TORN):
-        return whole_kind, size, 0, b""  # a whole last line needs no number
+        return TailVerdict(kind=whole_kind, cut=size, line=0, excerpt=b"")  # a whole last line needs no number
     line = line_number(buf, start)
     if verdict == TOO_DEEP:
         raise CoreFailure("corrupt", line, start, too_deep_reason())
@@ -136,7 +132,7 @@ def _tail_check(buf: Any, size: int) -> TailVerdict:
                 f"not a JSON value, and neither is the last line (line {line}); a crash tears "
                 f"only the last line{why}",
             )
-    return "torn", start, line, excerpt(raw)
+    return TailVerdict(kind="torn", cut=start, line=line, excerpt=excerpt(raw))
 
 
 def copy_prefix(src_fd: int, dst_fd: int, length: int) -> None:

@@ -8,7 +8,7 @@
 //!
 //! An access re-reads its line and builds the envelope's header (`id`, `type`,
 //! `ts`) or a peek Message's role, tool calls and flags from it, found by their
-//! brackets (`envelope_skim`, `json_view`: the scan validated the line, and
+//! brackets (`envelope_skim`, `json::view`: the scan validated the line, and
 //! validating it again doubled the cost of iterating a peek). The big part, an
 //! Event's payload or a Message's content, is a `Deferred`: built on first read
 //! from the line read again and validated in full. A file changed under an
@@ -22,29 +22,18 @@ use std::sync::Arc;
 use pyo3::exceptions::{PyIndexError, PyValueError};
 use pyo3::intern;
 use pyo3::prelude::*;
-use pyo3::sync::GILOnceCell;
-use pyo3::types::{PyDict, PyString, PyType};
+use pyo3::types::{PyDict, PyString};
 
 use crate::envelope::{parse_envelope_fields, EnvelopeRef, LineProblem};
 use crate::envelope_skim::skim_header;
 use crate::file_io::{read_full, BorrowedFile};
-use crate::json_grammar::{Kind, Span};
-use crate::json_view::token;
-use crate::json_view::{self, Entry, Item};
-use crate::py_build::Builder;
-use crate::replay::fold::{LineRef, SectionRef};
+use crate::json::grammar::{Kind, Span};
+use crate::json::view::token;
+use crate::json::view::{self as json_view, Entry, Item};
+use crate::replay::fold::{LineRef, SectionRef, ValueRef};
 
-static EVENT: GILOnceCell<Py<PyType>> = GILOnceCell::new();
-static MESSAGE: GILOnceCell<Py<PyType>> = GILOnceCell::new();
-static OBJECT_NEW: GILOnceCell<Py<PyType>> = GILOnceCell::new();
-
-pub fn event_class(py: Python<'_>) -> PyResult<&Bound<'_, PyType>> {
-    EVENT.import(py, "llm_agent_session.messages", "Event")
-}
-
-pub fn message_class(py: Python<'_>) -> PyResult<&Bound<'_, PyType>> {
-    MESSAGE.import(py, "llm_agent_session.messages", "Message")
-}
+use super::build::Builder;
+use super::named::{EVENT, MESSAGE, OBJECT};
 
 /// Another open file description of the file `fd` is open on, close-on-exec and
 /// numbered 3 or more (SPEC 3: with stdio closed, `open` would hand out 0, 1 or 2,
@@ -112,7 +101,7 @@ pub fn message_from_fields<'py>(
     content: Option<Bound<'py, PyAny>>,
 ) -> PyResult<Bound<'py, PyAny>> {
     let py = b.py();
-    let (message, slots) = bare_instance(py, message_class(py)?)?;
+    let (message, slots) = bare_instance(py, MESSAGE.get(py)?)?;
     let none = py.None().into_bound(py);
     let f = false.into_pyobject(py)?.to_owned().into_any();
     // Every field, in `Message.__init__`'s order, with its default when absent.
@@ -143,11 +132,9 @@ pub fn message_from_fields<'py>(
 /// (a third of the time of building a peek Message), and a field may be deferred.
 fn bare_instance<'py>(
     py: Python<'py>,
-    cls: &Bound<'py, PyType>,
+    cls: &Bound<'py, PyAny>,
 ) -> PyResult<(Bound<'py, PyAny>, Bound<'py, PyDict>)> {
-    let new = OBJECT_NEW
-        .import(py, "builtins", "object")?
-        .getattr(intern!(py, "__new__"))?;
+    let new = OBJECT.get(py)?.getattr(intern!(py, "__new__"))?;
     let instance = new.call1((cls,))?;
     let slots = instance
         .getattr(intern!(py, "__dict__"))?
@@ -207,8 +194,8 @@ pub fn event_at<'py>(
     new_event(b.py(), &env, intern!(b.py(), "payload"), payload.into_any())
 }
 
-/// The same Event with its payload built on first access (`Event.__getattr__` calls
-/// the `Deferred` it holds): the header is skimmed, not validated again, and
+/// The same Event with its payload built on first access (the field's descriptor,
+/// `messages._BuiltOnAccess`, calls the `Deferred` it holds): the header is skimmed, not validated again, and
 /// iterating a whole peek costs what its types cost.
 fn deferred_event<'py>(
     py: Python<'py>,
@@ -251,7 +238,7 @@ fn new_event<'py>(
     payload_key: &Bound<'py, PyString>,
     payload: Bound<'py, PyAny>,
 ) -> PyResult<Bound<'py, PyAny>> {
-    let (event, slots) = bare_instance(py, event_class(py)?)?;
+    let (event, slots) = bare_instance(py, EVENT.get(py)?)?;
     slots.set_item(intern!(py, "id"), &*env.id)?;
     slots.set_item(intern!(py, "type"), &*env.type_)?;
     slots.set_item(intern!(py, "ts"), &*env.ts)?;
@@ -270,7 +257,7 @@ enum Part {
 }
 
 /// What an Event holds instead of its payload, or a peek Message instead of its
-/// content, until first asked (`llm_agent_session.messages._build_deferred` calls
+/// content, until first asked (`llm_agent_session.messages._BuiltOnAccess` calls
 /// `build` once): the line is read again and validated in full, so a file changed
 /// under an unlocked reader gives `ValueError`, never wrong data. Contents are most
 /// of a transcript's bytes; a viewer listing roles or types never decodes them.
@@ -395,8 +382,7 @@ impl LineIndex {
 }
 
 /// Iterating a `LineIndex`: one read per window of consecutive lines instead of one
-/// per line (on the 256 MB bench transcript, iterating a peek's 133,650 envelopes
-/// went from 0.30 s to 0.13 s).
+/// per line (the gain is in the commit that added it).
 #[pyclass(module = "llm_agent_session._native")]
 pub struct LineIter {
     index: Py<LineIndex>,
@@ -451,13 +437,13 @@ impl LineIter {
 
 /// The run-context section texts (digest -> text) of a replay, each read from its
 /// line when first asked for: a long run repeats its context in every run, and
-/// building every text at load cost ~20% of a 256 MB transcript's load. Wrapped by
+/// building every text at load was a large share of a big transcript's load. Wrapped by
 /// `llm_agent_session._events.LazyTexts`, which adds what appends store.
 #[pyclass(frozen, module = "llm_agent_session._native")]
 pub struct SectionTexts {
     file: Arc<File>,
     order: Vec<String>,
-    at: HashMap<String, crate::replay::fold::ValueRef>,
+    at: HashMap<String, ValueRef>,
 }
 
 impl SectionTexts {
@@ -511,8 +497,8 @@ impl EnvelopeIds {
 
 impl Drop for EnvelopeIds {
     fn drop(&mut self) {
-        // A pyclass is dropped with the GIL held, and freeing 10^5 ids took ~17 ms (256 MB
-        // transcript): every other thread, an event loop among them, would wait. A big map
+        // A pyclass is dropped with the GIL held, and freeing a big map takes milliseconds:
+        // every other thread, an event loop among them, would wait. A big map
         // is freed on a thread of its own (if none can be started, it is freed here).
         if self.at.len() > 10_000 {
             let at = std::mem::take(&mut self.at);

@@ -10,7 +10,7 @@
 //! already what the canonical encoder would write (the same escapes: `\"`, `\\`,
 //! `\n`, `\r`, `\t`, `\b`, `\f`, lowercase `\u00xx` for the other controls,
 //! `\u2028`/`\u2029`; everything else as itself). What the writer meets for the first
-//! time is escaped by `line_format::write_string`, as `py_encode` does.
+//! time is escaped by `line_format::write_string`, as `py/encode.rs` does.
 //!
 //! Only the plain case is answered natively: a line whose top value is an object,
 //! with no lone surrogate escape, no float past `f64`, nested at most
@@ -26,10 +26,12 @@ use std::hash::{BuildHasherDefault, Hasher};
 use pyo3::prelude::*;
 use pyo3::types::{PyBool, PyBytes, PyDict, PyFloat, PyInt, PyList, PyString, PyTuple};
 
-use crate::json_grammar::{self, Kind, Mode};
-use crate::json_view::skip_ws;
+use super::build::Builder;
+use crate::json::buffers::recycle;
+use crate::json::grammar::{self, Kind, Mode};
+use crate::json::strings::decode_string;
+use crate::json::view::skip_ws;
 use crate::line_format::{format_ts, new_id_at, now, write_string};
-use crate::py_build::Builder;
 
 /// Lines nested deeper are left to the reference's decoder (this builder recurses).
 const NATIVE_DEPTH: usize = 128;
@@ -117,7 +119,7 @@ impl SourceReader {
             while pos < rest.len() {
                 let stop = memchr::memchr(b'\n', &rest[pos..]).map_or(rest.len(), |n| pos + n);
                 let line = &rest[pos..stop];
-                out.push((pos, stop, !json_grammar::is_blank(line) && plain(line)));
+                out.push((pos, stop, !grammar::is_blank(line) && plain(line)));
                 pos = stop + 1;
             }
             out
@@ -203,10 +205,10 @@ impl SourceReader {
 
 /// Whether the reader builds the line itself (the plain case above).
 fn plain(raw: &[u8]) -> bool {
-    match json_grammar::parse(raw, Mode::Strict) {
+    match grammar::parse(raw, Mode::Strict) {
         Ok(parsed) => {
             let plain = parsed.top == Kind::Object && !parsed.lone_surrogate_seen;
-            json_grammar::recycle(parsed);
+            recycle(parsed);
             plain
         }
         Err(_) => false,
@@ -447,7 +449,7 @@ impl<'py, 's> Build<'py, 's> {
             return Ok(PyString::new(py, text));
         }
         // No lone surrogate on a plain line, so the decoding is UTF-8.
-        let decoded = json_grammar::decode_string(content);
+        let decoded = decode_string(content);
         let text = simdutf8::basic::from_utf8(&decoded).map_err(|_| None)?;
         Ok(PyString::new(py, text))
     }

@@ -1,4 +1,4 @@
-//! The replay's survivors as Python objects: what `FoldState.from_parts` takes.
+//! The replay's survivors as Python objects: the `FoldState` a native replay ends in.
 //!
 //! Runs after the fold, with the GIL: only what survived is built (after
 //! compactions, most of a long transcript is not in `messages`), each value read
@@ -8,16 +8,15 @@ use std::fs::File;
 use std::sync::Arc;
 
 use pyo3::prelude::*;
-use pyo3::sync::GILOnceCell;
-use pyo3::types::{PyDict, PyList, PyType};
+use pyo3::types::{PyDict, PyList};
 
-use crate::json_grammar::Kind;
-use crate::json_view::{self, Item};
-use crate::lazy_events::{message_class, message_from_fields, read_line, SectionTexts};
-use crate::py_build::Builder;
+use crate::json::grammar::Kind;
+use crate::json::view::{self as json_view, Item};
 use crate::replay::fold::{Fold, LineRef, MessageSource, ValueRef};
 
-static PENDING: GILOnceCell<Py<PyType>> = GILOnceCell::new();
+use super::build::Builder;
+use super::lazy::{message_from_fields, read_line, EnvelopeIds, SectionTexts};
+use super::named::{self, call_kw};
 
 /// One line read back, kept while consecutive values come from it.
 struct LastLine {
@@ -34,19 +33,6 @@ impl LastLine {
         Ok(&self.bytes)
     }
 }
-
-/// `(meta, ids, messages, grants, pending, settled, sections, section_lines)`;
-/// `sections` is a dict or a [`SectionTexts`].
-pub type Parts<'py> = (
-    Bound<'py, PyAny>,
-    Bound<'py, PyList>,
-    Bound<'py, PyList>,
-    Bound<'py, PyAny>,
-    Bound<'py, PyList>,
-    Bound<'py, PyList>,
-    Bound<'py, PyAny>,
-    Bound<'py, PyDict>,
-);
 
 fn object_at<'py>(
     b: &mut Builder<'py>,
@@ -77,13 +63,15 @@ fn value_at<'py>(
     b.value(raw, item)
 }
 
-/// `texts`: where the section texts are read lazily from; None builds them now.
-pub fn materialise<'py>(
+/// `FoldState.from_parts(...)` of what survived `fold`. `texts`: where the section
+/// texts are read lazily from (a `LazyTexts`); None builds them now (a dict).
+pub fn fold_state<'py>(
     py: Python<'py>,
     file: &File,
     fold: &Fold,
     texts: Option<Arc<File>>,
-) -> PyResult<Parts<'py>> {
+    envelope_at: Bound<'py, EnvelopeIds>,
+) -> PyResult<Bound<'py, PyAny>> {
     let mut b = Builder::new(py);
     let mut last = LastLine {
         at: None,
@@ -95,7 +83,7 @@ pub fn materialise<'py>(
     };
     let ids = PyList::empty(py);
     let messages = PyList::empty(py);
-    let message_cls = message_class(py)?;
+    let message_cls = named::MESSAGE.get(py)?;
     let mut turn = GilTurns::default();
     for m in &fold.live {
         turn.take(py);
@@ -134,40 +122,26 @@ pub fn materialise<'py>(
         None => PyDict::new(py).into_any(),
     };
     let pending = PyList::empty(py);
-    let pending_cls = PENDING.import(py, "llm_agent_session.messages", "PendingToolOperation")?;
+    let dispatched_operation = named::DISPATCHED_OPERATION.get(py)?;
     for op in fold.pending() {
         turn.take(py);
         let raw = read_line(file, op.line)?;
         let mut fields = Vec::new();
         let env = crate::envelope::parse_envelope_fields(&raw, op.line.offset, &mut fields)
             .map_err(|p| pyo3::exceptions::PyValueError::new_err(p.reason))?;
-        let kwargs = PyDict::new(py);
-        kwargs.set_item("op_id", &op.op_id)?;
-        for (key, name) in [
-            ("call-id", "call_id"),
-            ("tool", "tool"),
-            ("arguments", "arguments"),
-            ("arguments-digest", "arguments_digest"),
-            ("idempotency", "idempotency"),
-            ("run-id", "run_id"),
-            ("round", "round"),
-        ] {
-            let value = match json_view::get(&raw, &fields, key) {
-                Some(item) => b.value(&raw, item)?,
-                None => py.None().into_bound(py),
-            };
-            kwargs.set_item(name, value)?;
-        }
-        kwargs.set_item("dispatched_at", env.ts.as_ref())?;
-        kwargs.set_item(
-            "state",
-            if op.recorded {
-                "result-recorded"
-            } else {
-                "dispatched"
-            },
-        )?;
-        pending.append(pending_cls.call((), Some(&kwargs))?)?;
+        let state = if op.recorded {
+            "result-recorded"
+        } else {
+            "dispatched"
+        };
+        pending.append(call_kw!(
+            py,
+            dispatched_operation,
+            op_id = &op.op_id,
+            ts = env.ts.as_ref(),
+            payload = b.dict(&raw, &fields)?,
+            state = state,
+        )?)?;
     }
     let settled = PyList::empty(py);
     for id in &fold.settled {
@@ -180,7 +154,9 @@ pub fn materialise<'py>(
         section_lines.set_item(&s.digest, &s.line_id)?;
     }
     let sections = match texts {
-        Some(texts) => Bound::new(py, SectionTexts::new(texts, &fold.sections))?.into_any(),
+        Some(texts) => named::LAZY_TEXTS
+            .get(py)?
+            .call1((Bound::new(py, SectionTexts::new(texts, &fold.sections))?,))?,
         None => {
             let sections = PyDict::new(py);
             for s in &fold.sections {
@@ -189,22 +165,27 @@ pub fn materialise<'py>(
             sections.into_any()
         }
     };
-    Ok((
-        meta,
-        ids,
-        messages,
-        grants,
-        pending,
-        settled,
-        sections,
-        section_lines,
-    ))
+    call_kw!(
+        py,
+        named::FOLD_STATE
+            .get(py)?
+            .getattr(pyo3::intern!(py, "from_parts"))?,
+        meta = meta,
+        ids = ids,
+        messages = messages,
+        grants = grants,
+        pending = pending,
+        settled = settled,
+        sections = sections,
+        section_lines = section_lines,
+        envelope_at = envelope_at,
+    )
 }
 
-/// Building Python objects needs the GIL, and materialising a 256 MB bench transcript
-/// (288 live messages, some 100 KB tool results, 31,565 settled ids, 10,070 sections)
-/// kept it for ~15 ms: an event loop on another thread (AsyncSession) stood still that
-/// long. Once a millisecond has passed since the last turn, the GIL is let go for
+/// Building Python objects needs the GIL, and materialising a big transcript's
+/// survivors keeps it for many milliseconds: an event loop on another thread
+/// (AsyncSession) would stand still that long (benches/event_loop.py measures it).
+/// Once a millisecond has passed since the last turn, the GIL is let go for
 /// 0.1 ms, so a thread that asked for it gets its turn.
 pub struct GilTurns {
     since: std::time::Instant,
@@ -226,7 +207,7 @@ impl GilTurns {
         if self.since.elapsed() >= Self::EVERY {
             // A sleep, not a yield: a thread waiting for the GIL must wake and take it.
             // A bare release let this thread take it back first, and each release reset
-            // the waiter's 5 ms switch timer (stalls stayed at ~15 ms).
+            // the waiter's switch interval (`sys.getswitchinterval`), so nothing changed.
             py.allow_threads(|| std::thread::sleep(Self::PAUSE));
             self.since = std::time::Instant::now();
         }

@@ -1,4 +1,4 @@
-//! The scan of one JSON string's content, a block of bytes at a time.
+//! SIMD: the scan of one JSON string's content, a block of bytes at a time.
 //!
 //! Special: `"`, `\` and control bytes (< 0x20), the only bytes a string scan must
 //! look at. Bytes >= 0x80 are ordinary here: the parser validates a line's UTF-8 in
@@ -11,7 +11,7 @@
 //! escape are found with bit operations, without visiting each escape; only `\u`
 //! escapes are read one by one (hex digits, surrogate pairs).
 
-use crate::json_grammar::{hex4, pair_low};
+use super::strings::{hex4, pair_low};
 
 /// How many bytes a block holds; chosen once per parse.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -104,6 +104,13 @@ impl Width {
         }
         i
     }
+}
+
+/// The first index at or after `i` holding `"`, `\\`, or a control byte (< 0x20),
+/// or `s.len()`. Bytes >= 0x80 are ordinary (for callers that validated UTF-8).
+#[inline]
+pub fn skip_plain_string_bytes(s: &[u8], i: usize) -> usize {
+    Width::detect().skip_plain(s, i)
 }
 
 /// How a string's scan ended.

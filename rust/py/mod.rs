@@ -1,10 +1,19 @@
-//! The PyO3 module `llm_agent_session._native`: the only place that knows Python.
+//! The PyO3 module `llm_agent_session._native`: everything that knows Python is under
+//! `py/` (see `lib.rs`), and this file is the module itself.
 //!
 //! Each function converts its arguments to owned Rust values, releases the GIL for
-//! the byte work, and turns the core's error data into exceptions here, in one place:
+//! the byte work, answers the `llm_agent_session._core` named types (`named`), and
+//! turns the core's error data into exceptions here, in one place:
 //! `CoreFailure` (from `llm_agent_session.errors`) for refusals, `OSError` with the
 //! errno and the C library's message (as `os.pread`/`os.write` raise it) for system
 //! calls, `LineProblem` (a `ValueError`) for one line's verdict.
+
+mod build;
+mod encode;
+mod import;
+mod lazy;
+mod named;
+mod survivors;
 
 use std::io;
 use std::sync::Arc;
@@ -12,23 +21,19 @@ use std::sync::Arc;
 use pyo3::create_exception;
 use pyo3::exceptions::{PyMemoryError, PyOSError, PyValueError};
 use pyo3::prelude::*;
-use pyo3::sync::GILOnceCell;
-use pyo3::types::{PyBytes, PyType};
+use pyo3::types::{PyBytes, PyList};
 
 use crate::envelope::parse_envelope;
 use crate::error::CoreError;
 use crate::file_io::{BorrowedFile, Source};
-use crate::json_grammar::classify;
-use pyo3::types::{PyList, PyTuple};
-
-use crate::lazy_events::{self, EnvelopeIds, LineIndex};
-use crate::py_build;
-use crate::py_replay;
+use crate::json::grammar::classify;
 use crate::repair_copy;
 use crate::replay as replay_core;
 use crate::replay::fold::LineRef;
 use crate::scan as scan_core;
-use crate::tail;
+
+use lazy::{EnvelopeIds, LineIndex};
+use named::call_kw;
 
 create_exception!(
     _native,
@@ -36,8 +41,6 @@ create_exception!(
     PyValueError,
     "Why a line is not an envelope: args are (kind, reason), kind \"corrupt\" or \"version\"."
 );
-
-static CORE_FAILURE: GILOnceCell<Py<PyType>> = GILOnceCell::new();
 
 fn os_error(py: Python<'_>, e: io::Error) -> PyErr {
     match e.raw_os_error() {
@@ -58,8 +61,8 @@ fn os_error(py: Python<'_>, e: io::Error) -> PyErr {
 fn to_pyerr(py: Python<'_>, e: CoreError) -> PyErr {
     match e {
         CoreError::Failure(f) => {
-            let made = CORE_FAILURE
-                .import(py, "llm_agent_session.errors", "CoreFailure")
+            let made = named::CORE_FAILURE
+                .get(py)
                 .and_then(|cls| cls.call1((f.kind.as_str(), f.line, f.offset, f.reason)));
             match made {
                 Ok(exc) => PyErr::from_value(exc),
@@ -92,26 +95,30 @@ fn parse_envelope_check(
         .map_err(|p| LineProblem::new_err((p.kind.as_str(), p.reason)))
 }
 
-/// `(kind, cut, line, excerpt)` for the first `size` bytes of `fd`; raises
-/// `CoreFailure` when load must refuse the file.
+/// The `TailVerdict` of the first `size` bytes of `fd`; raises `CoreFailure` when
+/// load must refuse the file.
 #[pyfunction]
-fn tail_check<'py>(
-    py: Python<'py>,
-    fd: i32,
-    size: u64,
-) -> PyResult<(&'static str, u64, u64, Bound<'py, PyBytes>)> {
+fn tail_check(py: Python<'_>, fd: i32, size: u64) -> PyResult<Bound<'_, PyAny>> {
+    // `crate::tail_check::tail_check` in full: this function's name is taken.
     let verdict = py.allow_threads(move || {
         if size == 0 {
             // Like the reference, an empty read never touches the descriptor.
-            return tail::tail_check(&[][..], 0);
+            return crate::tail_check::tail_check(&[][..], 0);
         }
         let file = BorrowedFile::new(fd)?;
         // Like the reference, a file shorter than `size` is read as far as it goes.
         let size = size.min(file.size()?);
-        tail::tail_check(&*file, size)
+        crate::tail_check::tail_check(&*file, size)
     });
     let v = verdict.map_err(|e| to_pyerr(py, e))?;
-    Ok((v.kind.as_str(), v.cut, v.line, PyBytes::new(py, &v.excerpt)))
+    call_kw!(
+        py,
+        named::TAIL_VERDICT.get(py)?,
+        kind = v.kind.as_str(),
+        cut = v.cut,
+        line = v.line,
+        excerpt = PyBytes::new(py, &v.excerpt),
+    )
 }
 
 /// The size of `fd` if appending to it is still safe: it has a link, and `path`
@@ -153,10 +160,9 @@ fn copy_prefix(py: Python<'_>, src_fd: i32, dst_fd: i32, length: u64) -> PyResul
     .map_err(|e| to_pyerr(py, e))
 }
 
-/// Replay the first `size` bytes of `fd`: `(meta, ids, messages, grants, pending,
-/// settled, sections, section_lines, events, envelope_at)`, or `CoreFailure`. The byte work
-/// (read, validate, fold) runs without the GIL; then only the survivors are built.
-/// `reopen_path`: see `lazy_events::reopen`.
+/// Replay the first `size` bytes of `fd`: a `Replayed`, or `CoreFailure`. The byte
+/// work (read, validate, fold) runs without the GIL; then only the survivors are
+/// built. `reopen_path`: see `lazy::reopen`.
 #[pyfunction]
 #[pyo3(signature = (fd, size, reopen_path=None))]
 fn replay<'py>(
@@ -164,7 +170,7 @@ fn replay<'py>(
     fd: i32,
     size: u64,
     reopen_path: Option<&str>,
-) -> PyResult<Bound<'py, PyTuple>> {
+) -> PyResult<Bound<'py, PyAny>> {
     let folded = py.allow_threads(move || {
         if size == 0 {
             // Like the reference, an empty read never touches the descriptor.
@@ -180,32 +186,24 @@ fn replay<'py>(
     let file = BorrowedFile::new(fd).map_err(|e| os_error(py, e))?;
     // Lazy parts read through a descriptor of their own; where none can be had
     // (not the same inode at the path, no `/proc`), everything is built now.
-    let own = lazy_events::reopen(fd, reopen_path).ok().map(Arc::new);
-    let parts = py_replay::materialise(py, &file, &fold, own.clone())?;
+    let own = lazy::reopen(fd, reopen_path).ok().map(Arc::new);
+    let envelope_at = Bound::new(py, EnvelopeIds::new(envelope_at))?;
+    let state = survivors::fold_state(py, &file, &fold, own.clone(), envelope_at)?;
     let lines = std::mem::take(&mut fold.events);
     let events = match own {
-        Some(own) => Bound::new(py, LineIndex::events(own, lines, Vec::new()))?.into_any(),
+        Some(own) => lazy_list(py, LineIndex::events(own, lines, Vec::new()))?,
         None => all_events(py, &file, lines)?,
     };
     // What is left of the fold (every settled id, the operation tables) is freed without
-    // the GIL: at 256 MB that took ~20 ms, a stall of every other thread (AsyncSession).
+    // the GIL: at hundreds of MB that is milliseconds, a stall of every other thread
+    // (AsyncSession; benches/event_loop.py measures it).
     py.allow_threads(move || drop(fold));
-    let (meta, ids, messages, grants, pending, settled, sections, section_lines) = parts;
-    PyTuple::new(
-        py,
-        [
-            meta,
-            ids.into_any(),
-            messages.into_any(),
-            grants,
-            pending.into_any(),
-            settled.into_any(),
-            sections,
-            section_lines.into_any(),
-            events,
-            Bound::new(py, EnvelopeIds::new(envelope_at))?.into_any(),
-        ],
-    )
+    call_kw!(py, named::REPLAYED.get(py)?, state = state, events = events)
+}
+
+/// `LazyList(index)`: the index's items built on access.
+fn lazy_list(py: Python<'_>, index: LineIndex) -> PyResult<Bound<'_, PyAny>> {
+    named::LAZY_LIST.get(py)?.call1((Bound::new(py, index)?,))
 }
 
 /// Every event built now, in a list.
@@ -215,17 +213,16 @@ fn all_events<'py>(
     lines: Vec<LineRef>,
 ) -> PyResult<Bound<'py, PyAny>> {
     let list = PyList::empty(py);
-    let mut b = py_build::Builder::new(py);
+    let mut b = build::Builder::new(py);
     for at in lines {
-        list.append(lazy_events::event_at(&mut b, file, at)?)?;
+        list.append(lazy::event_at(&mut b, file, at)?)?;
     }
     Ok(list.into_any())
 }
 
-/// The lenient scan of `[start, size)`: `(events, spans, problems, end, first_type,
-/// messages, bad_roles, ids, survey)`; `events` and `messages` are built on access;
-/// `survey` is `(types, roles, live, problem, open, rewound)` (see `survey::Survey`) or None.
-/// `reopen_path`: see `lazy_events::reopen`.
+/// The lenient scan of `[start, size)`: a `Scanned`, whose `events` and `messages`
+/// are built on access and whose `survey` (`SurveyCounts`, see `survey::Survey`) is
+/// None unless asked for. `reopen_path`: see `lazy::reopen`.
 #[pyfunction]
 #[pyo3(signature = (fd, start, size, final_line=false, want_ids=false, want_survey=false, reopen_path=None))]
 #[allow(clippy::too_many_arguments)]
@@ -238,7 +235,7 @@ fn scan<'py>(
     want_ids: bool,
     want_survey: bool,
     reopen_path: Option<&str>,
-) -> PyResult<Bound<'py, PyTuple>> {
+) -> PyResult<Bound<'py, PyAny>> {
     let want = scan_core::Wanted {
         ids: want_ids,
         survey: want_survey,
@@ -287,27 +284,24 @@ fn scan<'py>(
         (PyList::empty(py).into_any(), PyList::empty(py).into_any())
     } else {
         let file = BorrowedFile::new(fd).map_err(|e| os_error(py, e))?;
-        match lazy_events::reopen(fd, reopen_path).map(Arc::new) {
+        match lazy::reopen(fd, reopen_path).map(Arc::new) {
             Ok(own) => (
-                Bound::new(py, LineIndex::events(own.clone(), lines, payloads))?.into_any(),
-                Bound::new(
+                lazy_list(py, LineIndex::events(own.clone(), lines, payloads))?,
+                lazy_list(
                     py,
                     LineIndex::messages(own, message_lines, message_payloads),
-                )?
-                .into_any(),
+                )?,
             ),
             Err(_) => {
                 let events = all_events(py, &file, lines)?;
                 let list = PyList::empty(py);
-                let mut b = py_build::Builder::new(py);
+                let mut b = build::Builder::new(py);
                 for at in message_lines {
-                    let raw = lazy_events::read_line(&file, at)?;
+                    let raw = lazy::read_line(&file, at)?;
                     let mut fields = Vec::new();
                     crate::envelope::parse_envelope_fields(&raw, at.offset, &mut fields)
                         .map_err(|p| PyValueError::new_err(p.reason))?;
-                    list.append(lazy_events::message_from_fields(
-                        &mut b, &raw, &fields, None,
-                    )?)?;
+                    list.append(lazy::message_from_fields(&mut b, &raw, &fields, None)?)?;
                 }
                 (events, list.into_any())
             }
@@ -315,34 +309,34 @@ fn scan<'py>(
     };
     let ids = PyList::new(py, &s.ids)?;
     let survey = match s.survey {
-        Some(v) => (
-            v.types
+        Some(v) => call_kw!(
+            py,
+            named::SURVEY_COUNTS.get(py)?,
+            types = v
+                .types
                 .into_iter()
                 .map(|t| (t.type_, t.lines, t.bytes))
                 .collect::<Vec<_>>(),
-            v.roles,
-            v.live,
-            v.problem,
-            v.open,
-            v.rewound,
-        )
-            .into_pyobject(py)?
-            .into_any(),
+            roles = v.roles,
+            live = v.live,
+            problem = v.problem,
+            open = v.open,
+            rewound = v.rewound,
+        )?,
         None => py.None().into_bound(py),
     };
-    PyTuple::new(
+    call_kw!(
         py,
-        [
-            events,
-            spans.into_any(),
-            problems.into_any(),
-            s.end.into_pyobject(py)?.into_any(),
-            s.first_type.into_pyobject(py)?.into_any(),
-            messages,
-            bad_roles.into_any(),
-            ids.into_any(),
-            survey,
-        ],
+        named::SCANNED.get(py)?,
+        events = events,
+        spans = spans,
+        problems = problems,
+        end = s.end,
+        first_type = s.first_type,
+        messages = messages,
+        bad_roles = bad_roles,
+        ids = ids,
+        survey = survey,
     )
 }
 
@@ -351,22 +345,22 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(replay, m)?)?;
     m.add_function(wrap_pyfunction!(scan, m)?)?;
     m.add_class::<LineIndex>()?;
-    m.add_class::<lazy_events::LineIter>()?;
-    m.add_class::<lazy_events::Deferred>()?;
-    m.add_class::<lazy_events::SectionTexts>()?;
-    m.add_class::<lazy_events::EnvelopeIds>()?;
+    m.add_class::<lazy::LineIter>()?;
+    m.add_class::<lazy::Deferred>()?;
+    m.add_class::<lazy::SectionTexts>()?;
+    m.add_class::<EnvelopeIds>()?;
     let py = m.py();
     m.add_function(wrap_pyfunction!(classify_line, m)?)?;
     m.add_function(wrap_pyfunction!(parse_envelope_check, m)?)?;
     m.add_function(wrap_pyfunction!(tail_check, m)?)?;
     m.add_function(wrap_pyfunction!(copy_prefix, m)?)?;
-    m.add_function(wrap_pyfunction!(crate::py_encode::encode_envelope, m)?)?;
-    m.add_function(wrap_pyfunction!(crate::py_encode::new_id, m)?)?;
-    m.add_class::<crate::py_import::SourceReader>()?;
+    m.add_function(wrap_pyfunction!(encode::encode_envelope, m)?)?;
+    m.add_function(wrap_pyfunction!(encode::new_id, m)?)?;
+    m.add_class::<import::SourceReader>()?;
     m.add_function(wrap_pyfunction!(append_size, m)?)?;
     let line_problem = py.get_type::<LineProblem>();
     line_problem.setattr("__module__", "llm_agent_session._native")?;
     m.add("LineProblem", line_problem)?;
-    m.add("MAX_READ_DEPTH", crate::json_grammar::MAX_READ_DEPTH)?;
+    m.add("MAX_READ_DEPTH", crate::json::depth::MAX_READ_DEPTH)?;
     Ok(())
 }

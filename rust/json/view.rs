@@ -1,6 +1,6 @@
 //! Reading parts of a JSON value that the validator already accepted.
 //!
-//! The replay validates each line once (`json_grammar`), then needs only a few
+//! The replay validates each line once (`grammar`), then needs only a few
 //! payload fields for the fold, and the Python objects of what survives it. This
 //! module walks validated bytes by span without building anything. It never
 //! trusts its input to be valid, though: on bytes that are not JSON it answers
@@ -8,8 +8,8 @@
 
 use std::borrow::Cow;
 
-use crate::envelope::decode_str;
-use crate::json_grammar::{Kind, Span};
+use super::grammar::{Kind, Span};
+use super::strings::decode_str;
 
 /// One value inside a line: its JSON type and its whole token.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -49,8 +49,8 @@ pub fn skip_ws(s: &[u8], mut i: usize) -> usize {
 ///
 /// The next quote not escaped, found with memchr: a quote is escaped when an odd run
 /// of backslashes comes right before it. Stopping at every escape instead (a
-/// byte-class scan) made skipping escape-dense text (tool output, JSON in strings)
-/// a quarter of iterating a 256 MB peek's messages.
+/// byte-class scan) is slow on escape-dense text (tool output, JSON in strings),
+/// which the lazy envelopes skip a lot of.
 pub fn skip_string(s: &[u8], i: usize) -> Option<usize> {
     let mut at = i + 1;
     loop {
@@ -191,7 +191,7 @@ pub fn key_is(s: &[u8], span: Span, key: &str) -> bool {
     match s.get(span.0..span.1) {
         // An escape makes the raw key longer than what it decodes to, so a raw key
         // no longer than `key` matches only byte for byte: no scan for escapes on
-        // the keys that miss (most of them; callgrind: ~6% of a replay).
+        // the keys that miss (most of them, and every replay asks for many).
         Some(raw) if raw.len() <= key.len() => raw == key.as_bytes(),
         Some(raw) => raw.contains(&b'\\') && decode_str(s, span) == key,
         None => false,

@@ -1,0 +1,121 @@
+"""The interface between the facade and a core, and what a core answers.
+
+Two cores implement ``Core``: the pure-Python reference (``_pure/core.py``) and the
+native extension (``_native_core.py`` over ``_native``, built from ``rust/``).
+``_backend.core`` is the one this process runs. Every result is one of the named
+types below; the native core builds them too (``rust/py/named.rs``), with keywords,
+so the order of their fields is kept here alone.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable, Dict, List, NamedTuple, Optional, Protocol, Sequence, Tuple
+
+from ._fold import FoldState
+from .messages import Event, Message
+
+# One line that did not parse: (line number, byte offset, length without its \n, reason).
+Problem = Tuple[int, int, int, str]
+# Where an envelope came from: (line number, byte offset, length without its \n).
+Span = Tuple[int, int, int]
+# The write path's serialiser: ``(type, payload, id)`` -> ``(id, ts, line, payload copy)``,
+# or None where the reference's path (``canonical``) must run.
+EncodeEnvelope = Callable[[str, Dict[str, Any], Optional[str]], Optional[Tuple[str, str, bytes, Any]]]
+# ``(fd, path)`` -> the size of ``fd`` if ``path`` still names it, else -1.
+AppendSize = Callable[[int, str], int]
+
+
+class TailVerdict(NamedTuple):
+    """What load must do to the end of the file (SPEC 4 step 2)."""
+
+    kind: str  # "clean", "no-newline" or "torn"
+    cut: int  # where the torn line starts (the repaired size), else the file size
+    # The 1-based number of the torn line; 0 when the last line is whole (nothing to
+    # report, and counting every newline of a large file is not free).
+    line: int
+    excerpt: bytes  # the torn line's first bytes
+
+
+class Replayed(NamedTuple):
+    """What the strict replay of load read: the fold's state, and every envelope."""
+
+    state: FoldState
+    # A list (pure) or a list-like view whose envelopes are built on access (native).
+    events: Sequence[Event]
+
+
+class SurveyCounts(NamedTuple):
+    """Peek's survey of a scan's envelopes (``Session.peek(path, survey=True)``), by
+    envelope index (the scan's ``events``)."""
+
+    types: List[Tuple[str, int, int]]  # (type, lines, bytes with newlines), in first-appearance order
+    roles: List[Tuple[str, int]]  # messages with a string role, per role, in first-appearance order
+    live: int  # messages replay would give; meaningless when `problem` is set
+    problem: Optional[int]  # the first compaction or rewind naming nothing live
+    open: List[Tuple[int, bool]]  # (dispatch, answered by a message), in first-dispatch order
+    rewound: List[Tuple[int, int]]  # (message or summary, the rewind that cut it), in cut order
+
+
+class Scanned(NamedTuple):
+    """What the lenient scan of peek, salvage and fork found, plus the facts about each
+    envelope that they need (so the native core can answer them without building every
+    envelope)."""
+
+    events: Sequence[Event]
+    spans: List[Span]
+    problems: List[Problem]
+    # The offset just past the last ``\\n`` read (bytes after it: an unfinished line).
+    end: int
+    # The first envelope's type, None when there is none.
+    first_type: Optional[str]
+    # The Message of every message envelope with a string role, in file order.
+    messages: Sequence[Message]
+    # (line, offset) of every message envelope without a string role.
+    bad_roles: List[Tuple[int, int]]
+    # The envelopes' ids, when asked for (else empty).
+    ids: List[str]
+    # Peek's survey of the envelopes, when asked for (else None).
+    survey: Optional[SurveyCounts]
+
+
+class Core(Protocol):
+    """What a core does: the byte work of load, peek, salvage, fork and append.
+
+    Failures the file causes are ``errors.CoreFailure``; system calls raise ``OSError``.
+    ``path`` only tells the native core how to reopen the file for what it builds on
+    access; the pure core reads everything at once.
+    """
+
+    @property
+    def name(self) -> str:
+        """``"pure"`` or ``"native"``."""
+
+    def tail_check(self, fd: int, size: int) -> TailVerdict:
+        """Decide what load must do to the end of the first `size` bytes of `fd`."""
+
+    def copy_prefix(self, src_fd: int, dst_fd: int, length: int) -> None:
+        """Copy bytes ``[0, length)`` of `src_fd` to `dst_fd` verbatim (the repair copy)."""
+
+    def replay(self, fd: int, size: int, path: Optional[str] = None) -> Replayed:
+        """Parse and fold every line of the first `size` bytes of `fd` (strict)."""
+
+    def scan(
+        self,
+        fd: int,
+        start: int,
+        size: int,
+        final_line: bool = False,
+        want_ids: bool = False,
+        want_survey: bool = False,
+        path: Optional[str] = None,
+    ) -> Scanned:
+        """Parse what parses in bytes ``[start, size)`` (lenient, no fold); line numbers
+        count from `start`; bytes after the last ``\\n`` are parsed only if `final_line`."""
+
+    @property
+    def encode_envelope(self) -> Optional[EncodeEnvelope]:
+        """The native serialiser of one envelope line; None: ``Session`` runs ``canonical``."""
+
+    @property
+    def append_size(self) -> Optional[AppendSize]:
+        """The check of every append in one call; None: ``Session`` runs ``os.fstat``."""

@@ -1,0 +1,41 @@
+"""The native core (the extension ``_native``, built from ``rust/``) as a ``_core.Core``.
+
+Its functions answer the ``_core`` named types themselves; ``replay`` and ``scan``
+are given the path to reopen the file by where ``/proc/self/fd`` cannot serve.
+Importing this fails with ``ImportError`` where the extension is not built, or is
+built without file I/O (Windows: an empty module), so is no core.
+"""
+
+from __future__ import annotations
+
+from typing import Optional
+
+from . import _platform
+from ._core import AppendSize, EncodeEnvelope, Replayed, Scanned
+from ._native import append_size as _append_size
+from ._native import copy_prefix, tail_check
+from ._native import encode_envelope as _encode_envelope
+from ._native import replay as _replay
+from ._native import scan as _scan
+
+__all__ = ["name", "tail_check", "copy_prefix", "replay", "scan", "encode_envelope", "append_size"]
+
+name = "native"
+encode_envelope: Optional[EncodeEnvelope] = _encode_envelope
+append_size: Optional[AppendSize] = _append_size
+
+
+def replay(fd: int, size: int, path: Optional[str] = None) -> Replayed:
+    return _replay(fd, size, _platform.reopen_path(path))
+
+
+def scan(
+    fd: int,
+    start: int,
+    size: int,
+    final_line: bool = False,
+    want_ids: bool = False,
+    want_survey: bool = False,
+    path: Optional[str] = None,
+) -> Scanned:
+    return _scan(fd, start, size, final_line, want_ids, want_survey, _platform.reopen_path(path))

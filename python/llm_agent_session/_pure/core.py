@@ -1,0 +1,56 @@
+"""The pure-Python core as a ``_core.Core``: the reference every native answer is held to."""
+
+from __future__ import annotations
+
+from typing import List, Optional, Tuple
+
+from .._core import AppendSize, EncodeEnvelope, Replayed, Scanned
+from .._fold import message_from_payload
+from ..messages import Message
+from . import replay as _replay
+from .survey import survey
+from .tail_check import copy_prefix, tail_check
+
+__all__ = ["name", "tail_check", "copy_prefix", "replay", "scan", "encode_envelope", "append_size"]
+
+name = "pure"
+# ``Session`` runs the reference's serialiser (``canonical``) and append check itself.
+encode_envelope: Optional[EncodeEnvelope] = None
+append_size: Optional[AppendSize] = None
+
+
+def replay(fd: int, size: int, path: Optional[str] = None) -> Replayed:
+    # `path` only tells the native core how to reopen the file; this reads it all now.
+    state, events = _replay.replay(fd, size)
+    return Replayed(state=state, events=events)
+
+
+def scan(
+    fd: int,
+    start: int,
+    size: int,
+    final_line: bool = False,
+    want_ids: bool = False,
+    want_survey: bool = False,
+    path: Optional[str] = None,
+) -> Scanned:
+    events, spans, problems, end = _replay.scan(fd, start, size, final_line)
+    messages: List[Message] = []
+    bad_roles: List[Tuple[int, int]] = []
+    for event, (line, off, _) in zip(events, spans):
+        if event.type == "message":
+            if isinstance(event.payload.get("role"), str):
+                messages.append(message_from_payload(event.payload))
+            else:
+                bad_roles.append((line, off))
+    return Scanned(
+        events=events,
+        spans=spans,
+        problems=problems,
+        end=end,
+        first_type=events[0].type if events else None,
+        messages=messages,
+        bad_roles=bad_roles,
+        ids=[e.id for e in events] if want_ids else [],
+        survey=survey(events, spans) if want_survey else None,
+    )

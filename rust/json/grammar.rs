@@ -1,0 +1,585 @@
+//! The grammar: one line's JSON, read exactly as CPython's `json.loads` reads it.
+//!
+//! The reference is `python/llm_agent_session/_pure/lines.py`, which calls
+//! `json.loads` (CPython's C scanner). This module reproduces its verdicts:
+//!
+//! * RFC 8259 grammar; whitespace is space, tab, LF, CR; one value, then only
+//!   whitespace. A BOM is not whitespace (CPython refuses a leading one outright).
+//! * Strings: raw control characters (< 0x20) refused; escapes `\" \\ \/ \b \f \n \r
+//!   \t \uXXXX` (hex in any case). A lone surrogate escape is grammatical
+//!   (`simd`, `surrogates`).
+//! * Numbers: `-?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][+-]?[0-9]+)?` (`numbers`).
+//! * `NaN`, `Infinity`, `-Infinity` are not JSON (the reference refuses them through
+//!   `parse_constant`).
+//! * Strict mode (the reference's `decode_json`) also refuses a float literal that
+//!   overflows to ±inf; integers of any length are read exactly, so never refused.
+//!
+//! The parser is iterative (an explicit stack), so no input can overflow the
+//! native stack; nesting is bounded by `depth::MAX_READ_DEPTH`, and a line that fails
+//! gets the reference's token scan (`depth`) to tell "too deep" from "malformed".
+
+use super::buffers::{self, Scratch};
+use super::depth::{nesting_depth_exceeds, MAX_DEPTH};
+use super::numbers::scan_number;
+use super::simd::{scan_string, Width};
+use super::view::skip_ws;
+
+/// The tail check's verdict on one non-blank line (the reference's `classify`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Verdict {
+    Whole,
+    Torn,
+    TooDeep,
+}
+
+impl Verdict {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Verdict::Whole => "whole",
+            Verdict::Torn => "torn",
+            Verdict::TooDeep => "too-deep",
+        }
+    }
+}
+
+/// Why a parse stopped; the first problem from the left wins, as in CPython, which
+/// converts each number the moment it has scanned it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ParseProblem {
+    /// `json.JSONDecodeError`: malformed or cut short.
+    Malformed,
+    /// A float literal that overflows to ±inf (strict mode only).
+    NumberTooLarge,
+    /// Nested deeper than [`MAX_READ_DEPTH`](super::depth::MAX_READ_DEPTH) by the
+    /// reference's token scan; wins over the other two wherever it stands.
+    TooDeep,
+}
+
+/// The JSON type of a value, named as the reference's `_type_name` names it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Kind {
+    Null,
+    Bool,
+    Number,
+    String,
+    Array,
+    Object,
+}
+
+impl Kind {
+    pub fn type_name(self) -> &'static str {
+        match self {
+            Kind::Null => "null",
+            Kind::Bool => "boolean",
+            Kind::Number => "number",
+            Kind::String => "string",
+            Kind::Array => "array",
+            Kind::Object => "object",
+        }
+    }
+}
+
+/// A half-open byte range `[start, end)` of the line.
+pub type Span = (usize, usize);
+
+/// One member of the top-level object, in file order (duplicates included).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Member {
+    /// The key's bytes between its quotes, escapes still escaped.
+    pub key: Span,
+    pub kind: Kind,
+    /// The value's whole token (quotes and brackets included).
+    pub value: Span,
+}
+
+/// What a successful parse learned.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Parsed {
+    pub top: Kind,
+    /// The top-level object's members (strict mode only; empty otherwise).
+    pub members: Vec<Member>,
+    /// The members of objects that are values of top-level members, each with the
+    /// index in `members` of the member it belongs to (strict mode only). The
+    /// replay reads the payload's fields from here instead of walking it again.
+    pub inner: Vec<(usize, Member)>,
+    /// Some string, anywhere, holds a lone surrogate escape (strict mode only). It
+    /// may still vanish from the value: a duplicate key's earlier value is dropped.
+    pub lone_surrogate_seen: bool,
+}
+
+/// How strictly to read numbers and constants.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Mode {
+    /// `classify`: grammar only (the reference stubs `parse_int`/`parse_float`).
+    Grammar,
+    /// `decode_json`: a float literal must fit Python's float.
+    Strict,
+}
+
+/// A line is blank when it holds only space, tab and CR.
+pub fn is_blank(raw: &[u8]) -> bool {
+    raw.iter().all(|&b| matches!(b, b' ' | b'\t' | b'\r'))
+}
+
+/// The reference's `classify`: UTF-8, then depth, then grammar.
+pub fn classify(raw: &[u8]) -> Verdict {
+    match parse(raw, Mode::Grammar) {
+        // A line that parses is valid UTF-8 (see `Parser::string`).
+        Ok(_) => Verdict::Whole,
+        Err(_) if std::str::from_utf8(raw).is_err() => Verdict::Torn,
+        Err(ParseProblem::TooDeep) => Verdict::TooDeep,
+        Err(_) => Verdict::Torn,
+    }
+}
+
+/// Parse one JSON value spanning the whole of `raw` (surrounding whitespace allowed).
+///
+/// Bytes >= 0x80 are accepted only inside strings and only as valid UTF-8 (the
+/// whole line is validated once the grammar accepts it), so a line that parses is
+/// valid UTF-8. A line that does not may also be invalid
+/// UTF-8, which the reference reports first: callers check that on failure.
+///
+/// The reference checks depth in a pass of its own before parsing. Here the parser
+/// counts its own depth (on the valid prefix it has read, its depth is the token
+/// scan's), and only a line that fails to parse gets the separate token scan, to
+/// tell "too deep" from "malformed": on a valid line the pass would only repeat
+/// what the parse already knows.
+pub fn parse(raw: &[u8], mode: Mode) -> Result<Parsed, ParseProblem> {
+    parse_using(raw, mode, Width::detect())
+}
+
+/// [`parse`] with the string scan's block width given (the tests run every width).
+pub fn parse_using(raw: &[u8], mode: Mode, width: Width) -> Result<Parsed, ParseProblem> {
+    let mut sink = NoSink;
+    match parse_with(raw, mode, width, &mut sink) {
+        Err(ParseProblem::Malformed | ParseProblem::NumberTooLarge)
+            if nesting_depth_exceeds(raw) =>
+        {
+            Err(ParseProblem::TooDeep)
+        }
+        other => other,
+    }
+}
+
+/// Where the parser reports structure; the no-op sink compiles away.
+pub(super) trait Sink {
+    fn open(&mut self, _kind: Kind) {}
+    fn key(&mut self, _content: &[u8], _lone: bool) {}
+    fn scalar(&mut self, _lone: bool) {}
+    fn close(&mut self) {}
+}
+
+struct NoSink;
+impl Sink for NoSink {}
+
+struct Parser<'a> {
+    s: &'a [u8],
+    i: usize,
+    mode: Mode,
+    lone_seen: bool,
+    width: Width,
+}
+
+impl Parser<'_> {
+    #[inline]
+    fn peek(&self) -> Option<u8> {
+        self.s.get(self.i).copied()
+    }
+
+    #[inline]
+    fn skip_ws(&mut self) {
+        self.i = skip_ws(self.s, self.i);
+    }
+
+    fn starts_with(&self, lit: &[u8]) -> bool {
+        self.s
+            .get(self.i..)
+            .is_some_and(|rest| rest.starts_with(lit))
+    }
+
+    fn literal(&mut self, lit: &[u8]) -> Result<(), ParseProblem> {
+        if self.starts_with(lit) {
+            self.i += lit.len();
+            Ok(())
+        } else {
+            Err(ParseProblem::Malformed)
+        }
+    }
+
+    /// A string starting at its opening quote; returns whether it holds a lone
+    /// surrogate escape, and leaves `i` past its closing quote.
+    fn string(&mut self) -> Result<bool, ParseProblem> {
+        let end = scan_string(self.width, self.s, self.i + 1).ok_or(ParseProblem::Malformed)?;
+        Ok(self.string_ends(end.after, end.lone))
+    }
+
+    #[inline]
+    fn string_ends(&mut self, end: usize, lone: bool) -> bool {
+        self.i = end;
+        self.lone_seen |= lone;
+        lone
+    }
+
+    /// A number starting at `-` or a digit; leaves `i` past it.
+    #[inline]
+    fn number(&mut self) -> Result<(), ParseProblem> {
+        self.i = scan_number(self.s, self.i, self.mode)?;
+        Ok(())
+    }
+
+    /// NaN, Infinity, -Infinity: CPython recognises them by prefix and hands them to
+    /// `parse_constant`, which the reference makes refuse them as malformed.
+    fn is_constant(&self) -> bool {
+        [&b"NaN"[..], b"Infinity", b"-Infinity"]
+            .iter()
+            .any(|lit| self.starts_with(lit))
+    }
+
+    /// `"key"` `:` with the whitespace around the colon, leaving `i` at the value.
+    fn member_key<S: Sink>(&mut self, sink: &mut S) -> Result<Span, ParseProblem> {
+        if self.peek() != Some(b'"') {
+            return Err(ParseProblem::Malformed);
+        }
+        let start = self.i + 1;
+        let lone = self.string()?;
+        let span = (start, self.i - 1);
+        sink.key(self.s.get(span.0..span.1).unwrap_or_default(), lone);
+        self.skip_ws();
+        if self.peek() != Some(b':') {
+            return Err(ParseProblem::Malformed);
+        }
+        self.i += 1;
+        self.skip_ws();
+        Ok(span)
+    }
+}
+
+/// Where the parse stands in the top-level object and in the objects that are its
+/// members' values: the member whose value is being read, and where that value
+/// started (strict mode records both levels; see [`Parsed`]).
+#[derive(Default)]
+struct Place {
+    key: Span,
+    value_start: usize,
+    inner_key: Span,
+    inner_start: usize,
+}
+
+impl Place {
+    /// A key at nesting `depth` (1: the top-level object) ended; its value starts at `at`.
+    #[inline]
+    fn key_read(&mut self, depth: usize, key: Span, at: usize) {
+        if depth == 1 {
+            self.key = key;
+            self.value_start = at;
+        } else if depth == 2 {
+            self.inner_key = key;
+            self.inner_start = at;
+        }
+    }
+}
+
+pub(super) fn parse_with<S: Sink>(
+    raw: &[u8],
+    mode: Mode,
+    width: Width,
+    sink: &mut S,
+) -> Result<Parsed, ParseProblem> {
+    let mut scratch = buffers::take();
+    let result = parse_into(raw, mode, width, sink, &mut scratch);
+    buffers::give_back_stack(scratch.stack);
+    result
+}
+
+fn parse_into<S: Sink>(
+    raw: &[u8],
+    mode: Mode,
+    width: Width,
+    sink: &mut S,
+    scratch: &mut Scratch,
+) -> Result<Parsed, ParseProblem> {
+    let mut p = Parser {
+        s: raw,
+        i: 0,
+        mode,
+        lone_seen: false,
+        width,
+    };
+    let record = mode == Mode::Strict;
+    let stack = &mut scratch.stack;
+    stack.clear();
+    let mut members = std::mem::take(&mut scratch.members);
+    members.clear();
+    let mut inner = std::mem::take(&mut scratch.inner);
+    inner.clear();
+    let mut place = Place::default();
+
+    p.skip_ws();
+    'value: loop {
+        // A value starts at p.i.
+        if let Some(b'N' | b'I' | b'-') = p.peek() {
+            if p.is_constant() {
+                return Err(ParseProblem::Malformed);
+            }
+        }
+        let mut kind = match p.peek() {
+            Some(open @ (b'{' | b'[')) => {
+                let (kind, close) = if open == b'{' {
+                    (Kind::Object, b'}')
+                } else {
+                    (Kind::Array, b']')
+                };
+                p.i += 1;
+                if stack.len() >= MAX_DEPTH {
+                    return Err(ParseProblem::TooDeep);
+                }
+                p.skip_ws();
+                if p.peek() == Some(close) {
+                    p.i += 1;
+                    sink.scalar(false);
+                    kind
+                } else {
+                    stack.push(open);
+                    sink.open(kind);
+                    if open == b'{' {
+                        let k = p.member_key(sink)?;
+                        place.key_read(stack.len(), k, p.i);
+                    }
+                    continue 'value;
+                }
+            }
+            Some(b'"') => {
+                let lone = p.string()?;
+                sink.scalar(lone);
+                Kind::String
+            }
+            Some(first @ (b'n' | b't' | b'f')) => {
+                let (literal, kind) = match first {
+                    b'n' => (&b"null"[..], Kind::Null),
+                    b't' => (&b"true"[..], Kind::Bool),
+                    _ => (&b"false"[..], Kind::Bool),
+                };
+                p.literal(literal)?;
+                sink.scalar(false);
+                kind
+            }
+            Some(b'-' | b'0'..=b'9') => {
+                p.number()?;
+                sink.scalar(false);
+                Kind::Number
+            }
+            _ => return Err(ParseProblem::Malformed),
+        };
+        // A value just ended at p.i; close every container it completes.
+        loop {
+            if record && stack.first() == Some(&b'{') {
+                if stack.len() == 1 {
+                    members.push(Member {
+                        key: place.key,
+                        kind,
+                        value: (place.value_start, p.i),
+                    });
+                } else if stack.len() == 2 && stack.get(1) == Some(&b'{') {
+                    // The top-level member this object is the value of is pushed
+                    // when the object closes: its index is the current length.
+                    inner.push((
+                        members.len(),
+                        Member {
+                            key: place.inner_key,
+                            kind,
+                            value: (place.inner_start, p.i),
+                        },
+                    ));
+                }
+            }
+            let Some(&open) = stack.last() else {
+                p.skip_ws();
+                if p.i != raw.len() {
+                    return Err(ParseProblem::Malformed); // "Extra data"
+                }
+                // Outside strings only ASCII is grammatical; inside, any byte >= 0x80
+                // passed the scan. One vectorised pass over the line (hot in cache)
+                // makes a line that parses valid UTF-8; the callers report a failed
+                // line's UTF-8 first, as the reference does.
+                if simdutf8::basic::from_utf8(raw).is_err() {
+                    return Err(ParseProblem::Malformed);
+                }
+                return Ok(Parsed {
+                    top: kind,
+                    members,
+                    inner,
+                    lone_surrogate_seen: p.lone_seen,
+                });
+            };
+            p.skip_ws();
+            match (open, p.peek()) {
+                (_, Some(b',')) => {
+                    p.i += 1;
+                    p.skip_ws();
+                    if open == b'{' {
+                        let k = p.member_key(sink)?;
+                        place.key_read(stack.len(), k, p.i);
+                    }
+                    continue 'value;
+                }
+                (b'[', Some(b']')) => kind = Kind::Array,
+                (b'{', Some(b'}')) => kind = Kind::Object,
+                _ => return Err(ParseProblem::Malformed),
+            }
+            p.i += 1;
+            stack.pop();
+            sink.close();
+        }
+    }
+}
+
+/// [`parse`] in strict mode, for the tests of this folder.
+#[cfg(test)]
+pub(super) fn strict(raw: &[u8]) -> Result<Parsed, ParseProblem> {
+    parse(raw, Mode::Strict)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::json::strings::decode_string;
+
+    #[test]
+    fn grammar_accepts_and_refuses() {
+        for ok in [
+            &b"{}"[..],
+            b" [ ] ",
+            b"\t{\"a\" : [1, -0, 0.5e-3, 1E+2, true, false, null, \"\\u00e9\\/\"]}\r\n",
+            b"\"\\ud800\"",
+            b"\"\\uDBFF\\uDFFF\"",
+            b"1e400",
+            b"-0",
+            "\"caf\u{e9} \u{1F600}\"".as_bytes(),
+            b"\"\x7f\"",
+        ] {
+            assert_eq!(
+                classify(ok),
+                Verdict::Whole,
+                "{:?}",
+                String::from_utf8_lossy(ok)
+            );
+        }
+        for bad in [
+            &b""[..],
+            b"   ",
+            b"{",
+            b"{\"a\":1,}",
+            b"[1,]",
+            b"[1 2]",
+            b"01",
+            b"1.",
+            b".5",
+            b"1e",
+            b"1e+",
+            b"-",
+            b"+1",
+            b"NaN",
+            b"-Infinity",
+            b"Infinity",
+            b"nul",
+            b"nulll",
+            b"\"a\tb\"",
+            b"\"\\x\"",
+            b"\"\\u12G4\"",
+            b"\"abc",
+            b"\"abc\\",
+            b"{} {}",
+            b"{'a':1}",
+            b"\xef\xbb\xbf{}",
+            b"\xff",
+            b"[1]\x00",
+        ] {
+            assert_eq!(
+                classify(bad),
+                Verdict::Torn,
+                "{:?}",
+                String::from_utf8_lossy(bad)
+            );
+        }
+    }
+
+    #[test]
+    fn utf8_inside_strings_matches_std() {
+        // Every 1-4 byte sequence starting with a byte >= 0x80, against std.
+        let mut buf = Vec::new();
+        for b0 in 0x80u8..=0xFF {
+            for b1 in [0x00u8, 0x7F, 0x80, 0x8F, 0x90, 0x9F, 0xA0, 0xBF, 0xC0, 0xFF] {
+                for b2 in [0x80u8, 0xBF, 0x41] {
+                    for b3 in [0x80u8, 0xBF, 0x41] {
+                        for len in 1..=4 {
+                            buf.clear();
+                            buf.push(b'"');
+                            buf.extend_from_slice(&[b0, b1, b2, b3][..len]);
+                            buf.push(b'"');
+                            let std_ok = std::str::from_utf8(&buf).is_ok();
+                            assert_eq!(parse(&buf, Mode::Strict).is_ok(), std_ok, "{buf:x?}");
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn utf8_split_across_blocks_matches_std_at_every_width() {
+        // A multi-byte character (whole, cut short, or with a bad continuation)
+        // at every offset against 16- and 32-byte blocks, inside a string with
+        // escapes around it: the verdict is std's at every width.
+        let chars: [&[u8]; 9] = [
+            "é".as_bytes(),
+            "日".as_bytes(),
+            "😀".as_bytes(),
+            b"\xe6\x97",
+            b"\xf0\x9f\x98",
+            b"\xc3\x28",
+            b"\xed\xa0\x80",
+            b"\xf4\x90\x80\x80",
+            b"\xc0\xaf",
+        ];
+        for ch in chars {
+            for before in 0..70usize {
+                for after in [0usize, 1, 5, 40] {
+                    let mut line = b"[\"".to_vec();
+                    line.extend(std::iter::repeat_n(b'a', before));
+                    if before % 3 == 0 {
+                        line.extend_from_slice(b"\\n");
+                    }
+                    line.extend_from_slice(ch);
+                    line.extend(std::iter::repeat_n(b'z', after));
+                    line.extend_from_slice(b"\\\"\"]");
+                    let want = std::str::from_utf8(&line).is_ok();
+                    for w in Width::all_supported() {
+                        assert_eq!(
+                            parse_using(&line, Mode::Strict, w).is_ok(),
+                            want,
+                            "{w:?} {line:x?}"
+                        );
+                    }
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn members_and_decoding() {
+        let p = strict(b" {\"a\\u0062\" : [1,{\"x\":2}] , \"v\":1, \"a\":\"s\"} ").unwrap();
+        assert_eq!(p.top, Kind::Object);
+        assert_eq!(p.members.len(), 3);
+        let raw = b" {\"a\\u0062\" : [1,{\"x\":2}] , \"v\":1, \"a\":\"s\"} ";
+        let m = &p.members[0];
+        assert_eq!(decode_string(&raw[m.key.0..m.key.1]), b"ab");
+        assert_eq!(m.kind, Kind::Array);
+        assert_eq!(&raw[m.value.0..m.value.1], b"[1,{\"x\":2}]");
+        assert_eq!(&raw[p.members[1].value.0..p.members[1].value.1], b"1");
+        let p = strict(b"{\"a\":{\"x\":[{\"y\":1}],\"z\":{}},\"b\":[{\"q\":1}],\"c\":{\"w\":2}}")
+            .unwrap();
+        let inner: Vec<(usize, Span)> =
+            p.inner.iter().map(|(i, m)| (i.to_owned(), m.key)).collect();
+        assert_eq!(inner, vec![(0, (7, 8)), (0, (21, 22)), (2, (48, 49))]);
+    }
+}

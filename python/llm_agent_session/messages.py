@@ -166,6 +166,11 @@ class Message:
         return {key: getattr(self, key) for key in MESSAGE_KEYS}
 
 
+# Each message key with the value a Message has where its line leaves the key out (role:
+# None, for the lines the lenient readers still list); the native core builds by this.
+MESSAGE_DEFAULTS: Tuple[Tuple[str, Any], ...] = tuple((key, getattr(Message, key, None)) for key in MESSAGE_KEYS)
+
+
 MessageLike = Union[Message, Mapping[str, Any]]
 
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from typing import Any, Dict, Iterable, List, Mapping, MutableMapping, Optional, Set, Tuple, cast
 
+from ._compaction import compacted
 from .messages import Message, PendingToolOperation
 
 OUTCOMES = ("completed", "failed", "outcome-unknown")
@@ -233,13 +234,9 @@ class FoldState:
         elif type_ == "compaction":
             cut = self.position(payload["replaces-through-id"])
             assert cut is not None
-            keep = [i for i in range(cut + 1) if self.messages[i].is_sticky]
-            self.ids = [self.ids[i] for i in keep] + [id_] + self.ids[cut + 1 :]
-            self.messages = (
-                [self.messages[i] for i in keep]
-                + [Message("user", payload["summary"])]
-                + self.messages[cut + 1 :]
-            )
+            sticky = [message.is_sticky for message in self.messages[: cut + 1]]
+            self.ids = compacted(self.ids, cut, id_, sticky)
+            self.messages = compacted(self.messages, cut, Message("user", payload["summary"]), sticky)
             self.index = None
         elif type_ == "rewind":
             # SPEC 10.1: the live list ends with `to-id` (null: nothing is left).

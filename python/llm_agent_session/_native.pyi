@@ -12,6 +12,7 @@ __all__ = [
     "encode_envelope",
     "new_id",
     "append_size",
+    "SourceReader",
     "replay",
     "scan",
     "LineIndex",
@@ -51,6 +52,18 @@ def new_id() -> str:
 
 def append_size(fd: int, path: str) -> int:
     """The size of ``fd`` if it has a link and ``path`` names its inode, else -1."""
+
+@final
+class SourceReader:
+    """An importer's source read once (``importers._source``): ``lines`` holds, for each line
+    from ``offset``, the dict of a plain JSON object or ``None`` (read by ``json`` instead);
+    ``encode`` writes an envelope line as ``canonical`` does, the strings it read copied from
+    the source, or answers ``None`` where the reference must write it."""
+
+    def __new__(cls, data: bytes, offset: int) -> SourceReader: ...
+    @property
+    def lines(self) -> List[Optional[Dict[str, Any]]]: ...
+    def encode(self, type_: str, payload: Dict[str, Any], id: Optional[str] = None) -> Optional[Tuple[str, bytes]]: ...
 
 @final
 class LineIndex:

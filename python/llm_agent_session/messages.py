@@ -17,6 +17,19 @@ MESSAGE_KEYS: Tuple[str, ...] = (
     "sysprompt",
     "depth",
 )
+_MESSAGE_KEY_SET = frozenset(MESSAGE_KEYS)
+
+
+def message_extras(payload: Mapping[str, Any]) -> Dict[str, Any]:
+    """SPEC 2.2: what a message line's payload (or an ``extra`` mapping) holds beside the
+    message keys, which belong to the message alone. A new dict; the values are shared."""
+    return {k: v for k, v in payload.items() if k not in _MESSAGE_KEY_SET}
+
+
+def marks_sticky(sticky: Any, sysprompt: Any, depth: Any) -> bool:
+    """SPEC 2.2's stickiness rule, for a Message and for a message line's payload alike:
+    ``sticky`` or ``sysprompt`` is true, or ``depth`` is set. Compaction keeps such a message."""
+    return sticky is True or sysprompt is True or depth is not None
 
 
 class _BuiltOnAccess:
@@ -104,7 +117,7 @@ class Message:
     @property
     def is_sticky(self) -> bool:
         """Kept through compaction: ``sticky`` or ``sysprompt`` is true, or ``depth`` is set."""
-        return self.sticky is True or self.sysprompt is True or self.depth is not None
+        return marks_sticky(self.sticky, self.sysprompt, self.depth)
 
     def to_dict(self) -> Dict[str, Any]:
         """The message as a dict of its set keys (None and False left out): the
@@ -151,6 +164,11 @@ class Message:
 
     def __getstate__(self) -> Dict[str, Any]:
         return {key: getattr(self, key) for key in MESSAGE_KEYS}
+
+
+# Each message key with the value a Message has where its line leaves the key out (role:
+# None, for the lines the lenient readers still list); the native core builds by this.
+MESSAGE_DEFAULTS: Tuple[Tuple[str, Any], ...] = tuple((key, getattr(Message, key, None)) for key in MESSAGE_KEYS)
 
 
 MessageLike = Union[Message, Mapping[str, Any]]

@@ -34,9 +34,8 @@ from .errors import (
     UnknownToolOperation,
     public_error,
 )
-from .messages import MESSAGE_KEYS, Event, Message, MessageLike, PendingToolOperation
+from .messages import Event, Message, MessageLike, PendingToolOperation, message_extras
 
-_MESSAGE_KEY_SET = frozenset(MESSAGE_KEYS)
 
 # The default texts of answer_interrupted_tool_calls (SPEC 10.3), also in the README.
 INTERRUPTED_TEXT = (
@@ -66,7 +65,7 @@ def as_message(message: MessageLike) -> Message:
     """A checked Message from a Message or a mapping in its shape (unknown keys ignored)."""
     if isinstance(message, Message):
         msg = message
-        # The common shapes in one test (the checks below cost ~1 µs per append).
+        # The common shapes in one test, so most appends skip the checks below.
         if (
             type(msg.role) is str
             and (msg.content is None or type(msg.content) is str)
@@ -324,7 +323,7 @@ class Session:
         CorruptTranscript (the part to copy does not replay), NotImplementedError
         (Windows). Costs one read of `path` and a replay of what is copied.
         """
-        from ._salvage import fork
+        from ._fork import fork
 
         _platform.require_lock("Session.fork (it returns the new transcript open for appending)")
         out = os.fspath(out)
@@ -412,7 +411,7 @@ class Session:
             event = self._event_by_id(message_id)
         if event is None or event.type != "message":
             raise KeyError(message_id)
-        return {k: copy_json(v) for k, v in event.payload.items() if k not in _MESSAGE_KEY_SET}
+        return {k: copy_json(v) for k, v in message_extras(event.payload).items()}
 
     def _event_by_id(self, id_: Any) -> Optional[Event]:
         """The envelope `id_` of this transcript, read or appended; None if there is none."""
@@ -458,7 +457,7 @@ class Session:
             # SPEC 2.2: the message keys belong to the message alone. An extra named like
             # one is dropped even when the message leaves that key unset, or replay would
             # read it as the message's own (a name, stickiness, an answered tool call).
-            payload.update((k, v) for k, v in extra.items() if k not in _MESSAGE_KEY_SET)
+            payload.update(message_extras(extra))
             payload.update(msg.to_dict())
         else:
             payload = msg.to_dict()  # a new dict already

@@ -112,7 +112,7 @@ impl<'py> Builder<'py> {
         Ok(key)
     }
 
-    fn number(&mut self, text: &[u8]) -> PyResult<Bound<'py, PyAny>> {
+    pub fn number(&mut self, text: &[u8]) -> PyResult<Bound<'py, PyAny>> {
         let py = self.py;
         let is_float = text.iter().any(|b| matches!(b, b'.' | b'e' | b'E'));
         let as_str = std::str::from_utf8(text).map_err(|_| changed())?;

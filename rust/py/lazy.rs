@@ -24,6 +24,7 @@ use std::sync::Arc;
 use pyo3::exceptions::{PyIndexError, PyValueError};
 use pyo3::intern;
 use pyo3::prelude::*;
+use pyo3::sync::GILOnceCell;
 use pyo3::types::{PyDict, PyString};
 
 use crate::envelope::{parse_envelope_fields, EnvelopeRef, LineProblem};
@@ -35,7 +36,7 @@ use crate::json::view::{self as json_view, Entry, Item};
 use crate::replay::fold::{LineRef, SectionRef, ValueRef};
 
 use super::build::Builder;
-use super::named::{EVENT, MESSAGE, OBJECT};
+use super::named::{EVENT, MESSAGE, MESSAGE_DEFAULTS, OBJECT};
 
 /// Another open file description of the file `fd` is open on, close-on-exec and
 /// numbered 3 or more (SPEC 3: with stdio closed, `open` would hand out 0, 1 or 2,
@@ -104,29 +105,40 @@ pub fn message_from_fields<'py>(
 ) -> PyResult<Bound<'py, PyAny>> {
     let py = b.py();
     let (message, slots) = bare_instance(py, MESSAGE.get(py)?)?;
-    let none = py.None().into_bound(py);
-    let f = false.into_pyobject(py)?.to_owned().into_any();
-    // Every field, in `Message.__init__`'s order, with its default when absent.
-    for (key, default) in [
-        ("role", &none),
-        ("content", &none),
-        ("tool_calls", &none),
-        ("tool_call_id", &none),
-        ("name", &none),
-        ("sticky", &f),
-        ("sysprompt", &f),
-        ("depth", &none),
-    ] {
-        let value = match (key, &content) {
+    // Every message key, with its default when absent: `messages.MESSAGE_DEFAULTS`.
+    for (key, default) in message_defaults(py)? {
+        let value = match (key.name.as_str(), &content) {
             ("content", Some(given)) => given.clone(),
-            _ => match json_view::get(raw, fields, key) {
+            (name, _) => match json_view::get(raw, fields, name) {
                 Some(item) => b.value(raw, item)?,
-                None => default.clone(),
+                None => default.bind(py).clone(),
             },
         };
-        slots.set_item(PyString::intern(py, key), value)?;
+        slots.set_item(key.pyname.bind(py), value)?;
     }
     Ok(message)
+}
+
+/// One message key, as Rust reads it and as the instance's `__dict__` holds it.
+struct MessageKey {
+    name: String,
+    pyname: Py<PyString>,
+}
+
+static MESSAGE_DEFAULT_LIST: GILOnceCell<Vec<(MessageKey, Py<PyAny>)>> = GILOnceCell::new();
+
+/// `messages.MESSAGE_DEFAULTS`, read once: the keys and defaults are spelled there alone.
+fn message_defaults(py: Python<'_>) -> PyResult<&[(MessageKey, Py<PyAny>)]> {
+    let list = MESSAGE_DEFAULT_LIST.get_or_try_init(py, || {
+        let mut out = Vec::new();
+        for pair in MESSAGE_DEFAULTS.get(py)?.try_iter()? {
+            let (name, default): (String, Py<PyAny>) = pair?.extract()?;
+            let pyname = PyString::intern(py, &name).unbind();
+            out.push((MessageKey { name, pyname }, default));
+        }
+        Ok::<_, PyErr>(out)
+    })?;
+    Ok(list.as_slice())
 }
 
 /// An instance of `cls` made without `__init__`, and its `__dict__` to fill:

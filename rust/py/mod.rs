@@ -10,6 +10,7 @@
 
 mod build;
 mod encode;
+mod import;
 mod lazy;
 mod named;
 mod survivors;
@@ -355,6 +356,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(copy_prefix, m)?)?;
     m.add_function(wrap_pyfunction!(encode::encode_envelope, m)?)?;
     m.add_function(wrap_pyfunction!(encode::new_id, m)?)?;
+    m.add_class::<import::SourceReader>()?;
     m.add_function(wrap_pyfunction!(append_size, m)?)?;
     let line_problem = py.get_type::<LineProblem>();
     line_problem.setattr("__module__", "llm_agent_session._native")?;

@@ -48,6 +48,7 @@ pub static DISPATCHED_OPERATION: PyName =
 // What the results hold.
 pub static EVENT: PyName = PyName::new("llm_agent_session.messages", "Event");
 pub static MESSAGE: PyName = PyName::new("llm_agent_session.messages", "Message");
+pub static MESSAGE_DEFAULTS: PyName = PyName::new("llm_agent_session.messages", "MESSAGE_DEFAULTS");
 pub static LAZY_LIST: PyName = PyName::new("llm_agent_session._events", "LazyList");
 pub static LAZY_TEXTS: PyName = PyName::new("llm_agent_session._events", "LazyTexts");
 // Refusals, and integers longer than an i64.

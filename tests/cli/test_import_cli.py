@@ -48,6 +48,33 @@ def test_tree_import_lines_exit_codes_and_json(cli, tmp_path):
     assert cli("check", str(out / "p" / "s1.jsonl")).returncode == 0
 
 
+def test_jobs_import_a_tree_in_processes_with_the_same_result(cli, tmp_path):
+    root = tmp_path / "projects"
+    for n in range(3):
+        write(str(root / "p" / f"s{n}.jsonl"), claude_code_session())
+    write(str(root / "p" / "s0" / "subagents" / "agent-x.jsonl"), claude_code_subagent())
+    write(str(root / "q" / "bad.jsonl"), "whatever\n")
+    one = cli("import", "claude-code", str(root), str(tmp_path / "one"), "--json")
+    two = cli("import", "claude-code", str(root), str(tmp_path / "two"), "--json", "--jobs", "2")
+    assert one.returncode == two.returncode == 0, two.stderr
+
+    def shape(done, out):
+        reports = [json.loads(line) for line in done.stdout.splitlines()]
+        flat = []
+        while reports:
+            r = reports.pop(0)
+            flat.append((os.path.relpath(r["out"], out), r["status"], r["types"], r["malformed"]))
+            reports[:0] = r["transcripts"]
+        return flat
+
+    assert shape(two, tmp_path / "two") == shape(one, tmp_path / "one")
+    assert len(shape(one, tmp_path / "one")) == 5  # 4 session files, one subagent
+    for r in shape(two, tmp_path / "two"):
+        assert cli("check", str(tmp_path / "two" / r[0])).returncode == 0
+    bad = cli("import", "claude-code", str(root), str(tmp_path / "three"), "--jobs", "0")
+    assert bad.returncode == 2 and "1 or more" in bad.stderr
+
+
 def test_single_file_into_a_directory_and_a_missing_source(cli, tmp_path):
     src = write(str(tmp_path / "rollout-1.jsonl"), codex_rollout())
     os.makedirs(tmp_path / "out")

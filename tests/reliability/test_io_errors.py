@@ -243,10 +243,18 @@ def test_full_disk_append_rolls_back(tmp_path):
             raised = 0
             with Session.create(path, {"agent": "full"}) as s:
                 for i in range(200):
+                    size = os.path.getsize(path)
                     try:
                         acked.append(s.append_message({"role": "user", "content": f"{i} " + "f" * 3000}))
                     except OSError:
                         raised += 1
+                        if os.path.getsize(path) != size:
+                            failures.append((backend, "a failed append was not truncated back"))
+                if s.message_ids != acked:
+                    failures.append((backend, "the live state holds an append that raised"))
+                # Room made: the same session appends on.
+                subprocess.run(["mount", "-o", "remount,size=1m", str(disk)], check=True)
+                acked.append(s.append_message({"role": "user", "content": "after"}))
             with Session.load(path) as t:
                 ids = set(t.message_ids)
                 if not raised:

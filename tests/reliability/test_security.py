@@ -17,6 +17,7 @@ from support import BACKENDS, line, record, reference_transcript, using
 
 COMMAND = "python tests/reliability/report.py"
 TORN = reference_transcript()[:-7]
+GOOD = TORN[: TORN.rindex(b"\n") + 1]  # what a repair keeps
 
 
 def _write(path: str, data: bytes, mode: int = 0o600) -> None:
@@ -68,8 +69,10 @@ def test_things_planted_at_the_repair_path(tmp_path, planted):
             # Never removed, never followed: the repair is refused with a clear error.
             if "error" not in result or open(path, "rb").read() != TORN:
                 problems.append((backend, "directory case", result))
-        elif "ok" not in result or len(result["ok"]) != 1:
+        elif "ok" not in result or len(result["ok"]) != 1 or open(path, "rb").read() != GOOD:
             problems.append((backend, "repair did not happen", result))
+        elif os.path.lexists(target):
+            problems.append((backend, "the planted leftover is still there"))
     record("Security", f"`{planted}` planted at <path>.repair: canary touched, hangs, writes through links", len(problems), "0", COMMAND)
     assert not problems, problems
 
@@ -88,6 +91,10 @@ def test_symlinked_and_hard_linked_transcripts(tmp_path):
             s.append_message(user_message("through the link"))
         if not os.path.islink(link) or os.readlink(link) != real:
             problems.append((backend, "symlink replaced"))
+        if os.path.islink(real) or not open(real, "rb").read().startswith(GOOD):
+            problems.append((backend, "the target is not the repaired file"))
+        if [n for n in os.listdir(str(d)) if n.endswith(".repair")]:
+            problems.append((backend, ".repair left beside the target"))
         with Session.load(real) as s:
             if s.messages[-1].content != "through the link":
                 problems.append((backend, "append did not reach the target"))
@@ -95,8 +102,11 @@ def test_symlinked_and_hard_linked_transcripts(tmp_path):
         _write(str(d / "h.jsonl"), TORN)
         os.link(str(d / "h.jsonl"), hard)
         with Session.load(hard) as s:
-            if not any("hard link" in w for w in s.warnings):
-                problems.append((backend, "no warning that other hard links keep the torn version"))
+            # the removed line, and that the other links keep the torn version
+            if len(s.warnings) != 2 or not any("hard link" in w for w in s.warnings):
+                problems.append((backend, "no warning that other hard links keep the torn version", s.warnings))
+        if open(hard, "rb").read() != GOOD:
+            problems.append((backend, "the hard-linked path is not repaired"))
         if open(str(d / "h.jsonl"), "rb").read() != TORN:
             problems.append((backend, "the other hard link changed"))
     record("Security", "symlinked / hard-linked transcripts mishandled", len(problems), "0", COMMAND)
@@ -201,14 +211,16 @@ import os, sys
 path, report = sys.argv[1], sys.argv[2]
 from llm_agent_session import Session, user_message
 def transcript_fds():
-    ino = os.stat(path).st_ino
+    # Every open descriptor by fstat (no /proc: this also runs with /proc unmounted).
+    st = os.stat(path)
     found = []
-    for f in os.listdir("/proc/self/fd"):
+    for f in range(256):
         try:
-            if os.fstat(int(f)).st_ino == ino:
-                found.append(int(f))
-        except OSError:  # the descriptor listdir itself used
-            pass
+            x = os.fstat(f)
+        except OSError:
+            continue
+        if (x.st_dev, x.st_ino) == (st.st_dev, st.st_ino):
+            found.append(f)
     return found
 os.close(0); os.close(1); os.close(2)
 s = Session.create(path, {"agent": "no stdio"})
@@ -222,7 +234,23 @@ with open(report, "w") as f:
 """
 
 
+INHERITED = r"""
+import os, sys
+st = os.stat(sys.argv[1])
+n = 0
+for f in range(256):
+    try:
+        x = os.fstat(f)
+    except OSError:
+        continue
+    n += (x.st_dev, x.st_ino) == (st.st_dev, st.st_ino)
+print(n)
+"""
+
+
 def test_descriptor_is_never_0_1_2_and_never_leaks(tmp_path):
+    """SPEC 3: the append handle is close-on-exec and numbered 3 or more, with stdin,
+    stdout and stderr closed, after create and after load."""
     problems = []
     for backend in BACKENDS:
         d = tmp_path / backend
@@ -235,15 +263,11 @@ def test_descriptor_is_never_0_1_2_and_never_leaks(tmp_path):
         using(backend)
         with Session.load(path):
             # A child that inherits every descriptor the parent has not marked close-on-exec.
-            ino = os.stat(path).st_ino
             out = subprocess.run(
-                ["sh", "-c", "for f in /proc/$$/fd/*; do stat -L -c %i $f; done"],
-                capture_output=True,
-                text=True,
-                close_fds=False,
+                [sys.executable, "-c", INHERITED, path], capture_output=True, text=True, close_fds=False, timeout=60
             )
-            if str(ino) in out.stdout.split():
-                problems.append((backend, "descriptor leaked into a child"))
+            if out.stdout.strip() != "0":
+                problems.append((backend, "descriptor leaked into a child", out.stdout, out.stderr[-300:]))
     record("Security", "transcript descriptors numbered 0-2 or leaked into children", len(problems), "0", COMMAND)
     assert not problems, problems
 

@@ -15,8 +15,9 @@ from __future__ import annotations
 
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
+from .._compaction import compacted
 from .._core import Span, SurveyCounts
-from ..messages import Event
+from ..messages import Event, marks_sticky
 
 
 def _string(payload: Dict[str, Any], key: str) -> Optional[str]:
@@ -44,7 +45,7 @@ def survey(events: Sequence[Event], spans: Sequence[Span]) -> SurveyCounts:
             if not isinstance(role, str):
                 continue
             roles[role] = roles.get(role, 0) + 1
-            sticky = p.get("sticky") is True or p.get("sysprompt") is True or p.get("depth") is not None
+            sticky = marks_sticky(p.get("sticky"), p.get("sysprompt"), p.get("depth"))
             position[e.id] = len(live)
             live.append((e.id, sticky, index))
             answers = _string(p, "tool_call_id") if role == "tool" else None  # SPEC 2.6
@@ -81,7 +82,7 @@ def survey(events: Sequence[Event], spans: Sequence[Span]) -> SurveyCounts:
             if cut is None:
                 problem = index
                 continue
-            live = [x for x in live[: cut + 1] if x[1]] + [(e.id, False, index)] + live[cut + 1 :]
+            live = compacted(live, cut, (e.id, False, index), (entry[1] for entry in live))
             position = {id_: k for k, (id_, _, _) in enumerate(live)}
     return SurveyCounts(
         types=[(t, lines, size) for t, (lines, size) in types.items()],

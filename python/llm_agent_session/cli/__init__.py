@@ -17,13 +17,13 @@ the Python API spells them (snake_case).
 from __future__ import annotations
 
 import argparse
+import importlib
 import os
 import sys
-from typing import Any, List, Optional, Tuple
+from typing import Any, Callable, Dict, List, Optional, Tuple
 
+from .advice import PROG
 from .output import CliError, Out, visible, want_colour
-
-PROG = "llm-agent-session"
 
 USAGE_EXIT = "  2  usage error (a wrong or missing argument)"
 
@@ -166,9 +166,9 @@ def build_parser() -> argparse.ArgumentParser:
                    help="shorten each tool result to N chars (default 100000; not for openai)")
     p.add_argument("--full", action="store_true", help="do not shorten tool results")
 
-    from . import import_cmd  # issue #16: the import command keeps its parser in its own module
+    from . import import_  # the import command keeps its parser in its own module
 
-    import_cmd.add_parser(add_parser, common)
+    import_.add_parser(add_parser, common)
     return parser
 
 
@@ -178,29 +178,35 @@ def _version() -> str:
     return __version__
 
 
-def _dispatch(args: argparse.Namespace, out: Out) -> int:
-    command = args.command
-    if command == "peek":
-        from . import peek_cmd as module
-    elif command == "show":
-        from . import render_terminal as module  # type: ignore[no-redef]
-    elif command == "tail":
-        from . import tail as module  # type: ignore[no-redef]
-    elif command == "check":
-        from . import check as module  # type: ignore[no-redef]
-    elif command == "stats":
-        from . import stats as module  # type: ignore[no-redef]
-    elif command == "export":
-        from . import export as module  # type: ignore[no-redef]
-    elif command == "import":
-        from . import import_cmd as module  # type: ignore[no-redef]
-    elif command in ("repair", "salvage", "fork"):
-        from . import operations
+Handler = Callable[[argparse.Namespace, Out], int]
 
-        return int(getattr(operations, command)(args, out))
-    else:
-        raise CliError(f"unknown command {command}", 2)
-    return int(module.run(args, out))
+
+def _run_module(name: str) -> Handler:
+    """The ``run`` of the module ``cli/<name>.py``, imported when the command runs."""
+
+    def run(args: argparse.Namespace, out: Out) -> int:
+        module = importlib.import_module(f"{__name__}.{name}")
+        return int(module.run(args, out))
+
+    return run
+
+
+# Each command's module is named after it (``import`` is a keyword: ``import_.py``).
+COMMANDS: Dict[str, Handler] = {
+    command: _run_module(module)
+    for command, module in (
+        ("peek", "peek"),
+        ("show", "show"),
+        ("tail", "tail"),
+        ("check", "check"),
+        ("repair", "repair"),
+        ("salvage", "salvage"),
+        ("fork", "fork"),
+        ("stats", "stats"),
+        ("export", "export"),
+        ("import", "import_"),
+    )
+}
 
 
 def main(argv: Optional[List[str]] = None) -> int:
@@ -212,7 +218,7 @@ def main(argv: Optional[List[str]] = None) -> int:
         return demo_main(args.dir)
     out = Out(want_colour(args.color, sys.stdout))
     try:
-        return _dispatch(args, out)
+        return COMMANDS[args.command](args, out)
     except CliError as e:
         sys.stdout.flush()
         print(visible(f"{PROG} {args.command}: error: {e}"), file=sys.stderr)

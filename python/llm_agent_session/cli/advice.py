@@ -13,7 +13,8 @@ import re
 import shlex
 from typing import Callable, List, Optional, Tuple
 
-from .. import CorruptTranscript, DanglingReference, NotATranscript, UnsupportedVersion
+from .. import CorruptTranscript, DanglingReference, NotATranscript, SessionLocked, UnsupportedVersion
+from .output import CliError
 
 PROG = "llm-agent-session"
 
@@ -97,3 +98,14 @@ def error_text(error: BaseException, path: str, copy: Optional[str] = None) -> s
     for pattern, replacement in _REWRITES:
         text = pattern.sub(lambda _m: replacement(path), text)
     return text
+
+
+def operation_failure(e: BaseException, path: str, out: Optional[str] = None) -> CliError:
+    """The CliError for ``repair``, ``salvage`` or ``fork`` failing on `path` (or on the new file `out`)."""
+    if isinstance(e, SessionLocked):
+        return CliError(f"{error_text(e, path)} (stop the process that has it open, or wait for it to finish)", 1)
+    if isinstance(e, NotATranscript):
+        return CliError(error_text(e, path), 3)
+    if isinstance(e, FileExistsError):
+        return CliError(f"{e.filename or out or path}: already exists; it is never overwritten, name a new file", 1)
+    return CliError(error_text(e, path), 1)

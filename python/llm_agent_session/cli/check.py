@@ -68,8 +68,9 @@ def run(args: argparse.Namespace, out: Out) -> int:
         error = v.error
         assert error is not None
         out.line(("would fail", "error"), f": a load raises {type(error).__name__}")
-        if getattr(error, "line", None) is not None:
-            line, offset, reason = error.line, error.offset, error.reason  # type: ignore[attr-defined]
+        line = getattr(error, "line", None)
+        if line is not None:
+            offset, reason = getattr(error, "offset", None), getattr(error, "reason", None)
             out.line(f"  at line {count(line)}, byte offset {count(offset)}: {reason}")
             out.line("  " + recovery(error, path))
         else:

@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 from .. import Event, Message
-from ..messages import MESSAGE_KEYS
+from ..messages import message_extras
 from .output import count, human_seconds
 
 
@@ -64,7 +64,7 @@ def rewound_groups(envelopes: Sequence[Event], rewound: Dict[str, str]) -> List[
             entry = Entry(at[message_id], e.id, Message("user", p.get("summary")), "summary", e.ts, dict(p))
         else:
             entry = Entry(at[message_id], e.id, Message.from_dict(p), ts=e.ts,
-                          extras={k: v for k, v in p.items() if k not in MESSAGE_KEYS})
+                          extras=message_extras(p))
         entry.rewound_by = rewind_id
         group.entries.append(entry)
     return list(groups.values())
@@ -97,8 +97,17 @@ def annotate(events: Sequence[Event], ids: List[str], messages: List[Message], s
                 entry.kind = "summary"
                 entry.compaction = dict(event.payload)
             elif event.type == "message":
-                entry.extras = {k: v for k, v in event.payload.items() if k not in MESSAGE_KEYS}
+                entry.extras = message_extras(event.payload)
     return entries
+
+
+def sticky_marks(message: Message) -> List[str]:
+    """What makes `message` sticky (SPEC 2.2), as the viewers label it: ``sysprompt``,
+    ``sticky``, ``depth N``."""
+    marks = [k for k, on in (("sysprompt", message.sysprompt), ("sticky", message.sticky)) if on]
+    if message.depth is not None:
+        marks.append(f"depth {count(message.depth)}")
+    return marks
 
 
 def content_text(content: Any) -> str:

@@ -11,7 +11,7 @@ import hashlib
 from html import escape
 from typing import Any, Dict, List, Sequence
 
-from .conversation import Entry, RewoundGroup, content_text, pretty_arguments, tool_call_parts
+from .conversation import Entry, RewoundGroup, content_text, pretty_arguments, sticky_marks, tool_call_parts
 from .output import count, json_text, shorten, visible
 
 CSS = """
@@ -88,9 +88,7 @@ def render_entry(entry: Entry, limit: int) -> str:
         classes.append("elided")
     if entry.rewound_by:
         classes.append("rewound")
-    marks = [k for k, on in (("sysprompt", m.sysprompt), ("sticky", m.sticky)) if on]
-    if m.depth is not None:
-        marks.append(f"depth {count(m.depth)}")
+    marks = sticky_marks(m)
     head = f'<span class="role">{esc(m.role)}</span>'
     if entry.kind == "summary":
         head += ' <span class="role kind">· compaction summary</span>'

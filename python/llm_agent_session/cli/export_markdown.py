@@ -12,7 +12,7 @@ from __future__ import annotations
 import re
 from typing import Any, Dict, List
 
-from .conversation import Entry, content_text, pretty_arguments, tool_call_parts
+from .conversation import Entry, content_text, pretty_arguments, sticky_marks, tool_call_parts
 from .output import count, json_text, shorten, visible
 
 _BACKTICKS = re.compile(r"`+")
@@ -58,9 +58,7 @@ def render(path: str, meta: Dict[str, Any], entries: List[Entry], limit: int) ->
     out: List[str] = [f"# Transcript {inline(path)}", "", fenced(json_text(meta, indent=2, sort_keys=True), "json"), ""]
     for entry in entries:
         m = entry.message
-        marks = [k for k, on in (("sysprompt", m.sysprompt), ("sticky", m.sticky)) if on]
-        if m.depth is not None:
-            marks.append(f"depth {count(m.depth)}")
+        marks = sticky_marks(m)
         head = f"## {label(m.role)}" + (" · compaction summary" if entry.kind == "summary" else "")
         if m.name:
             head += f" ({label(m.name)})"

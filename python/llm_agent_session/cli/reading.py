@@ -170,6 +170,15 @@ def open_read_only(path: str) -> Iterator[Opened]:
 
 
 def peek(path: str, **kw: Any) -> Dict[str, Any]:
+    """``Session.peek`` with a progress line."""
     size = os.path.getsize(path) if os.path.exists(path) else 0
     with Progress(f"reading {path} ({human_bytes(size)})"):
         return Session.peek(path, **kw)
+
+
+def peek_transcript(path: str, **kw: Any) -> Dict[str, Any]:
+    """``peek`` of a file that must be a transcript: a CliError (exit 3) when peek finds none."""
+    view = peek(path, **kw)
+    if "error" in view:
+        raise CliError(f"{path}: not a transcript: {view['error']}", 3)
+    return view

@@ -13,8 +13,8 @@ from typing import Dict, Optional, Sequence
 
 from .. import Event, Session
 from .conversation import canonical_line, envelope_summary
-from .output import CliError, Out, json_visible
-from .reading import peek, require_file
+from .output import Out, json_visible
+from .reading import peek_transcript, require_file
 
 POLL_SECONDS = 0.2
 
@@ -37,9 +37,7 @@ def print_envelopes(
 
 def run(args: argparse.Namespace, out: Out) -> int:
     require_file(args.file)
-    view = peek(args.file, survey=True)  # the survey names the messages a rewind cut
-    if "error" in view:
-        raise CliError(f"{args.file}: not a transcript: {view['error']}", 3)
+    view = peek_transcript(args.file, survey=True)  # the survey names the messages a rewind cut
     envelopes = view["envelopes"]
     print_envelopes(out, envelopes, max(0, len(envelopes) - args.lines), args.json, view["survey"]["rewound"])
     if not args.follow:

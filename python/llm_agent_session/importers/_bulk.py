@@ -1,15 +1,18 @@
-"""Writing a new transcript fast: lines serialised here, by the library's own canonical
-encoder and envelope builder, and written in large chunks to the private temporary file
-that becomes OUT.
+"""Writing a new transcript fast: lines serialised here and written in large chunks to
+the private temporary file that becomes OUT. The pure backend serialises with the
+library's canonical encoder and envelope builder; the native one with the source
+reader's ``encode`` (``_native.SourceReader``: the same bytes, the source's strings
+copied as they were where their escapes are already canonical).
 
 A Session append validates, copies and folds every payload and writes it with one
 system call, which is right for a live agent and costs a whole import most of its time.
 Here the payloads are built by the importer from parsed JSON, so the checks that can
 fail are few (lone surrogates, numbers JSON has not, nesting past the write limit) and
 are made per line; the references (compaction, rewind, settle) are kept valid by a small
-model of the live ids; and before the file gets its name, ``Session.load`` reads it
-back, so nothing that would not load is ever published.
-"""
+model of the live ids, the fold's own stickiness rule included. The file is not read
+back before it gets its name (that cost a third of an import): every line is the
+encoder's, and the model is what the importer tests check, with ``check`` on every
+file they import, damaged sources included."""
 
 from __future__ import annotations
 
@@ -17,15 +20,17 @@ import os
 import time
 from typing import Any, Dict, List, Optional, Tuple
 
+from .._compaction import compacted
 from .._fold import message_from_payload
 from ..canonical import MAX_WRITE_DEPTH, dumps, envelope_line, new_id, sha256_digest
 from ..errors import DanglingReference
-from ..messages import MESSAGE_KEYS
+from ..messages import message_extras
 from ..session import dispatched_payload
 from ._report import ImportReport
 from ._writer import CHECKPOINT, Writer, _storable
 
 _FLUSH = 1 << 20
+_STICKY_KEYS = frozenset(("sticky", "sysprompt", "depth"))
 
 
 class _Clock:
@@ -62,12 +67,15 @@ def _too_deep(value: Any) -> bool:
 class BulkWriter(Writer):
     """Appends to the file ``fd`` (opened for appending, after its meta line)."""
 
-    def __init__(self, fd: int, report: ImportReport) -> None:
+    def __init__(self, fd: int, report: ImportReport, reader: Any = None) -> None:
         super().__init__(report)
         self.fd = fd
         self.buf: List[bytes] = []
         self.size = 0
         self.clock = _Clock()
+        # The native reader's serialiser (the bytes the reference writes, the source's
+        # strings copied as they were); None on the pure backend.
+        self.encode = None if reader is None else reader.encode
         self.live: List[Tuple[str, bool]] = []  # (message id, sticky), as replay would fold them
         self.sections: Dict[str, str] = {}  # run-context digest -> the id of the line carrying its text
 
@@ -78,12 +86,16 @@ class BulkWriter(Writer):
 
     def _line(self, type_: str, payload: Dict[str, Any], id_: Optional[str] = None) -> str:
         """Serialise and buffer one envelope; TypeError/ValueError (nothing buffered) if it cannot be stored."""
-        text = dumps(payload)  # ValueError on NaN or infinity
-        # Fewer brackets than the limit (strings' own included) cannot nest past it.
-        if text.count("{") + text.count("[") >= MAX_WRITE_DEPTH and _too_deep(payload):
-            raise ValueError(f"nested deeper than {MAX_WRITE_DEPTH} levels")
-        id_ = id_ or new_id()
-        line = envelope_line(id_, type_, self.clock(), text)  # UnicodeEncodeError (a ValueError) on lone surrogates
+        encoded = self.encode(type_, payload, id_) if self.encode is not None else None
+        if encoded is not None:
+            id_, line = encoded
+        else:  # the pure backend, or a payload the native encoder leaves to the reference
+            text = dumps(payload)  # ValueError on NaN or infinity
+            # Fewer brackets than the limit (strings' own included) cannot nest past it.
+            if text.count("{") + text.count("[") >= MAX_WRITE_DEPTH and _too_deep(payload):
+                raise ValueError(f"nested deeper than {MAX_WRITE_DEPTH} levels")
+            id_ = id_ or new_id()
+            line = envelope_line(id_, type_, self.clock(), text)  # UnicodeEncodeError (a ValueError) on lone surrogates
         self.buf.append(line)
         self.size += len(line)
         if self.size >= _FLUSH:
@@ -100,12 +112,14 @@ class BulkWriter(Writer):
     # -- records --------------------------------------------------------------------------------
 
     def _message(self, message: Dict[str, Any], extra: Dict[str, Any]) -> str:
-        payload = {k: v for k, v in extra.items() if k not in MESSAGE_KEYS}
+        payload = message_extras(extra)
         payload.update(message)
         if not isinstance(payload.get("role"), str):
             raise TypeError("message role must be str")
         id_ = self._line("message", payload)
-        self.live.append((id_, message_from_payload(payload).is_sticky))  # the fold's own rule
+        # The fold's own rule, asked only where one of its keys is set (else never sticky).
+        sticky = not _STICKY_KEYS.isdisjoint(payload) and message_from_payload(payload).is_sticky
+        self.live.append((id_, sticky))
         return id_
 
     def _dispatch(self, call_id: str, tool: str, arguments: str) -> str:
@@ -125,7 +139,7 @@ class BulkWriter(Writer):
         payload = {"summary": summary, "replaces-through-id": through, "tokens-before": tokens_before,
                    "tokens-after": tokens_after, "fallback": False}
         id_ = self._line("compaction", payload)
-        self.live = [e for e in self.live[: i + 1] if e[1]] + [(id_, False)] + self.live[i + 1:]
+        self.live = compacted(self.live, i, (id_, False), (entry[1] for entry in self.live))
         return id_
 
     def _rewind(self, to_id: Optional[str]) -> Optional[str]:

@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 from typing import Any, Dict, List, NamedTuple
 
+from .. import _backend
 from ..canonical import refuse_constant
 from ._report import ImportReport, reason_of
 
@@ -26,6 +27,9 @@ class Parsed(NamedTuple):
     lines: List[Line]
     end: int  # bytes consumed: just past the last whole line (or the last parseable line)
     line_count: int  # lines consumed in total, from the start of the source
+    # The native reader (``_native.SourceReader``), whose ``encode`` writes the strings it
+    # read as they were in the source; None on the pure backend.
+    reader: Any = None
 
 
 def read_source(path: str, report: ImportReport) -> bytes:
@@ -62,9 +66,24 @@ def _loads(raw: bytes) -> Any:
     return _decode(raw.decode("utf-8"))  # invalid UTF-8 is a UnicodeDecodeError, a ValueError
 
 
+def _native_reader(data: bytes, offset: int) -> Any:
+    """The native core's reader of the source (``_native.SourceReader``), on that backend:
+    its ``lines`` hold each line's dict where the line is a plain JSON object, else None
+    (then ``_loads`` reads it, so every verdict and error message is the reference's)."""
+    if _backend.core.name != "native":
+        return None
+    from .. import _native
+
+    return _native.SourceReader(data, offset)
+
+
 def parse_lines(data: bytes, offset: int, first_line: int, report: ImportReport) -> Parsed:
     """Every whole line of ``data`` from ``offset`` (line numbers from ``first_line``)."""
     out: List[Line] = []
+    reader = _native_reader(data, offset)
+    # One entry per line, split as below: the native dicts, or None where _loads decides.
+    built: List[Any] = reader.lines if reader is not None else []
+    index = -1
     number = first_line - 1
     pos = offset
     size = len(data)
@@ -74,8 +93,11 @@ def parse_lines(data: bytes, offset: int, first_line: int, report: ImportReport)
         last = nl == -1
         stop = size if last else nl
         number += 1
-        chunk = data[pos:stop]
-        if chunk.strip(b" \t\r"):
+        index += 1
+        native = built[index] if built else None
+        if native is not None:
+            out.append(Line(number, pos, native))
+        elif (chunk := data[pos:stop]).strip(b" \t\r"):
             try:
                 obj = _loads(chunk)
                 problem = None if isinstance(obj, dict) else f"a JSON {type(obj).__name__}, not an object"
@@ -94,4 +116,4 @@ def parse_lines(data: bytes, offset: int, first_line: int, report: ImportReport)
         end = min(pos, size)
     report["lines"] = number - (first_line - 1)
     report["bytes"] = end - offset
-    return Parsed(out, end, number)
+    return Parsed(out, end, number, reader)

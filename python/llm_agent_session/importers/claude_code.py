@@ -17,7 +17,7 @@ import json
 import os
 from typing import Any, Dict, List, Optional, Set, Tuple, cast
 
-from ._driver import Refused, mirror_files, run_import
+from ._driver import Refused, mirror_files, run_files, run_import
 from ._parts import as_dict, as_str, image_part, simplest, text_part
 from ._report import ImportReport
 from ._source import Line, parse_lines
@@ -78,25 +78,19 @@ def import_subagent(src: Any, out: Any, parent_out: Optional[str] = None) -> Imp
     return run_import(src, out, FORMAT, lambda data, cp, rep: _Job(src, out, data, cp, rep, None, parent))
 
 
-def import_tree(src_dir: Any, out_dir: Any, on_file: Any = None) -> List[ImportReport]:
+def import_tree(src_dir: Any, out_dir: Any, on_file: Any = None, workers: int = 1) -> List[ImportReport]:
     """Every session file under ``src_dir`` into the same place under ``out_dir``.
-    ``on_file(report, done, total)`` is called after each file."""
+    ``on_file(report, done, total)`` is called after each file. ``workers`` > 1: that many
+    processes import files side by side."""
     src_dir, out_dir = os.fspath(src_dir), os.fspath(out_dir)
     files = mirror_files(src_dir, lambda rel: rel.endswith(".jsonl"))
     mains = [rel for rel in files if "subagents" not in rel.split(os.sep)[:-1]]
     main_stems = {rel[: -len(".jsonl")] for rel in mains}
     # A subagent file is imported with its session; only one without a session file on its own.
     work = [rel for rel in files if rel in mains or _owner(rel) not in main_stems]
-    reports: List[ImportReport] = []
-    for n, rel in enumerate(work, 1):
-        if rel in mains:
-            report = import_transcript(os.path.join(src_dir, rel), os.path.join(out_dir, rel))
-        else:
-            report = import_subagent(os.path.join(src_dir, rel), os.path.join(out_dir, rel))
-        reports.append(report)
-        if on_file is not None:
-            on_file(report, n, len(work))
-    return reports
+    calls = [(import_transcript if rel in mains else import_subagent, (os.path.join(src_dir, rel), os.path.join(out_dir, rel)))
+             for rel in work]
+    return run_files(calls, on_file, workers)
 
 
 def _owner(rel: str) -> str:
@@ -307,6 +301,7 @@ class _Job:
         report["bytes"] = parsed.end - old_end
         report["lines"] = parsed.line_count - self.old_lines
         self.end, self.line_count = parsed.end, parsed.line_count
+        self.reader = parsed.reader
         self.graph = _Graph(parsed.lines, report)
         # A subagent's file (agent-<id>.jsonl) is one sidechain through and through: its own conversation.
         self.whole = sidechain is None and self.graph.only_sidechains()

@@ -22,7 +22,7 @@ import json
 import os
 from typing import Any, Dict, List, Optional, Tuple, cast
 
-from ._driver import mirror_files, run_import
+from ._driver import mirror_files, run_files, run_import
 from ._parts import as_dict, as_str, image_part, simplest, text_part
 from ._report import ImportReport
 from ._source import Line, parse_lines
@@ -51,18 +51,14 @@ def out_name(rel: str) -> str:
     return rel[: -len(".zst")] if rel.endswith(".jsonl.zst") else rel
 
 
-def import_tree(src_dir: Any, out_dir: Any, on_file: Any = None) -> List[ImportReport]:
+def import_tree(src_dir: Any, out_dir: Any, on_file: Any = None, workers: int = 1) -> List[ImportReport]:
     """Every rollout under ``src_dir`` into the same place under ``out_dir``;
-    ``on_file(report, done, total)`` after each."""
+    ``on_file(report, done, total)`` after each. ``workers`` > 1: that many processes
+    import files side by side."""
     src_dir, out_dir = os.fspath(src_dir), os.fspath(out_dir)
     files = mirror_files(src_dir, lambda rel: rel.endswith((".jsonl", ".jsonl.zst")))
-    reports = []
-    for n, rel in enumerate(files, 1):
-        report = import_transcript(os.path.join(src_dir, rel), os.path.join(out_dir, out_name(rel)))
-        reports.append(report)
-        if on_file is not None:
-            on_file(report, n, len(files))
-    return reports
+    calls = [(import_transcript, (os.path.join(src_dir, rel), os.path.join(out_dir, out_name(rel)))) for rel in files]
+    return run_files(calls, on_file, workers)
 
 
 def _content(items: Any) -> Any:
@@ -151,6 +147,7 @@ class _Job:
         parsed = parse_lines(data, start, first, report)
         self.lines = parsed.lines
         self.end, self.line_count = parsed.end, parsed.line_count
+        self.reader = parsed.reader
         self.state = _fresh_state()
         if cp and isinstance(cp.get("resume"), dict):
             self.state.update(cp["resume"])

@@ -7,10 +7,10 @@ import json
 from typing import Any, List, Optional
 
 from .. import Event
-from .conversation import Entry, annotate, content_text, pretty_arguments, tool_call_parts
+from .conversation import Entry, annotate, content_text, pretty_arguments, sticky_marks, tool_call_parts
 from .advice import command
 from .output import CliError, Out, count, shorten
-from .reading import open_read_only, peek, require_file
+from .reading import open_read_only, peek_transcript, require_file
 
 ROLE_STYLES = {"system": "role.system", "user": "role.user", "assistant": "role.assistant", "tool": "role.tool"}
 
@@ -44,13 +44,7 @@ def render_entry(out: Out, entry: Entry, limit: int) -> None:
         head.append((f" ({msg.name})", role_style))
     if msg.tool_call_id:
         head.append((f" ← {msg.tool_call_id}", "call"))
-    marks = []
-    if msg.sysprompt:
-        marks.append("sysprompt")
-    if msg.sticky:
-        marks.append("sticky")
-    if msg.depth is not None:
-        marks.append(f"depth {count(msg.depth)}")
+    marks = sticky_marks(msg)
     if marks:
         head.append((f" [{', '.join(marks)}]", "dim"))
     head.append((f"  #{entry.index:,} {entry.id}", "id"))
@@ -122,9 +116,7 @@ def render_envelope(out: Out, number: int, e: Event, limit: int, rewound_by: Opt
 def show_raw(args: argparse.Namespace, out: Out) -> int:
     """Every envelope in file order, from a peek (no replay, no lock, nothing written)."""
     require_file(args.file)
-    view = peek(args.file, survey=True)  # the survey names the messages a rewind cut
-    if "error" in view:
-        raise CliError(f"{args.file}: not a transcript: {view['error']}", 3)
+    view = peek_transcript(args.file, survey=True)  # the survey names the messages a rewind cut
     envelopes = view["envelopes"]
     rewound = view["survey"]["rewound"]
     count = len(envelopes)

@@ -8,6 +8,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+from types import ModuleType
 from typing import Any, Callable, List
 
 from .output import CliError, Out
@@ -43,6 +44,19 @@ def add_parser(add: Callable[..., argparse.ArgumentParser], common: argparse.Arg
     p.add_argument("out", metavar="OUT", help="the transcript (or, for a directory SRC, the directory) to write")
     p.add_argument("--json", action="store_true", help="print every file's report as JSON lines")
     p.add_argument("-v", "--verbose", action="store_true", help="per file, every record type and why any was skipped")
+    p.add_argument("-j", "--jobs", type=_jobs, default=1, metavar="N",
+                   help="for a directory SRC, import N files at a time in N processes (default 1; "
+                        "the per-file lines still come in file order)")
+
+
+def _jobs(text: str) -> int:
+    try:
+        n = int(text)
+    except ValueError:
+        n = 0
+    if n < 1:
+        raise argparse.ArgumentTypeError(f"must be a whole number of processes, 1 or more (not {text!r})")
+    return n
 
 
 def _print_report(out: Out, report: Any, verbose: bool, indent: str = "") -> None:
@@ -78,10 +92,9 @@ def _all(reports: List[Any]) -> List[Any]:
 def run(args: argparse.Namespace, out: Out) -> int:
     from .progress import Progress
 
-    if args.source_format == "claude-code":
-        from ..importers import claude_code as importer
-    else:
-        from ..importers import codex as importer  # type: ignore[no-redef]
+    from ..importers import claude_code, codex
+
+    importer: ModuleType = claude_code if args.source_format == "claude-code" else codex
     src, dst = os.path.expanduser(args.src), os.path.expanduser(args.out)
     if not os.path.exists(src):
         raise CliError(f"{src}: no such file or directory (the default location is "
@@ -100,7 +113,7 @@ def run(args: argparse.Namespace, out: Out) -> int:
             def on_file(report: Any, done: int, total: int) -> None:
                 bar.update(done, total, f"importing {done}/{total}")
                 show(report)
-            reports = importer.import_tree(src, dst, on_file=on_file)
+            reports = importer.import_tree(src, dst, on_file=on_file, workers=args.jobs)
     else:
         if os.path.isdir(dst):
             dst = os.path.join(dst, importer.out_name(os.path.basename(src)) if hasattr(importer, "out_name")

@@ -217,18 +217,7 @@ def machine_info() -> Dict[str, str]:
 
         info["Backends available"] = ", ".join(_backend.available()) + (
             " (native extension not built)" if "native" not in _backend.available() else "")
-        if "native" in _backend.available():
-            try:
-                prev = _backend.backend()
-                _backend.use("native")
-                parts = getattr(_backend.core, "native_parts", None)
-                _backend.use(prev)
-                if parts is not None:
-                    info["Native parts"] = (", ".join(parts) or "none") + \
-                        " (any other part of the core runs the pure-Python reference)"
-            except Exception:  # noqa: BLE001
-                pass
-        nat = _backend._load_native() if hasattr(_backend, "_load_native") else None
+        nat = _backend._load_native()
         if nat is not None and getattr(nat, "__file__", None):
             st = os.stat(nat.__file__)
             built = _dt.datetime.fromtimestamp(st.st_mtime, _dt.timezone.utc)

@@ -646,9 +646,11 @@ class Session:
         ``TranscriptConflict``, unless ``allow_rewind=True``: then one ``rewind`` to the
         longest common prefix is written, followed by the rest of the list (SPEC 10.1).
         Every new message is checked before the first line is written, so a bad one
-        leaves the transcript as it was. Returns the new messages' ids. Cost: O(new)
-        when the list reuses the session's message objects, else one serialisation
-        per message compared.
+        leaves the transcript as it was. Returns the new messages' ids. Cost: one
+        identity check per message (a C-speed pass, tens of nanoseconds a message: a
+        Python list gives no sign that an item was replaced, so a sound check reads
+        them all) plus O(new) when the list reuses the session's message objects; one
+        serialisation per message compared where it does not.
         """
         given = list(messages)
         with self._lock:

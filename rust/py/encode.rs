@@ -25,10 +25,10 @@ use crate::line_format::{format_ts, new_id_at, now, write_string};
 
 /// Containers deeper than this (the payload itself counting as 1) are refused on
 /// write (the reference's `MAX_WRITE_DEPTH`).
-const MAX_WRITE_DEPTH: usize = 100;
+pub(super) const MAX_WRITE_DEPTH: usize = 100;
 
 /// A value this walk leaves to the reference.
-struct Unsupported;
+pub(super) struct Unsupported;
 
 /// `(id, ts, line, payload copy)`.
 type Encoded<'py> = (String, String, Bound<'py, PyBytes>, Bound<'py, PyAny>);
@@ -47,6 +47,18 @@ pub fn encode_envelope<'py>(
     let Ok(copy) = write_value(py, &mut body, payload.as_any(), 1) else {
         return Ok(None);
     };
+    let (id, ts, line) = envelope_line(type_, &body, id)?;
+    Ok(Some((id, ts, PyBytes::new(py, &line), copy)))
+}
+
+/// `(id, ts, line)`: the envelope line around a payload's canonical JSON `body`
+/// (`\n` included), the reference's `envelope_line`; `id` made here (UUIDv7) unless
+/// given, the timestamp now.
+pub(super) fn envelope_line(
+    type_: &str,
+    body: &[u8],
+    id: Option<String>,
+) -> PyResult<(String, String, Vec<u8>)> {
     let (ms, micros) = now();
     let id = match id {
         Some(id) => id,
@@ -57,13 +69,13 @@ pub fn encode_envelope<'py>(
     line.extend_from_slice(b"{\"id\":");
     write_string(&mut line, &id, false);
     line.extend_from_slice(b",\"payload\":");
-    line.extend_from_slice(&body);
+    line.extend_from_slice(body);
     line.extend_from_slice(b",\"ts\":\"");
     line.extend_from_slice(ts.as_bytes());
     line.extend_from_slice(b"\",\"type\":");
     write_string(&mut line, type_, false);
     line.extend_from_slice(b",\"v\":1}\n");
-    Ok(Some((id, ts, PyBytes::new(py, &line), copy)))
+    Ok((id, ts, line))
 }
 
 /// A new id (the reference's `new_id`, from the same generator as the lines').
@@ -83,33 +95,17 @@ fn write_value<'py>(
         write_string(out, &s.to_cow().map_err(|_| Unsupported)?, true);
         return Ok(v.clone());
     }
-    if v.is_none() {
-        out.extend_from_slice(b"null");
-        return Ok(v.clone());
-    }
-    if let Ok(b) = v.downcast_exact::<PyBool>() {
-        out.extend_from_slice(if b.is_true() { b"true" } else { b"false" });
-        return Ok(v.clone());
-    }
-    if v.downcast_exact::<PyInt>().is_ok() {
-        if let Ok(i) = v.extract::<i64>() {
-            out.extend_from_slice(i.to_string().as_bytes());
-        } else {
-            // Python's own digits; past its int-to-str limit the reference's path
-            // writes them in chunks.
+    match write_scalar(out, v) {
+        Ok(true) => return Ok(v.clone()),
+        Ok(false) => {}
+        Err(Unsupported) if v.downcast_exact::<PyInt>().is_ok() => {
+            // Past 64 bits: Python's own digits; past its int-to-str limit the
+            // reference's path writes them in chunks.
             let text = v.str().map_err(|_| Unsupported)?;
             out.extend_from_slice(text.to_cow().map_err(|_| Unsupported)?.as_bytes());
+            return Ok(v.clone());
         }
-        return Ok(v.clone());
-    }
-    if let Ok(f) = v.downcast_exact::<PyFloat>() {
-        if !f.value().is_finite() {
-            return Err(Unsupported);
-        }
-        // float.__repr__, as the reference's encoder writes floats.
-        let text = v.repr().map_err(|_| Unsupported)?;
-        out.extend_from_slice(text.to_cow().map_err(|_| Unsupported)?.as_bytes());
-        return Ok(v.clone());
+        Err(e) => return Err(e),
     }
     if depth > MAX_WRITE_DEPTH {
         return Err(Unsupported);
@@ -167,4 +163,28 @@ fn write_value<'py>(
     PyList::new(py, copies)
         .map(Bound::into_any)
         .map_err(|_| Unsupported)
+}
+
+/// Write `v` if it is `None`, a `bool`, an `int` of 64 bits or a finite `float` (exact
+/// types) as the reference writes it, and say whether it was one (`Unsupported`: a
+/// longer `int`, a NaN or an infinity); strings and containers are the caller's.
+pub(super) fn write_scalar(out: &mut Vec<u8>, v: &Bound<'_, PyAny>) -> Result<bool, Unsupported> {
+    if v.is_none() {
+        out.extend_from_slice(b"null");
+    } else if let Ok(b) = v.downcast_exact::<PyBool>() {
+        out.extend_from_slice(if b.is_true() { b"true" } else { b"false" });
+    } else if v.downcast_exact::<PyInt>().is_ok() {
+        let i: i64 = v.extract().map_err(|_| Unsupported)?;
+        out.extend_from_slice(i.to_string().as_bytes());
+    } else if let Ok(f) = v.downcast_exact::<PyFloat>() {
+        if !f.value().is_finite() {
+            return Err(Unsupported);
+        }
+        // float.__repr__, as the reference's encoder writes floats.
+        let text = v.repr().map_err(|_| Unsupported)?;
+        out.extend_from_slice(text.to_cow().map_err(|_| Unsupported)?.as_bytes());
+    } else {
+        return Ok(false);
+    }
+    Ok(true)
 }

@@ -24,14 +24,15 @@ use std::collections::HashMap;
 use std::hash::{BuildHasherDefault, Hasher};
 
 use pyo3::prelude::*;
-use pyo3::types::{PyBool, PyBytes, PyDict, PyFloat, PyInt, PyList, PyString, PyTuple};
+use pyo3::types::{PyBool, PyBytes, PyDict, PyList, PyString, PyTuple};
 
 use super::build::Builder;
+use super::encode::{envelope_line, write_scalar, Unsupported, MAX_WRITE_DEPTH};
 use crate::json::buffers::recycle;
 use crate::json::grammar::{self, Kind, Mode};
 use crate::json::strings::decode_string;
 use crate::json::view::skip_ws;
-use crate::line_format::{format_ts, new_id_at, now, write_string};
+use crate::line_format::write_string;
 
 /// Lines nested deeper are left to the reference's decoder (this builder recurses).
 const NATIVE_DEPTH: usize = 128;
@@ -45,8 +46,6 @@ const SHARED_CAP: usize = 8192;
 const LONG_MIN: usize = 64;
 /// The fewest characters a remembered long string can have (`\u00xx` is 6 bytes).
 const LONG_MIN_CHARS: usize = LONG_MIN / 6;
-/// The reference's `MAX_WRITE_DEPTH` (the payload itself counting as 1).
-const MAX_WRITE_DEPTH: usize = 100;
 
 /// Where a string the reader built came from: its bytes between the quotes, and
 /// whether they hold no escape (then they are its UTF-8 too).
@@ -56,9 +55,6 @@ struct Verbatim {
     end: usize,
     plain: bool,
 }
-
-/// Something this module leaves to the reference.
-struct Declined;
 
 /// FNV-1a: the tables are keyed by short byte strings and object addresses, read
 /// and written once per string of the source (SipHash's resistance to chosen keys
@@ -182,23 +178,7 @@ impl SourceReader {
         if writer.value(payload.as_any(), 1).is_err() {
             return Ok(None);
         }
-        let (ms, micros) = now();
-        let id = match id {
-            Some(id) => id,
-            None => {
-                new_id_at(ms).map_err(|e| pyo3::exceptions::PyOSError::new_err(e.to_string()))?
-            }
-        };
-        let mut line = Vec::with_capacity(writer.out.len() + 128);
-        line.extend_from_slice(b"{\"id\":");
-        write_string(&mut line, &id, false);
-        line.extend_from_slice(b",\"payload\":");
-        line.extend_from_slice(&writer.out);
-        line.extend_from_slice(b",\"ts\":\"");
-        line.extend_from_slice(format_ts(micros).as_bytes());
-        line.extend_from_slice(b"\",\"type\":");
-        write_string(&mut line, type_, false);
-        line.extend_from_slice(b",\"v\":1}\n");
+        let (id, _, line) = envelope_line(type_, &writer.out, id)?;
         Ok(Some((id, PyBytes::new(py, &line))))
     }
 }
@@ -476,7 +456,7 @@ impl<'a> Writer<'a> {
         Some((self.source.get(v.start..v.end)?, v.plain))
     }
 
-    fn string(&mut self, s: &Bound<'_, PyString>) -> Result<(), Declined> {
+    fn string(&mut self, s: &Bound<'_, PyString>) -> Result<(), Unsupported> {
         if let Some((raw, _)) = self.known(s) {
             self.out.push(b'"');
             self.out.extend_from_slice(raw);
@@ -484,49 +464,27 @@ impl<'a> Writer<'a> {
             return Ok(());
         }
         // A lone surrogate cannot be UTF-8: the reference refuses it.
-        write_string(&mut self.out, &s.to_cow().map_err(|_| Declined)?, true);
+        write_string(&mut self.out, &s.to_cow().map_err(|_| Unsupported)?, true);
         Ok(())
     }
 
-    fn value(&mut self, v: &Bound<'_, PyAny>, depth: usize) -> Result<(), Declined> {
+    fn value(&mut self, v: &Bound<'_, PyAny>, depth: usize) -> Result<(), Unsupported> {
         if let Ok(s) = v.downcast_exact::<PyString>() {
             return self.string(s);
         }
-        if v.is_none() {
-            self.out.extend_from_slice(b"null");
-            return Ok(());
-        }
-        if let Ok(b) = v.downcast_exact::<PyBool>() {
-            self.out
-                .extend_from_slice(if b.is_true() { b"true" } else { b"false" });
-            return Ok(());
-        }
-        if v.downcast_exact::<PyInt>().is_ok() {
-            // Past 64 bits: Python's own digits, which the reference writes.
-            let i: i64 = v.extract().map_err(|_| Declined)?;
-            self.out.extend_from_slice(i.to_string().as_bytes());
-            return Ok(());
-        }
-        if let Ok(f) = v.downcast_exact::<PyFloat>() {
-            if !f.value().is_finite() {
-                return Err(Declined);
-            }
-            // float.__repr__, as the reference's encoder writes floats.
-            let text = v.repr().map_err(|_| Declined)?;
-            self.out
-                .extend_from_slice(text.to_cow().map_err(|_| Declined)?.as_bytes());
+        if write_scalar(&mut self.out, v)? {
             return Ok(());
         }
         if depth > MAX_WRITE_DEPTH {
-            return Err(Declined);
+            return Err(Unsupported);
         }
         if let Ok(d) = v.downcast_exact::<PyDict>() {
             let mut entries = Vec::with_capacity(d.len());
             for (k, item) in d.iter() {
-                let key = k.downcast_exact::<PyString>().map_err(|_| Declined)?;
+                let key = k.downcast_exact::<PyString>().map_err(|_| Unsupported)?;
                 let sort_key: Cow<'a, [u8]> = match self.known(key) {
                     Some((raw, true)) => Cow::Borrowed(raw),
-                    _ => match key.to_cow().map_err(|_| Declined)? {
+                    _ => match key.to_cow().map_err(|_| Unsupported)? {
                         Cow::Borrowed(text) => Cow::Owned(text.as_bytes().to_vec()),
                         Cow::Owned(text) => Cow::Owned(text.into_bytes()),
                     },
@@ -552,7 +510,7 @@ impl<'a> Writer<'a> {
         } else if let Ok(t) = v.downcast_exact::<PyTuple>() {
             t.iter().collect()
         } else {
-            return Err(Declined);
+            return Err(Unsupported);
         };
         self.out.push(b'[');
         for (n, item) in items.iter().enumerate() {

@@ -32,6 +32,13 @@ def marks_sticky(sticky: Any, sysprompt: Any, depth: Any) -> bool:
     return sticky is True or sysprompt is True or depth is not None
 
 
+def payload_marks_sticky(payload: Mapping[str, Any]) -> bool:
+    """``marks_sticky`` of a message line's payload (absent keys: not set), as
+    ``Message.from_dict(payload).is_sticky`` says without building the Message."""
+    get = payload.get
+    return marks_sticky(get("sticky"), get("sysprompt"), get("depth"))
+
+
 class _BuiltOnAccess:
     """A field the native core may leave to build on first access.
 

@@ -17,7 +17,7 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 from .._compaction import compacted
 from .._core import Span, SurveyCounts
-from ..messages import Event, marks_sticky
+from ..messages import Event, payload_marks_sticky
 
 
 def _string(payload: Dict[str, Any], key: str) -> Optional[str]:
@@ -45,9 +45,8 @@ def survey(events: Sequence[Event], spans: Sequence[Span]) -> SurveyCounts:
             if not isinstance(role, str):
                 continue
             roles[role] = roles.get(role, 0) + 1
-            sticky = marks_sticky(p.get("sticky"), p.get("sysprompt"), p.get("depth"))
             position[e.id] = len(live)
-            live.append((e.id, sticky, index))
+            live.append((e.id, payload_marks_sticky(p), index))
             answers = _string(p, "tool_call_id") if role == "tool" else None  # SPEC 2.6
             if answers is not None:
                 for op_id in waiting.pop(answers, ()):

@@ -21,16 +21,14 @@ import time
 from typing import Any, Dict, List, Optional, Tuple
 
 from .._compaction import compacted
-from .._fold import message_from_payload
 from ..canonical import MAX_WRITE_DEPTH, dumps, envelope_line, new_id, sha256_digest
 from ..errors import DanglingReference
-from ..messages import message_extras
+from ..messages import message_extras, payload_marks_sticky
 from ..session import dispatched_payload
 from ._report import ImportReport
 from ._writer import CHECKPOINT, Writer, _storable
 
 _FLUSH = 1 << 20
-_STICKY_KEYS = frozenset(("sticky", "sysprompt", "depth"))
 
 
 class _Clock:
@@ -117,9 +115,7 @@ class BulkWriter(Writer):
         if not isinstance(payload.get("role"), str):
             raise TypeError("message role must be str")
         id_ = self._line("message", payload)
-        # The fold's own rule, asked only where one of its keys is set (else never sticky).
-        sticky = not _STICKY_KEYS.isdisjoint(payload) and message_from_payload(payload).is_sticky
-        self.live.append((id_, sticky))
+        self.live.append((id_, payload_marks_sticky(payload)))  # the fold's own rule
         return id_
 
     def _dispatch(self, call_id: str, tool: str, arguments: str) -> str:

@@ -72,7 +72,7 @@ def test_jobs_import_a_tree_in_processes_with_the_same_result(cli, tmp_path):
     for r in shape(two, tmp_path / "two"):
         assert cli("check", str(tmp_path / "two" / r[0])).returncode == 0
     bad = cli("import", "claude-code", str(root), str(tmp_path / "three"), "--jobs", "0")
-    assert bad.returncode == 2 and "1 or more" in bad.stderr
+    assert bad.returncode == 2 and "expected a number >= 1, not 0" in bad.stderr
 
 
 def test_single_file_into_a_directory_and_a_missing_source(cli, tmp_path):

@@ -23,6 +23,7 @@ import sys
 from typing import Any, Callable, Dict, List, Optional, Tuple
 
 from .advice import PROG
+from .arguments import whole_number
 from .output import CliError, Out, visible, want_colour
 
 USAGE_EXIT = "  2  usage error (a wrong or missing argument)"
@@ -38,16 +39,6 @@ appear as \\x1b, \\r, ...; invisible and bidi characters as <U+202E>, ...; rich 
 as the brackets it is. --json keys are spelled as in the Python API (snake_case)."""
 
 NOT_A_TRANSCRIPT_EXIT = "3  not a transcript (missing, unreadable, empty, or no session-meta first line)"
-
-
-def _positive(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a whole number, not {text!r}") from None
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"expected a number >= 0, not {value}")
-    return value
 
 
 FILE_HELP = "the transcript (a .jsonl file written by llm-agent-session)"
@@ -94,9 +85,9 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument("file", metavar="FILE", help=FILE_HELP)
     p.add_argument("--raw", action="store_true", help="every envelope in file order instead (no replay)")
-    p.add_argument("--last", type=_positive, metavar="N", help="only the last N messages (envelopes with --raw)")
+    p.add_argument("--last", type=whole_number(0), metavar="N", help="only the last N messages (envelopes with --raw)")
     p.add_argument("--from", dest="from_id", metavar="ID", help="start at the message (envelope with --raw) with this id")
-    p.add_argument("--max-chars", type=_positive, default=2000, metavar="N",
+    p.add_argument("--max-chars", type=whole_number(0), default=2000, metavar="N",
                    help="shorten tool results (payloads with --raw) to N chars (default 2000)")
     p.add_argument("--full", action="store_true", help="do not shorten anything")
 
@@ -106,7 +97,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument("file", metavar="FILE", help=FILE_HELP)
     p.add_argument("-f", "--follow", action="store_true", help="keep printing new envelopes until Ctrl-C")
-    p.add_argument("-n", "--lines", type=_positive, default=10, metavar="N", help="start with the last N envelopes (default 10)")
+    p.add_argument("-n", "--lines", type=whole_number(0), default=10, metavar="N", help="start with the last N envelopes (default 10)")
     p.add_argument("--json", action="store_true",
                    help="print each envelope as its JSON line (control, bidi and invisible characters as \\uXXXX escapes)")
 
@@ -162,7 +153,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--format", required=True, choices=("html", "markdown", "openai"),
                    help="html: one self-contained page; markdown; openai: a chat-completions messages array (JSON)")
     p.add_argument("-o", "--output", metavar="OUT", help="write to this new file instead of stdout")
-    p.add_argument("--max-chars", type=_positive, default=100_000, metavar="N",
+    p.add_argument("--max-chars", type=whole_number(0), default=100_000, metavar="N",
                    help="shorten each tool result to N chars (default 100000; not for openai)")
     p.add_argument("--full", action="store_true", help="do not shorten tool results")
 

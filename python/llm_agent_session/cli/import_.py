@@ -11,6 +11,7 @@ import os
 from types import ModuleType
 from typing import Any, Callable, List
 
+from .arguments import whole_number
 from .output import CliError, Out
 
 DESCRIPTION = """Import another agent's session files into transcripts. SRC is one file
@@ -44,19 +45,9 @@ def add_parser(add: Callable[..., argparse.ArgumentParser], common: argparse.Arg
     p.add_argument("out", metavar="OUT", help="the transcript (or, for a directory SRC, the directory) to write")
     p.add_argument("--json", action="store_true", help="print every file's report as JSON lines")
     p.add_argument("-v", "--verbose", action="store_true", help="per file, every record type and why any was skipped")
-    p.add_argument("-j", "--jobs", type=_jobs, default=1, metavar="N",
+    p.add_argument("-j", "--jobs", type=whole_number(1), default=1, metavar="N",
                    help="for a directory SRC, import N files at a time in N processes (default 1; "
                         "the per-file lines still come in file order)")
-
-
-def _jobs(text: str) -> int:
-    try:
-        n = int(text)
-    except ValueError:
-        n = 0
-    if n < 1:
-        raise argparse.ArgumentTypeError(f"must be a whole number of processes, 1 or more (not {text!r})")
-    return n
 
 
 def _print_report(out: Out, report: Any, verbose: bool, indent: str = "") -> None:

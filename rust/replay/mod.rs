@@ -181,4 +181,42 @@ mod tests {
         let lines = bad.matches('\n').count() as u64;
         assert_eq!(run(&bad).err().map(|e| e.1), Some(lines));
     }
+
+    #[test]
+    fn two_threads_report_the_first_failure_in_file_order() {
+        // Records cross from the second thread in batches: a failure in the first
+        // part wins over one in the second, and one early in the second part (in
+        // its first batch) over one in a later batch.
+        let body = |bad_at: &[usize]| {
+            let mut data = meta();
+            for i in 0..5000 {
+                let role = if bad_at.contains(&i) {
+                    "1"
+                } else {
+                    r#""user""#
+                };
+                data += &line(
+                    &format!("i{i}"),
+                    "message",
+                    &format!(r#"{{"role":{role}}}"#),
+                );
+            }
+            data
+        };
+        for (bad_at, line_no) in [
+            (vec![10, 4000], 12),
+            (vec![2100, 4900], 2102),
+            (vec![4999], 5001),
+        ] {
+            assert_eq!(
+                run(&body(&bad_at)).err(),
+                Some((
+                    FailureKind::Corrupt,
+                    line_no,
+                    "message payload has no string role".to_owned()
+                )),
+                "{bad_at:?}"
+            );
+        }
+    }
 }

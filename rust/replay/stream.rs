@@ -6,6 +6,8 @@
 //! so lines are read with `pread` into a buffer of [`CHUNK`] bytes (grown only for
 //! a longer line) and forgotten once reduced to a record.
 
+use std::sync::mpsc;
+
 use crate::error::{CoreError, CoreResult};
 use crate::file_io::{read_full, Source};
 use crate::json::grammar::is_blank;
@@ -19,6 +21,14 @@ pub const CHUNK: usize = 1 << 20;
 
 /// Below this a second thread costs more than it saves.
 pub const SPLIT_MIN: u64 = 8 << 20;
+
+/// Where the first thread's part ends, in percent of the file. It also folds
+/// every record, its own as it reads them and then the second part's while the
+/// second thread still reads, so it reads less than half.
+const SPLIT_PERCENT: u64 = 40;
+
+/// Records the second thread hands over at a time.
+const BATCH: usize = 1024;
 
 /// The lines of bytes `[start, end)` of a source, in order.
 pub struct LineReader<'a, S: Source + ?Sized> {
@@ -128,10 +138,7 @@ pub fn replay_split_from<S: Source + Sync + ?Sized>(
     split_min: u64,
 ) -> CoreResult<Fold> {
     let split = if size >= split_min {
-        // The first thread also folds its part as it reads (~17% of a line's
-        // instructions, callgrind) and the second's part is folded after the join:
-        // both threads end together, and the whole ends soonest, near 45%.
-        line_start_after(src, size / 100 * 45, size)?
+        line_start_after(src, size / 100 * SPLIT_PERCENT, size)?
     } else {
         size
     };
@@ -139,19 +146,37 @@ pub fn replay_split_from<S: Source + Sync + ?Sized>(
     if split >= size {
         fold_range(src, 0, size, &mut fold)?;
     } else {
-        // The first part is folded as it is read; the second is only validated and
-        // reduced meanwhile, then folded in order. Measured on a 256 MB transcript
-        // (2 cores): 0.33 s on one thread, 0.19 s on two.
-        let (first, second) = std::thread::scope(|scope| {
-            let second = scope.spawn(|| reduce_range(src, split, size));
-            let first = fold_range(src, 0, split, &mut fold);
-            (first, second.join())
+        // The first part is folded as it is read; the second is validated and
+        // reduced meanwhile and handed over in batches, which the first thread folds,
+        // in order, as soon as its own part is done (while the second still reads).
+        let (batches, handed) = mpsc::channel::<Vec<Reduced>>();
+        let (folded, second) = std::thread::scope(|scope| {
+            let second = scope.spawn(move || reduce_range(src, split, size, &batches));
+            // `handed` is dropped when this returns, so a second thread still
+            // reading after a failure here stops at its next batch.
+            let folded = fold_range(src, 0, split, &mut fold)
+                .and_then(|first_lines| fold_handed(&mut fold, handed, first_lines));
+            (folded, second.join())
         });
-        let first_lines = first?;
-        let (reduced, _) = second.map_err(|_| {
+        folded?;
+        second.map_err(|_| {
             CoreError::Io(std::io::Error::other("the replay's second thread failed"))
         })??;
-        for item in reduced {
+    }
+    fold.finish(size).map_err(CoreError::Failure)?;
+    Ok(fold)
+}
+
+/// Fold the second part's records as they arrive, numbering their lines after
+/// the first part's `first_lines`; ends when the second thread is done (or at
+/// its bad line).
+fn fold_handed(
+    fold: &mut Fold,
+    handed: mpsc::Receiver<Vec<Reduced>>,
+    first_lines: u64,
+) -> CoreResult<()> {
+    for batch in handed {
+        for item in batch {
             match item {
                 Reduced::Record(mut rec) => {
                     rec.line += first_lines;
@@ -164,8 +189,7 @@ pub fn replay_split_from<S: Source + Sync + ?Sized>(
             }
         }
     }
-    fold.finish(size).map_err(CoreError::Failure)?;
-    Ok(fold)
+    Ok(())
 }
 
 /// Fold the lines of `[start, end)`; returns how many lines it read.
@@ -188,27 +212,37 @@ fn fold_range<S: Source + ?Sized>(
     Ok(reader.lines)
 }
 
-/// Validate and reduce the lines of `[start, end)`, stopping at the first bad one.
+/// Validate and reduce the lines of `[start, end)`, handing them over in batches
+/// of [`BATCH`], stopping at the first bad one (or when nobody takes them any more).
 fn reduce_range<S: Source + ?Sized>(
     src: &S,
     start: u64,
     end: u64,
-) -> CoreResult<(Vec<Reduced>, u64)> {
+    out: &mpsc::Sender<Vec<Reduced>>,
+) -> CoreResult<()> {
     let mut reader = LineReader::new(src, start, end);
-    let mut out = Vec::new();
+    let mut batch = Vec::with_capacity(BATCH);
     while let Some((line, offset, raw)) = reader.next_line()? {
         if is_blank(raw) {
             continue;
         }
         match record_of(raw, line, offset) {
-            Ok(rec) => out.push(Reduced::Record(rec)),
+            Ok(rec) => batch.push(Reduced::Record(rec)),
             Err(bad) => {
-                out.push(Reduced::Bad(bad));
+                batch.push(Reduced::Bad(bad));
                 break;
             }
         }
+        if batch.len() == BATCH {
+            let full = std::mem::replace(&mut batch, Vec::with_capacity(BATCH));
+            if out.send(full).is_err() {
+                return Ok(()); // the first part failed: its error is the one reported
+            }
+        }
     }
-    Ok((out, reader.lines))
+    // A closed channel here means the same as above.
+    let _ = out.send(batch);
+    Ok(())
 }
 
 /// The offset just past the first `\n` at or after `from` (or `end`).

@@ -62,3 +62,69 @@ def test_an_append_between_syncs(session: Session) -> None:
     with pytest.raises(TranscriptConflict):
         session.sync_messages(msgs + [user_message("b")])
     assert session.sync_messages(list(session.messages) + [user_message("b")])
+
+
+@pytest.mark.parametrize(
+    "a, b, expected",
+    [
+        ([], [], 0),
+        ([], ["x"], 0),
+        (["same"], [], 0),
+        # Equal is not identical: JSON keeps 1, 1.0 and True apart (SPEC 3).
+        ([1.5, True], [1.5, 1], 1),
+        ([user_message("a")], [user_message("a")], 0),
+    ],
+)
+def test_identical_prefix_counts_the_very_same_objects(a: list, b: list, expected: int) -> None:
+    from llm_agent_session import _backend
+
+    shared = [object() for _ in range(3)]
+    assert _backend.core.identical_prefix(shared + a, shared + b) == len(shared) + expected
+    assert _backend.core.identical_prefix(a, b) == expected
+
+
+def test_identical_prefix_finds_a_replacement_anywhere() -> None:
+    from llm_agent_session import _backend
+
+    items = [user_message(str(i)) for i in range(3000)]
+    for at in (0, 1, 1499, 2999):
+        other = list(items)
+        other[at] = user_message(str(at))  # equal by value, another object
+        assert _backend.core.identical_prefix(items, other) == at
+        assert _backend.core.identical_prefix(other, items) == at
+    assert _backend.core.identical_prefix(items, items[:2000]) == 2000
+
+
+@pytest.mark.parametrize("kind", [tuple, list, type("MyList", (list,), {})])
+def test_any_sequence_syncs_and_a_list_is_read_as_it_is(session: Session, kind: Any) -> None:
+    msgs: list = [user_message(f"q{i}") for i in range(5)]
+    assert len(session.sync_messages(kind(msgs))) == 5
+    msgs.append(assistant_message("a"))
+    assert len(session.sync_messages(kind(msgs))) == 1
+    msgs[2] = user_message("changed")
+    with pytest.raises(TranscriptConflict):
+        session.sync_messages(kind(msgs))
+
+
+def test_an_appended_message_is_what_a_load_reads(session: Session) -> None:
+    # A plain Message (text, no tool calls) is kept as the very object in the live list;
+    # any other is built again from the line written. Either way a load agrees.
+    from llm_agent_session import Message, Session as S
+
+    Sub = type("Sub", (Message,), {})
+    given = [
+        user_message("plain"),
+        Message("system", "sys", sysprompt=True),
+        Message("user", "deep", depth=3),
+        Message("tool", "out", tool_call_id="c1"),
+        Message("assistant", None, tool_calls=[{"id": "c", "type": "function", "function": {"name": "f", "arguments": "{}"}}]),
+        Sub("user", "subclass"),
+    ]
+    for m in given:
+        session.append_message(m, extra={"finish-reason": "stop", "role": "ignored"})
+    live = session.messages
+    assert live[0] is given[0]
+    assert type(live[-1]) is Message
+    session.close()
+    with S.load(session.path) as loaded:
+        assert live == loaded.messages == [Message.from_dict(m.to_dict()) for m in given]

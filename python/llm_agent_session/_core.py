@@ -119,3 +119,6 @@ class Core(Protocol):
     @property
     def append_size(self) -> Optional[AppendSize]:
         """The check of every append in one call; None: ``Session`` runs ``os.fstat``."""
+
+    def identical_prefix(self, a: List[Any], b: List[Any]) -> int:
+        """How many leading items of `a` and `b` are the very same objects (``is``)."""

@@ -216,10 +216,13 @@ class FoldState:
 
     # -- the fold ----------------------------------------------------------------------------
 
-    def apply(self, id_: str, type_: str, ts: str, payload: Dict[str, Any]) -> None:
-        """Fold one envelope in; `check` must have passed for it."""
+    def apply(
+        self, id_: str, type_: str, ts: str, payload: Dict[str, Any], message: Optional[Message] = None
+    ) -> None:
+        """Fold one envelope in; `check` must have passed for it. `message`: for a
+        `message`, the Message its payload makes, if the caller has one (an append)."""
         if type_ == "message":
-            msg = message_from_payload(payload)
+            msg = message if message is not None else message_from_payload(payload)
             if self.index is not None:
                 self.index[id_] = len(self.ids)
             self.ids.append(id_)

@@ -12,6 +12,7 @@ __all__ = [
     "encode_envelope",
     "new_id",
     "append_size",
+    "identical_prefix",
     "SourceReader",
     "replay",
     "scan",
@@ -52,6 +53,9 @@ def new_id() -> str:
 
 def append_size(fd: int, path: str) -> int:
     """The size of ``fd`` if it has a link and ``path`` names its inode, else -1."""
+
+def identical_prefix(a: List[Any], b: List[Any]) -> int:
+    """How many leading items of ``a`` and ``b`` are the very same objects."""
 
 @final
 class SourceReader:

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import contextlib
-import operator
 import os
 import threading
 import weakref
@@ -61,21 +60,26 @@ def _require(value: Any, types: Tuple[type, ...], what: str, *, optional: bool =
         raise TypeError(f"{what} must be {names}, not {type(value).__name__}")
 
 
+def _plain(msg: Message) -> bool:
+    """The common shapes in one test: a role and text, no tool calls, every field an
+    immutable value of its exact type (so nothing of it can change after a check)."""
+    return (
+        type(msg.role) is str
+        and (msg.content is None or type(msg.content) is str)
+        and msg.tool_calls is None
+        and (msg.tool_call_id is None or type(msg.tool_call_id) is str)
+        and msg.name is None
+        and type(msg.sticky) is bool
+        and type(msg.sysprompt) is bool
+        and msg.depth is None
+    )
+
+
 def as_message(message: MessageLike) -> Message:
     """A checked Message from a Message or a mapping in its shape (unknown keys ignored)."""
     if isinstance(message, Message):
         msg = message
-        # The common shapes in one test, so most appends skip the checks below.
-        if (
-            type(msg.role) is str
-            and (msg.content is None or type(msg.content) is str)
-            and msg.tool_calls is None
-            and (msg.tool_call_id is None or type(msg.tool_call_id) is str)
-            and msg.name is None
-            and type(msg.sticky) is bool
-            and type(msg.sysprompt) is bool
-            and msg.depth is None
-        ):
+        if _plain(msg):  # most appends skip the checks below
             return msg
     elif isinstance(message, Mapping):
         msg = Message.from_dict(message)
@@ -449,7 +453,10 @@ class Session:
         cannot carry exactly (nothing written), SessionClosed, SessionBroken, OSError
         from the write (the file is truncated back).
         """
-        msg = as_message(message)
+        # A plain Message holds nothing that can change, so the live list may keep this
+        # very object instead of one built again from the written payload (equal to it).
+        kept = message if type(message) is Message and _plain(message) else None
+        msg = kept if kept is not None else as_message(message)
         payload: Dict[str, Any] = {}
         if extra is not None:
             if not isinstance(extra, Mapping):
@@ -461,7 +468,7 @@ class Session:
             payload.update(msg.to_dict())
         else:
             payload = msg.to_dict()  # a new dict already
-        return self._append("message", payload, "message")
+        return self._append("message", payload, "message", message=kept)
 
     def append_grants(self, grants: Mapping[str, Any]) -> str:
         """Record the whole permission snapshot (a JSON-able mapping), always fsynced;
@@ -647,22 +654,20 @@ class Session:
         longest common prefix is written, followed by the rest of the list (SPEC 10.1).
         Every new message is checked before the first line is written, so a bad one
         leaves the transcript as it was. Returns the new messages' ids. Cost: one
-        identity check per message (a C-speed pass, tens of nanoseconds a message: a
-        Python list gives no sign that an item was replaced, so a sound check reads
-        them all) plus O(new) when the list reuses the session's message objects; one
-        serialisation per message compared where it does not.
+        identity check per message (a pass over the list's pointers, about a nanosecond
+        a message on the native core: a Python list gives no sign that an item was
+        replaced, so a sound check reads them all) plus O(new) when the list reuses the
+        session's message objects; one serialisation per message compared where it does not.
         """
-        given = list(messages)
+        # A list is read as it is (copying it would touch every item's reference count).
+        given = messages if type(messages) is list else list(messages)
         with self._lock:
             current = self._state.messages
             n = len(current)
             synced = self._synced if self._synced is not None and len(self._synced) == n else current
-            # `is` first, at C speed: a loop usually hands back the very objects it synced
-            # (or `messages` gave it) before; only the rest are compared, as JSON.
-            if all(map(operator.is_, given, synced)):
-                by_identity = min(n, len(given))
-            else:
-                by_identity = list(map(operator.is_, given, synced)).index(False)
+            # `is` first: a loop usually hands back the very objects it synced (or
+            # `messages` gave it) before; only the rest are compared, as JSON.
+            by_identity = _backend.core.identical_prefix(given, synced)
             common = by_identity
             for have, mine, known in zip(current[common:], given[common:], synced[common:]):
                 # Compared as JSON, not with `==`: Python says True == 1 == 1.0, the
@@ -792,7 +797,10 @@ class Session:
         *,
         force_fsync: bool = False,
         id_: Optional[str] = None,
+        message: Optional[Message] = None,
     ) -> str:
+        """Write one envelope. `message`: the Message a `message` payload makes, when the
+        caller has it (see `FoldState.apply`)."""
         core = _backend.core
         encode = core.encode_envelope
         with self._lock:
@@ -824,7 +832,7 @@ class Session:
             self._write_line(fd, size, line, force_fsync)
             if type_ != "message":
                 self._synced = None  # live messages may have moved or changed
-            self._state.apply(new, type_, ts, payload)
+            self._state.apply(new, type_, ts, payload, message)
             self._appended_at[new] = len(self._appended_raw)
             self._appended_raw.append((new, type_, ts, payload))
             return new

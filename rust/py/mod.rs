@@ -121,6 +121,27 @@ fn tail_check(py: Python<'_>, fd: i32, size: u64) -> PyResult<Bound<'_, PyAny>> 
     )
 }
 
+/// How many leading items of `a` and `b` are the very same objects (`is`): the
+/// identity pass of `Session.sync_messages`. It reads the two lists' item pointers
+/// and touches no item (no reference count), so a 10,000-message list costs
+/// microseconds; `_pure/core.py` has the reference.
+#[pyfunction]
+fn identical_prefix(a: &Bound<'_, PyList>, b: &Bound<'_, PyList>) -> usize {
+    let n = a.len().min(b.len());
+    let (a, b) = (a.as_ptr(), b.as_ptr());
+    (0..n)
+        .take_while(|&i| {
+            // Below both lengths, so it fits.
+            let i = i as pyo3::ffi::Py_ssize_t;
+            // SAFETY: `a` and `b` are lists (PyO3 checked their type) that this call
+            // holds with the GIL held; `i` is below both lengths, and nothing here runs
+            // Python code that could shrink them. `PyList_GetItem` returns a borrowed
+            // pointer, only compared, never dereferenced or kept.
+            unsafe { pyo3::ffi::PyList_GetItem(a, i) == pyo3::ffi::PyList_GetItem(b, i) }
+        })
+        .count()
+}
+
 /// The size of `fd` if appending to it is still safe: it has a link, and `path`
 /// (followed, as `os.stat` follows it) names the same inode; else -1 (deleted or
 /// replaced). The check of every append (SPEC 3), in one call: the reference is
@@ -358,6 +379,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(encode::new_id, m)?)?;
     m.add_class::<import::SourceReader>()?;
     m.add_function(wrap_pyfunction!(append_size, m)?)?;
+    m.add_function(wrap_pyfunction!(identical_prefix, m)?)?;
     let line_problem = py.get_type::<LineProblem>();
     line_problem.setattr("__module__", "llm_agent_session._native")?;
     m.add("LineProblem", line_problem)?;

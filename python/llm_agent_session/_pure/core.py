@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from typing import List, Optional, Tuple
+import operator
+from typing import Any, List, Optional, Tuple
 
 from .._core import AppendSize, EncodeEnvelope, Replayed, Scanned
 from .._fold import message_from_payload
@@ -11,12 +12,28 @@ from . import replay as _replay
 from .survey import survey
 from .tail_check import copy_prefix, tail_check
 
-__all__ = ["name", "tail_check", "copy_prefix", "replay", "scan", "encode_envelope", "append_size"]
+__all__ = [
+    "name",
+    "tail_check",
+    "copy_prefix",
+    "replay",
+    "scan",
+    "encode_envelope",
+    "append_size",
+    "identical_prefix",
+]
 
 name = "pure"
 # ``Session`` runs the reference's serialiser (``canonical``) and append check itself.
 encode_envelope: Optional[EncodeEnvelope] = None
 append_size: Optional[AppendSize] = None
+
+
+def identical_prefix(a: List[Any], b: List[Any]) -> int:
+    """How many leading items of `a` and `b` are the very same objects (``is``)."""
+    if all(map(operator.is_, a, b)):  # at C speed, the usual answer: all of them
+        return min(len(a), len(b))
+    return list(map(operator.is_, a, b)).index(False)
 
 
 def replay(fd: int, size: int, path: Optional[str] = None) -> Replayed:

@@ -17,7 +17,7 @@
 
 use std::collections::HashMap;
 
-use crate::replay::id::Id;
+use crate::replay::id::IdTable;
 use std::fs::File;
 use std::sync::Arc;
 
@@ -500,20 +500,20 @@ impl SectionTexts {
 /// `Session.message_extra` finds one line without reading the file again.
 #[pyclass(frozen, module = "llm_agent_session._native")]
 pub struct EnvelopeIds {
-    at: HashMap<Id, usize>,
+    at: IdTable,
 }
 
 impl EnvelopeIds {
-    pub fn new(at: HashMap<Id, usize>) -> Self {
+    pub fn new(at: IdTable) -> Self {
         EnvelopeIds { at }
     }
 }
 
 impl Drop for EnvelopeIds {
     fn drop(&mut self) {
-        // A pyclass is dropped with the GIL held, and freeing a big map takes milliseconds:
-        // every other thread, an event loop among them, would wait. A big map
-        // is freed on a thread of its own (if none can be started, it is freed here).
+        // A pyclass is dropped with the GIL held, and returning a big table's pages takes
+        // milliseconds: every other thread, an event loop among them, would wait. A big
+        // table is freed on a thread of its own (if none can be started, it is freed here).
         if self.at.len() > 10_000 {
             let at = std::mem::take(&mut self.at);
             let _ = std::thread::Builder::new()
@@ -530,6 +530,6 @@ impl EnvelopeIds {
     }
 
     fn get(&self, id: &str) -> Option<usize> {
-        self.at.get(id).copied()
+        self.at.get(id)
     }
 }

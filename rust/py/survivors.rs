@@ -87,7 +87,7 @@ pub fn fold_state<'py>(
     let mut turn = GilTurns::default();
     for m in &fold.live {
         turn.take(py);
-        ids.append(&m.id)?;
+        ids.append(m.id.as_str())?;
         let content = match m.stub {
             Some(stub) => Some(value_at(&mut b, &mut last, file, stub)?),
             None => None,
@@ -137,7 +137,7 @@ pub fn fold_state<'py>(
         pending.append(call_kw!(
             py,
             dispatched_operation,
-            op_id = &op.op_id,
+            op_id = op.op_id.as_str(),
             ts = env.ts.as_ref(),
             payload = b.dict(&raw, &fields)?,
             state = state,
@@ -146,12 +146,12 @@ pub fn fold_state<'py>(
     let settled = PyList::empty(py);
     for id in &fold.settled {
         turn.take(py);
-        settled.append(id)?;
+        settled.append(id.as_str())?;
     }
     let section_lines = PyDict::new(py);
     for s in &fold.sections {
         turn.take(py);
-        section_lines.set_item(&s.digest, &s.line_id)?;
+        section_lines.set_item(&s.digest, s.line_id.as_str())?;
     }
     let sections = match texts {
         Some(texts) => named::LAZY_TEXTS

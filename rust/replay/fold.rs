@@ -11,7 +11,7 @@ use std::collections::{HashMap, HashSet};
 use crate::error::{CoreFailure, FailureKind};
 use crate::json::grammar::Span;
 use crate::message_rules;
-use crate::replay::id::Id;
+use crate::replay::id::{Id, IdTable};
 use crate::replay::records::{BadLine, Body, Record};
 
 /// A line of the file: where it is.
@@ -39,7 +39,7 @@ pub enum MessageSource {
 
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct LiveMessage {
-    pub id: String,
+    pub id: Id,
     /// Index of its line in `Fold::events`.
     pub event: usize,
     pub source: MessageSource,
@@ -50,7 +50,7 @@ pub struct LiveMessage {
 
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct PendingOp {
-    pub op_id: String,
+    pub op_id: Id,
     pub line: LineRef,
     pub payload: Span,
     /// `result-recorded` rather than `dispatched`.
@@ -62,7 +62,7 @@ pub struct SectionRef {
     pub digest: String,
     pub text: ValueRef,
     /// Id of the line that carries it.
-    pub line_id: String,
+    pub line_id: Id,
 }
 
 /// What an envelope is to the fold, by its index in `events`.
@@ -103,15 +103,15 @@ pub struct Fold {
     pub live: Vec<LiveMessage>,
     pub grants: Option<ValueRef>,
     pending: Vec<PendingSlot>,
-    pub settled: Vec<String>,
+    pub settled: Vec<Id>,
     /// call id -> the last operation dispatched for it that waits for its `tool`
     /// message (the others by `same_call_before`); settled ones are skipped.
-    waiting_by_call: HashMap<String, usize>,
+    waiting_by_call: HashMap<Id, usize>,
     pub sections: Vec<SectionRef>,
     section_digests: HashSet<String>,
     /// Every envelope id -> its index in `events` (also the duplicate-id check):
     /// `Session.message_extra` finds a line by id without reading the file again.
-    pub envelope_at: HashMap<Id, usize>,
+    pub envelope_at: IdTable,
 }
 
 fn fail(kind: FailureKind, rec: &Record, reason: impl Into<String>) -> CoreFailure {
@@ -141,7 +141,7 @@ impl Fold {
         Fold {
             events: Vec::with_capacity(expected_lines),
             slots: Vec::with_capacity(expected_lines),
-            envelope_at: HashMap::with_capacity(expected_lines),
+            envelope_at: IdTable::with_capacity(expected_lines),
             ..Default::default()
         }
     }
@@ -198,7 +198,7 @@ impl Fold {
 
     /// What the envelope with this id is: its index in `events` and its slot.
     fn slot(&self, id: &str) -> (usize, Slot) {
-        let e = self.envelope_at.get(id).copied().unwrap_or(usize::MAX);
+        let e = self.envelope_at.get(id).unwrap_or(usize::MAX);
         (e, self.slots.get(e).copied().unwrap_or_default())
     }
 
@@ -226,7 +226,7 @@ impl Fold {
     }
 
     /// Check one envelope against the state, then fold it in.
-    pub fn feed(&mut self, mut rec: Record) -> Result<(), CoreFailure> {
+    pub fn feed(&mut self, rec: Record) -> Result<(), CoreFailure> {
         let line = LineRef {
             offset: rec.offset,
             len: rec.len,
@@ -248,33 +248,22 @@ impl Fold {
             });
         }
         // One hash per line: the reference adds the id before its fold check too.
-        // The map keeps the record's own id; only what the fold keeps by id (a live
-        // message, a pending operation, a section's line) needs a copy of its own.
         let next = self.events.len();
-        let keeps_id = match &rec.body {
-            Body::Message(Ok(_)) | Body::Dispatched(Ok(_)) | Body::Compaction(Ok(_)) => true,
-            Body::RunContext(sections) => !sections.is_empty(),
-            _ => false,
-        };
-        let id = std::mem::take(&mut rec.id);
-        let own_id = keeps_id.then(|| id.to_string());
-        match self.envelope_at.entry(id) {
-            Entry::Vacant(slot) => {
-                slot.insert(next);
-            }
-            Entry::Occupied(taken) => {
-                let shown = show(taken.key());
-                return Err(fail(
-                    FailureKind::Corrupt,
-                    &rec,
-                    format!("duplicate envelope id {shown} (an earlier line has it)"),
-                ));
-            }
+        if self.envelope_at.push(&rec.id).is_err() {
+            return Err(fail(
+                FailureKind::Corrupt,
+                &rec,
+                format!(
+                    "duplicate envelope id {} (an earlier line has it)",
+                    show(&rec.id)
+                ),
+            ));
         }
+        debug_assert_eq!(self.envelope_at.len(), next + 1);
         self.check(&rec)?;
         self.events.push(line);
         self.slots.push(Slot::Nothing);
-        self.apply(rec, own_id.unwrap_or_default(), line);
+        self.apply(rec, line);
         Ok(())
     }
 
@@ -364,9 +353,10 @@ impl Fold {
         }
     }
 
-    /// `id`: the record's id where the fold keeps it (else empty).
-    fn apply(&mut self, rec: Record, id: String, line: LineRef) {
-        let Record { payload, body, .. } = rec;
+    fn apply(&mut self, rec: Record, line: LineRef) {
+        let Record {
+            id, payload, body, ..
+        } = rec;
         let event = self.events.len() - 1;
         match body {
             Body::Message(Ok(m)) => {

@@ -11,6 +11,7 @@ pub use stream::replay;
 #[cfg(test)]
 mod tests {
     use super::fold::MessageSource;
+    use super::id::Id;
     use super::stream::replay_split_from;
     use super::*;
     use crate::error::{CoreError, CoreResult, FailureKind};
@@ -108,7 +109,7 @@ mod tests {
             .map(|p| (p.op_id.as_str(), p.recorded))
             .collect();
         assert_eq!(pending, vec![("d1", true), ("d2", false)]);
-        assert_eq!(f.settled, vec!["d3"]);
+        assert_eq!(f.settled, vec![Id::from("d3")]);
         assert_eq!(f.sections.len(), 1);
     }
 
@@ -125,7 +126,7 @@ mod tests {
         .concat();
         let f = run(&data).unwrap();
         assert_eq!(live_ids(&f), vec!["s", "a", "c"]);
-        assert_eq!(f.envelope_at.get("b"), Some(&3));
+        assert_eq!(f.envelope_at.get("b"), Some(3));
         let all = data + &line("w2", "rewind", r#"{"to-id":null}"#);
         assert!(run(&all).unwrap().live.is_empty());
     }

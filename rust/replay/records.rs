@@ -45,11 +45,11 @@ pub enum Body {
     Compaction(Result<CompactionFacts, &'static str>),
     Elision(Result<Vec<ElisionItem>, &'static str>),
     Grants(Result<Span, &'static str>),
-    Dispatched(Result<String, &'static str>),
+    Dispatched(Result<Id, &'static str>),
     Settled(Result<SettledFacts, &'static str>),
     RunContext(Vec<Section>),
     /// `to-id`: `None` for null (SPEC 10.1: nothing live is left).
-    Rewind(Result<Option<String>, &'static str>),
+    Rewind(Result<Option<Id>, &'static str>),
     /// `session-meta` and every type the fold leaves alone.
     Other,
 }
@@ -57,25 +57,25 @@ pub enum Body {
 #[derive(Clone, Debug)]
 pub struct MessageFacts {
     /// `tool_call_id`, when it is a string.
-    pub tool_call_id: Option<String>,
+    pub tool_call_id: Option<Id>,
     /// `Message.is_sticky`: `sticky is True or sysprompt is True or depth is not None`.
     pub sticky: bool,
 }
 
 #[derive(Clone, Debug)]
 pub struct CompactionFacts {
-    pub through: String,
+    pub through: Id,
     /// The summary string's token.
     pub summary: Span,
 }
 
 /// One elision item: `None` when it is not an object with a string id and a stub
 /// (checked in order, after the items before it resolved).
-pub type ElisionItem = Option<(String, Span)>;
+pub type ElisionItem = Option<(Id, Span)>;
 
 #[derive(Clone, Debug)]
 pub struct SettledFacts {
-    pub op_id: String,
+    pub op_id: Id,
     /// Why `artifact` is refused, checked after the operation is known pending.
     pub artifact_problem: Option<String>,
 }
@@ -145,10 +145,7 @@ pub fn record_of(raw: &[u8], line: u64, offset: u64) -> Result<Record, BadLine> 
 
 fn body_of(raw: &[u8], type_: &str, entries: &[Entry]) -> Body {
     let get = |key: &str| json_view::get(raw, entries, key);
-    let text = |item: Option<Item>| {
-        item.and_then(|i| json_view::text(raw, i))
-            .map(|t| t.into_owned())
-    };
+    let text = |item: Option<Item>| item.and_then(|i| json_view::text(raw, i)).map(id_of);
     match type_ {
         "message" => Body::Message(match get("role") {
             Some(role) if role.kind == Kind::String => Ok(MessageFacts {
@@ -184,7 +181,7 @@ fn body_of(raw: &[u8], type_: &str, entries: &[Entry]) -> Body {
             None => Err("rewind has no to-id"),
             Some(to) if to.kind == Kind::Null => Ok(None),
             Some(to) => json_view::text(raw, to)
-                .map(|t| Some(t.into_owned()))
+                .map(|t| Some(id_of(t)))
                 .ok_or("rewind to-id is neither a string nor null"),
         }),
         _ => Body::Other,
@@ -202,7 +199,7 @@ fn compaction(
     };
     match through.and_then(|t| json_view::text(raw, t)) {
         Some(through) => Ok(CompactionFacts {
-            through: through.into_owned(),
+            through: id_of(through),
             summary,
         }),
         None => Err("compaction has no string replaces-through-id"),
@@ -220,7 +217,7 @@ fn elision(raw: &[u8], items: Option<Item>) -> Result<Vec<ElisionItem>, &'static
             let entries = json_view::members(raw, item)?;
             let id = json_view::get(raw, &entries, "id").and_then(|i| json_view::text(raw, i))?;
             let stub = json_view::get(raw, &entries, "stub")?;
-            Some((id.into_owned(), stub.span))
+            Some((id_of(id), stub.span))
         })
         .collect())
 }
@@ -247,7 +244,7 @@ fn settled(raw: &[u8], entries: &[Entry]) -> Result<SettledFacts, &'static str> 
         }
     };
     Ok(SettledFacts {
-        op_id: op_id.into_owned(),
+        op_id: id_of(op_id),
         artifact_problem,
     })
 }
@@ -289,6 +286,11 @@ fn sections(raw: &[u8], sections: Option<Item>) -> Vec<Section> {
             })
         })
         .collect()
+}
+
+/// An id or reference as the fold keeps it (inline when short: no allocation).
+fn id_of(text: Cow<'_, str>) -> Id {
+    Id::from(text.as_ref())
 }
 
 /// `s[:n]` of an id or reference, as the reference's reasons show it.

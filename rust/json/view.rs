@@ -128,10 +128,15 @@ pub fn members(s: &[u8], obj: Item) -> Option<Vec<Entry>> {
     if obj.kind != Kind::Object {
         return None;
     }
+    object_at(s, obj.span.0).map(|(entries, _)| entries)
+}
+
+/// The members of the object whose `{` is at `i`, and the index just past its `}`.
+fn object_at(s: &[u8], i: usize) -> Option<(Vec<Entry>, usize)> {
     let mut out = Vec::new();
-    let mut at = skip_ws(s, obj.span.0 + 1);
+    let mut at = skip_ws(s, i + 1);
     if s.get(at) == Some(&b'}') {
-        return Some(out);
+        return Some((out, at + 1));
     }
     loop {
         if s.get(at) != Some(&b'"') {
@@ -149,7 +154,37 @@ pub fn members(s: &[u8], obj: Item) -> Option<Vec<Entry>> {
         at = skip_ws(s, value.span.1);
         match s.get(at)? {
             b',' => at = skip_ws(s, at + 1),
-            b'}' => return Some(out),
+            b'}' => return Some((out, at + 1)),
+            _ => return None,
+        }
+    }
+}
+
+/// The members of each element of the array `arr` (None for an element that is not
+/// an object), each element walked once: `elements` then `members` walked every
+/// object twice, and the texts inside them (run-context sections) are long.
+pub fn element_members(s: &[u8], arr: Item) -> Option<Vec<Option<Vec<Entry>>>> {
+    if arr.kind != Kind::Array {
+        return None;
+    }
+    let mut out = Vec::new();
+    let mut at = skip_ws(s, arr.span.0 + 1);
+    if s.get(at) == Some(&b']') {
+        return Some(out);
+    }
+    loop {
+        let end = if s.get(at) == Some(&b'{') {
+            let (entries, end) = object_at(s, at)?;
+            out.push(Some(entries));
+            end
+        } else {
+            out.push(None);
+            skip_value(s, at)?.span.1
+        };
+        at = skip_ws(s, end);
+        match s.get(at)? {
+            b',' => at = skip_ws(s, at + 1),
+            b']' => return Some(out),
             _ => return None,
         }
     }
@@ -238,6 +273,17 @@ mod tests {
         assert_eq!(text(s, els[2]).unwrap(), "s\\");
         let inner = members(s, els[1]).unwrap();
         assert_eq!(text(s, inner[0].value).unwrap(), "]}\"");
+        let each = element_members(s, first).unwrap();
+        assert_eq!(each.len(), 3);
+        assert!(each[0].is_none() && each[2].is_none());
+        assert_eq!(each[1].as_deref(), Some(&inner[..]));
+        let empty = br#"[ ]"#;
+        assert_eq!(element_members(empty, root(empty).unwrap()), Some(vec![]));
+        let nested = br#"[{"a":{"b":[1,"}"]}} , {}]"#;
+        let each = element_members(nested, root(nested).unwrap()).unwrap();
+        assert_eq!(each.len(), 2);
+        assert_eq!(each[0].as_ref().map(Vec::len), Some(1));
+        assert_eq!(each[1].as_ref().map(Vec::len), Some(0));
     }
 
     #[test]
@@ -247,6 +293,8 @@ mod tests {
             b"{\"a\"",
             b"{\"a\":",
             b"[1,",
+            b"[{\"a\":1",
+            b"[{},",
             b"\"abc",
             b"{\"a\":1 x",
             b"]",
@@ -255,6 +303,7 @@ mod tests {
             if let Some(top) = root(s) {
                 let _ = members(s, top);
                 let _ = elements(s, top);
+                let _ = element_members(s, top);
             }
         }
     }

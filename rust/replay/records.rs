@@ -208,13 +208,13 @@ fn compaction(
 
 fn elision(raw: &[u8], items: Option<Item>) -> Result<Vec<ElisionItem>, &'static str> {
     let items = match items {
-        Some(i) if i.kind == Kind::Array => json_view::elements(raw, i).unwrap_or_default(),
+        Some(i) if i.kind == Kind::Array => json_view::element_members(raw, i).unwrap_or_default(),
         _ => return Err("elision has no items list"),
     };
     Ok(items
         .into_iter()
-        .map(|item| {
-            let entries = json_view::members(raw, item)?;
+        .map(|entries| {
+            let entries = entries?;
             let id = json_view::get(raw, &entries, "id").and_then(|i| json_view::text(raw, i))?;
             let stub = json_view::get(raw, &entries, "stub")?;
             Some((id_of(id), stub.span))
@@ -272,11 +272,11 @@ fn sections(raw: &[u8], sections: Option<Item>) -> Vec<Section> {
     let Some(list) = sections.filter(|s| s.kind == Kind::Array) else {
         return Vec::new();
     };
-    json_view::elements(raw, list)
+    json_view::element_members(raw, list)
         .unwrap_or_default()
         .into_iter()
-        .filter_map(|section| {
-            let fields = json_view::members(raw, section)?;
+        .filter_map(|fields| {
+            let fields = fields?;
             let digest =
                 json_view::get(raw, &fields, "digest").and_then(|d| json_view::text(raw, d))?;
             let text = json_view::get(raw, &fields, "text").filter(|t| t.kind == Kind::String)?;

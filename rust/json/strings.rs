@@ -101,13 +101,11 @@ pub(crate) fn pair_low(s: &[u8], at: usize) -> Option<u32> {
 /// the ASCII envelope keys.
 pub fn decode_str(raw: &[u8], span: Span) -> Cow<'_, str> {
     let content = raw.get(span.0..span.1).unwrap_or_default();
-    // Keys, ids and types are short: a plain loop beats a memchr call on them.
-    let no_escape = if content.len() <= 32 {
-        !content.contains(&b'\\')
-    } else {
-        memchr::memchr(b'\\', content).is_none()
-    };
-    if no_escape {
+    if content.len() <= 64 && plain_ascii(content) {
+        // SAFETY: every byte is below 0x80 (checked just above), and ASCII is UTF-8.
+        return Cow::Borrowed(unsafe { std::str::from_utf8_unchecked(content) });
+    }
+    if memchr::memchr(b'\\', content).is_none() {
         if let Ok(text) = std::str::from_utf8(content) {
             return Cow::Borrowed(text);
         }
@@ -118,9 +116,48 @@ pub fn decode_str(raw: &[u8], span: Span) -> Cow<'_, str> {
     }
 }
 
+/// No backslash and no byte >= 0x80, eight bytes at a time: the ids, types,
+/// timestamps, roles and call ids every line has are short and plain, and one pass
+/// over them settles both questions.
+fn plain_ascii(content: &[u8]) -> bool {
+    const HIGH: u64 = 0x8080_8080_8080_8080;
+    const ONES: u64 = 0x0101_0101_0101_0101;
+    const BACKSLASHES: u64 = 0x5C5C_5C5C_5C5C_5C5C;
+    // A byte is zero in `w ^ BACKSLASHES` exactly where `w` has a backslash; with no
+    // high bit in `w`, `(x - ONES) & !x & HIGH` flags such zero bytes exactly.
+    let special = |w: u64| {
+        let x = w ^ BACKSLASHES;
+        (w & HIGH) | (x.wrapping_sub(ONES) & !x & HIGH)
+    };
+    let mut words = content.chunks_exact(8);
+    let mut seen = 0u64;
+    for word in &mut words {
+        let mut bytes = [0u8; 8];
+        bytes.copy_from_slice(word);
+        seen |= special(u64::from_le_bytes(bytes));
+    }
+    seen == 0 && words.remainder().iter().all(|&b| b < 0x80 && b != b'\\')
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn plain_ascii_is_exact_at_every_place() {
+        for len in 0..40 {
+            let base = vec![b'a'; len];
+            assert!(plain_ascii(&base));
+            for at in 0..len {
+                for b in [b'\\', 0x80, 0xC3, 0xFF, 0x5B, 0x5D, 0x7F, 0x00, 0xDC] {
+                    let mut v = base.clone();
+                    v[at] = b;
+                    let want = b < 0x80 && b != b'\\';
+                    assert_eq!(plain_ascii(&v), want, "{len} {at} {b:#x}");
+                }
+            }
+        }
+    }
 
     #[test]
     fn decoding() {

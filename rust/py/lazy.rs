@@ -27,13 +27,14 @@ use pyo3::prelude::*;
 use pyo3::sync::GILOnceCell;
 use pyo3::types::{PyDict, PyString};
 
-use crate::envelope::{parse_envelope_fields, EnvelopeRef, LineProblem};
+use crate::envelope::{parse_envelope_fields, LineProblem};
 use crate::envelope_skim::skim_header;
 use crate::file_io::{read_full, BorrowedFile};
 use crate::json::grammar::{Kind, Span};
 use crate::json::view::token;
 use crate::json::view::{self as json_view, Entry, Item};
 use crate::replay::fold::{LineRef, SectionRef, ValueRef};
+use crate::scan::headers::{Cursor, Header, Headers, TypeName};
 
 use super::build::Builder;
 use super::named::{EVENT, MESSAGE, MESSAGE_DEFAULTS, OBJECT};
@@ -172,6 +173,9 @@ pub struct LineIndex {
     lines: Vec<LineRef>,
     /// Where each line's payload lies, when the scan recorded it (else empty).
     payloads: Vec<(u32, u32)>,
+    /// Each line's header as the scan decoded it, when kept: iterating builds
+    /// Events from these without reading the file.
+    headers: Option<Headers>,
     builds: Builds,
 }
 
@@ -181,8 +185,15 @@ impl LineIndex {
             file,
             lines,
             payloads,
+            headers: None,
             builds: Builds::Events,
         }
+    }
+
+    /// Iterate with the headers the scan kept (one a line, in order).
+    pub fn with_headers(self, headers: Option<Headers>) -> Self {
+        let headers = headers.filter(|h| h.len() == self.lines.len());
+        LineIndex { headers, ..self }
     }
 
     pub fn messages(file: Arc<File>, lines: Vec<LineRef>, payloads: Vec<(u32, u32)>) -> Self {
@@ -190,6 +201,7 @@ impl LineIndex {
             file,
             lines,
             payloads,
+            headers: None,
             builds: Builds::Messages,
         }
     }
@@ -205,7 +217,16 @@ pub fn event_at<'py>(
     let mut fields = Vec::new();
     let env = parse_envelope_fields(&raw, at.offset, &mut fields).map_err(|p| no_longer(at, &p))?;
     let payload = b.dict(&raw, &fields)?;
-    new_event(b.py(), &env, intern!(b.py(), "payload"), payload.into_any())
+    let py = b.py();
+    let type_ = PyString::new(py, &env.type_);
+    new_event(
+        py,
+        &env.id,
+        type_,
+        &env.ts,
+        intern!(py, "payload"),
+        payload.into_any(),
+    )
 }
 
 /// The same Event with its payload built on first access (the field's descriptor,
@@ -225,6 +246,19 @@ fn deferred_event<'py>(
             parse_envelope_fields(raw, at.offset, &mut fields).map_err(|p| no_longer(at, &p))?
         }
     };
+    let type_ = PyString::new(py, &env.type_);
+    deferred_payload_event(py, file, at, &env.id, type_, &env.ts)
+}
+
+/// An Event of the header given, its payload deferred to the line at `at`.
+fn deferred_payload_event<'py>(
+    py: Python<'py>,
+    file: &Arc<File>,
+    at: LineRef,
+    id: &str,
+    type_: Bound<'py, PyString>,
+    ts: &str,
+) -> PyResult<Bound<'py, PyAny>> {
     let source = Deferred {
         file: file.clone(),
         at,
@@ -232,7 +266,9 @@ fn deferred_event<'py>(
     };
     new_event(
         py,
-        &env,
+        id,
+        type_,
+        ts,
         intern!(py, "_deferred_payload"),
         Bound::new(py, source)?.into_any(),
     )
@@ -248,14 +284,16 @@ fn no_longer(at: LineRef, p: &LineProblem) -> PyErr {
 /// An Event, `payload` given under `payload_key` (`payload`, or `_deferred_payload`).
 fn new_event<'py>(
     py: Python<'py>,
-    env: &EnvelopeRef,
+    id: &str,
+    type_: Bound<'py, PyString>,
+    ts: &str,
     payload_key: &Bound<'py, PyString>,
     payload: Bound<'py, PyAny>,
 ) -> PyResult<Bound<'py, PyAny>> {
     let (event, slots) = bare_instance(py, EVENT.get(py)?)?;
-    slots.set_item(intern!(py, "id"), &*env.id)?;
-    slots.set_item(intern!(py, "type"), &*env.type_)?;
-    slots.set_item(intern!(py, "ts"), &*env.ts)?;
+    slots.set_item(intern!(py, "id"), id)?;
+    slots.set_item(intern!(py, "type"), type_)?;
+    slots.set_item(intern!(py, "ts"), ts)?;
     slots.set_item(intern!(py, "v"), 1i64)?;
     slots.set_item(payload_key, payload)?;
     Ok(event)
@@ -384,13 +422,28 @@ impl LineIndex {
         self.build(&mut Builder::new(py), i as usize, &raw)
     }
 
-    /// Every item in order, the lines read a window at a time.
+    /// Every item in order, the lines read a window at a time (Events whose
+    /// header the scan kept are built without a read).
     fn __iter__(slf: Bound<'_, Self>) -> LineIter {
+        let py = slf.py();
+        let types = slf
+            .get()
+            .headers
+            .as_ref()
+            .map(|h| {
+                h.types()
+                    .iter()
+                    .map(|t| PyString::new(py, t).unbind())
+                    .collect()
+            })
+            .unwrap_or_default();
         LineIter {
             index: slf.unbind(),
             next: 0,
             window: Vec::new(),
             window_at: 0,
+            headers: Cursor::default(),
+            types,
         }
     }
 }
@@ -403,6 +456,28 @@ pub struct LineIter {
     next: usize,
     window: Vec<u8>,
     window_at: u64,
+    /// Where in the index's kept headers the next line's is.
+    headers: Cursor,
+    /// The kept headers' types, each made once.
+    types: Vec<Py<PyString>>,
+}
+
+/// The Event of line `at`, from the header the scan kept (None when it kept none);
+/// `cursor` moves on to the next line's.
+fn kept_event<'py>(
+    py: Python<'py>,
+    index: &LineIndex,
+    at: LineRef,
+    cursor: &mut Cursor,
+    types: &[Py<PyString>],
+) -> Option<PyResult<Bound<'py, PyAny>>> {
+    let headers = index.headers.as_ref()?;
+    let Header { id, ts, type_ } = headers.next(cursor)?;
+    let type_ = match type_ {
+        TypeName::Known(k) => types.get(k)?.bind(py).clone(),
+        TypeName::Other(text) => PyString::new(py, text),
+    };
+    Some(deferred_payload_event(py, &index.file, at, id, type_, ts))
 }
 
 /// Bytes read at once while iterating.
@@ -421,6 +496,9 @@ impl LineIter {
             return Ok(None);
         };
         self.next += 1;
+        if let Some(event) = kept_event(py, index, at, &mut self.headers, &self.types) {
+            return event.map(Some);
+        }
         let start = at.offset.checked_sub(self.window_at).map(|s| s as usize);
         let in_window = start
             .zip(usize::try_from(at.len).ok())

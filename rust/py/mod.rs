@@ -239,6 +239,8 @@ fn scan<'py>(
     let want = scan_core::Wanted {
         ids: want_ids,
         survey: want_survey,
+        // Peek's Events are iterated; salvage and fork (which want ids) never do.
+        headers: !want_ids,
     };
     let scanned = py.allow_threads(move || {
         if size == 0 || start >= size {
@@ -258,7 +260,8 @@ fn scan<'py>(
         }
         scan_core::scan(&*file, start, size, final_line, want)
     });
-    let s = scanned.map_err(|e| to_pyerr(py, e))?;
+    let mut s = scanned.map_err(|e| to_pyerr(py, e))?;
+    let headers = s.headers.take();
     let spans = PyList::empty(py);
     let mut message_lines = Vec::new();
     let mut message_payloads = Vec::new();
@@ -286,7 +289,10 @@ fn scan<'py>(
         let file = BorrowedFile::new(fd).map_err(|e| os_error(py, e))?;
         match lazy::reopen(fd, reopen_path).map(Arc::new) {
             Ok(own) => (
-                lazy_list(py, LineIndex::events(own.clone(), lines, payloads))?,
+                lazy_list(
+                    py,
+                    LineIndex::events(own.clone(), lines, payloads).with_headers(headers),
+                )?,
                 lazy_list(
                     py,
                     LineIndex::messages(own, message_lines, message_payloads),

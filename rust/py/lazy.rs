@@ -25,7 +25,7 @@ use pyo3::exceptions::{PyIndexError, PyValueError};
 use pyo3::intern;
 use pyo3::prelude::*;
 use pyo3::sync::GILOnceCell;
-use pyo3::types::{PyDict, PyString};
+use pyo3::types::{PyDict, PyString, PyTuple};
 
 use crate::envelope::{parse_envelope_fields, LineProblem};
 use crate::envelope_skim::skim_header;
@@ -37,7 +37,7 @@ use crate::replay::fold::{LineRef, SectionRef, ValueRef};
 use crate::scan::headers::{Cursor, Header, Headers, TypeName};
 
 use super::build::Builder;
-use super::named::{EVENT, MESSAGE, MESSAGE_DEFAULTS, OBJECT};
+use super::named::{PyName, EVENT, MESSAGE, MESSAGE_DEFAULTS, OBJECT};
 
 /// Another open file description of the file `fd` is open on, close-on-exec and
 /// numbered 3 or more (SPEC 3: with stdio closed, `open` would hand out 0, 1 or 2,
@@ -105,7 +105,7 @@ pub fn message_from_fields<'py>(
     content: Option<Bound<'py, PyAny>>,
 ) -> PyResult<Bound<'py, PyAny>> {
     let py = b.py();
-    let (message, slots) = bare_instance(py, MESSAGE.get(py)?)?;
+    let (message, slots) = bare_instance(py, maker(py, &MESSAGE_MAKER, &MESSAGE)?)?;
     // Every message key, with its default when absent: `messages.MESSAGE_DEFAULTS`.
     for (key, default) in message_defaults(py)? {
         let value = match (key.name.as_str(), &content) {
@@ -142,15 +142,33 @@ fn message_defaults(py: Python<'_>) -> PyResult<&[(MessageKey, Py<PyAny>)]> {
     Ok(list.as_slice())
 }
 
-/// An instance of `cls` made without `__init__`, and its `__dict__` to fill:
+/// `object.__new__` and the arguments that make one instance of a class built here.
+struct Maker {
+    new: Py<PyAny>,
+    args: Py<PyTuple>,
+}
+
+static EVENT_MAKER: GILOnceCell<Maker> = GILOnceCell::new();
+static MESSAGE_MAKER: GILOnceCell<Maker> = GILOnceCell::new();
+
+/// The `Maker` of `name`'s class, looked up once (not once an instance).
+fn maker<'a>(py: Python<'_>, cell: &'a GILOnceCell<Maker>, name: &PyName) -> PyResult<&'a Maker> {
+    cell.get_or_try_init(py, || {
+        Ok(Maker {
+            new: OBJECT.get(py)?.getattr(intern!(py, "__new__"))?.unbind(),
+            args: PyTuple::new(py, [name.get(py)?])?.unbind(),
+        })
+    })
+}
+
+/// An instance made without `__init__`, and its `__dict__` to fill:
 /// `__init__` of a frozen dataclass goes through `object.__setattr__` once a field
 /// (a third of the time of building a peek Message), and a field may be deferred.
 fn bare_instance<'py>(
     py: Python<'py>,
-    cls: &Bound<'py, PyAny>,
+    maker: &Maker,
 ) -> PyResult<(Bound<'py, PyAny>, Bound<'py, PyDict>)> {
-    let new = OBJECT.get(py)?.getattr(intern!(py, "__new__"))?;
-    let instance = new.call1((cls,))?;
+    let instance = maker.new.bind(py).call1(maker.args.bind(py))?;
     let slots = instance
         .getattr(intern!(py, "__dict__"))?
         .downcast_into::<PyDict>()?;
@@ -290,7 +308,7 @@ fn new_event<'py>(
     payload_key: &Bound<'py, PyString>,
     payload: Bound<'py, PyAny>,
 ) -> PyResult<Bound<'py, PyAny>> {
-    let (event, slots) = bare_instance(py, EVENT.get(py)?)?;
+    let (event, slots) = bare_instance(py, maker(py, &EVENT_MAKER, &EVENT)?)?;
     slots.set_item(intern!(py, "id"), id)?;
     slots.set_item(intern!(py, "type"), type_)?;
     slots.set_item(intern!(py, "ts"), ts)?;

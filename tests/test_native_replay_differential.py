@@ -553,12 +553,17 @@ def test_iterating_reads_windows_across_long_lines(tmp_path: Any) -> None:
 def test_iterating_a_two_thread_peek_gives_the_pure_events(tmp_path: Any) -> None:
     """Iterating a native peek builds each Event from the header its scan kept (no read of
     the file): past the split size, with more distinct types than the scan keeps by index,
-    ids too long to keep, escaped and non-ASCII headers, other key orders and bad lines in
-    both halves, every Event (id, type, ts, v, payload) is the pure core's."""
+    ids too long to keep, ids and timestamps that pack and that nearly do, escaped and
+    non-ASCII headers, other key orders and bad lines in both halves, every Event (id,
+    type, ts, v, payload) is the pure core's."""
     body = [line("m0", "session-meta", {})]
+    stamps = [TS, "2026-08-09T13:10:08.54228Z", "2026-08-09T13:10:08+00:00", "", "2026-08-09 13:10", "t\u00e9"]
     for i in range(14000):
         type_ = f"custom-{i % 90}" if i % 5 == 0 else "message"
-        body.append(line(f"id-{i}-\u00e9\U0001f600", type_, {"role": "user", "content": "y" * 600 + str(i)}))
+        uuid = "%08x-%04x-7%03x-8%03x-%012x" % (i * 2654435761 % 2**32, i % 2**16, i % 4096, i % 4096, i * 40503)
+        id_ = [uuid, uuid.upper(), f"id-{i}-\u00e9\U0001f600", uuid[:-1]][i % 4]
+        payload = {"role": "user", "content": "y" * 600 + str(i)}
+        body.append(line(id_, type_, payload, ts=stamps[i % len(stamps)]))
         if i % 997 == 0:
             body.append(line("L" * 70_000 + str(i), "message", {"role": "user", "content": str(i)}))
             body.append(line(f"ts-{i}", "message", {"role": "user"}, ts="T" * 66_000))

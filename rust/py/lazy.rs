@@ -34,7 +34,7 @@ use crate::json::grammar::{Kind, Span};
 use crate::json::view::token;
 use crate::json::view::{self as json_view, Entry, Item};
 use crate::replay::fold::{LineRef, SectionRef, ValueRef};
-use crate::scan::headers::{Cursor, Header, Headers, TypeName};
+use crate::scan::headers::{Cursor, Header, Headers, TypeName, Unpacked};
 
 use super::build::Builder;
 use super::named::{PyName, EVENT, MESSAGE, MESSAGE_DEFAULTS, OBJECT};
@@ -462,6 +462,7 @@ impl LineIndex {
             window_at: 0,
             headers: Cursor::default(),
             types,
+            scratch: Unpacked::default(),
         }
     }
 }
@@ -478,6 +479,8 @@ pub struct LineIter {
     headers: Cursor,
     /// The kept headers' types, each made once.
     types: Vec<Py<PyString>>,
+    /// Where packed headers are unpacked.
+    scratch: Unpacked,
 }
 
 /// The Event of line `at`, from the header the scan kept (None when it kept none);
@@ -487,10 +490,11 @@ fn kept_event<'py>(
     index: &LineIndex,
     at: LineRef,
     cursor: &mut Cursor,
+    scratch: &mut Unpacked,
     types: &[Py<PyString>],
 ) -> Option<PyResult<Bound<'py, PyAny>>> {
     let headers = index.headers.as_ref()?;
-    let Header { id, ts, type_ } = headers.next(cursor)?;
+    let Header { id, ts, type_ } = headers.next(cursor, scratch)?;
     let type_ = match type_ {
         TypeName::Known(k) => types.get(k)?.bind(py).clone(),
         TypeName::Other(text) => PyString::new(py, text),
@@ -514,7 +518,14 @@ impl LineIter {
             return Ok(None);
         };
         self.next += 1;
-        if let Some(event) = kept_event(py, index, at, &mut self.headers, &self.types) {
+        if let Some(event) = kept_event(
+            py,
+            index,
+            at,
+            &mut self.headers,
+            &mut self.scratch,
+            &self.types,
+        ) {
             return event.map(Some);
         }
         let start = at.offset.checked_sub(self.window_at).map(|s| s as usize);

@@ -249,7 +249,7 @@ mod tests {
                 s.problems,
                 s.end,
                 s.survey,
-                s.headers,
+                s.headers.map(|h| h.entries()),
             )
         };
         let size = data.len() as u64;

@@ -314,6 +314,18 @@ impl Headers {
         }
     }
 
+    /// Every envelope's `(id, type, ts)` (None where not kept), for checks.
+    pub fn entries(&self) -> Vec<Option<(String, String, String)>> {
+        let (mut cursor, mut scratch) = (Cursor::default(), Unpacked::default());
+        (0..self.len())
+            .map(|_| {
+                let h = self.next(&mut cursor, &mut scratch)?;
+                let type_ = self.type_text(h.type_).to_string();
+                Some((h.id.to_string(), type_, h.ts.to_string()))
+            })
+            .collect()
+    }
+
     /// The text of `type_` (empty for an index that is not one of `types`).
     pub fn type_text<'a>(&'a self, type_: TypeName<'a>) -> &'a str {
         match type_ {
@@ -377,16 +389,7 @@ mod tests {
     use super::*;
 
     fn all(h: &Headers) -> Vec<Option<(String, String, String)>> {
-        let mut cursor = Cursor::default();
-        let mut scratch = Unpacked::default();
-        (0..h.len())
-            .map(|_| {
-                h.next(&mut cursor, &mut scratch).map(|e| {
-                    let type_ = h.type_text(e.type_).to_string();
-                    (e.id.to_string(), type_, e.ts.to_string())
-                })
-            })
-            .collect()
+        h.entries()
     }
 
     fn entry(id: &str, type_: &str, ts: &str) -> Option<(String, String, String)> {

@@ -1,13 +1,15 @@
 //! Envelopes built on access: `Session.events` after a native replay, and peek's
 //! `envelopes` and `messages`.
 //!
-//! A `LineIndex` holds only where each line is and a read-only descriptor of its
-//! own. The descriptor is a new open file description (`/proc/self/fd/N` opened
+//! A `LineIndex` holds where each line is, a read-only descriptor of its own and,
+//! for peek's envelopes, the header of each line as the scan decoded it
+//! (`scan::headers`). The descriptor is a new open file description (`/proc/self/fd/N` opened
 //! afresh), never a `dup` of the session's: `flock` belongs to the open file
 //! description, and a dup would keep the session's lock alive after `close()`.
 //!
-//! An access re-reads its line and builds the envelope's header (`id`, `type`,
-//! `ts`) or a peek Message's role, tool calls and flags from it, found by their
+//! Iterating peek's envelopes takes each header from there, without a read;
+//! otherwise an access re-reads its line and builds the envelope's header (`id`,
+//! `type`, `ts`) or a peek Message's role, tool calls and flags from it, found by their
 //! brackets (`envelope_skim`, `json::view`: the scan validated the line, and
 //! validating it again doubled the cost of iterating a peek). The big part, an
 //! Event's payload or a Message's content, is a `Deferred`: built on first read
@@ -467,8 +469,9 @@ impl LineIndex {
     }
 }
 
-/// Iterating a `LineIndex`: one read per window of consecutive lines instead of one
-/// per line (the gain is in the commit that added it).
+/// Iterating a `LineIndex`: Events from the kept headers, else one read per window
+/// of consecutive lines instead of one per line (the gains are in the commits that
+/// added them).
 #[pyclass(module = "llm_agent_session._native")]
 pub struct LineIter {
     index: Py<LineIndex>,

@@ -559,6 +559,37 @@ impl LineIter {
     }
 }
 
+/// A scan's `(line, offset, length)` of each envelope, as tuples on access:
+/// `llm_agent_session._events.LazyList` wraps it. A list of them was ~150 bytes and
+/// four objects an envelope, made and freed with the GIL held.
+#[pyclass(frozen, module = "llm_agent_session._native")]
+pub struct Spans {
+    spans: Vec<(u64, u64, u64)>,
+}
+
+impl Spans {
+    pub fn new(spans: Vec<(u64, u64, u64)>) -> Self {
+        Spans { spans }
+    }
+}
+
+#[pymethods]
+impl Spans {
+    fn __len__(&self) -> usize {
+        self.spans.len()
+    }
+
+    fn __getitem__(&self, index: isize) -> PyResult<(u64, u64, u64)> {
+        let n = self.spans.len() as isize;
+        let i = if index < 0 { index + n } else { index };
+        usize::try_from(i)
+            .ok()
+            .and_then(|i| self.spans.get(i))
+            .copied()
+            .ok_or_else(|| PyIndexError::new_err("index out of range"))
+    }
+}
+
 /// The run-context section texts (digest -> text) of a replay, each read from its
 /// line when first asked for: a long run repeats its context in every run, and
 /// building every text at load was a large share of a big transcript's load. Wrapped by

@@ -262,12 +262,12 @@ fn scan<'py>(
     });
     let mut s = scanned.map_err(|e| to_pyerr(py, e))?;
     let headers = s.headers.take();
-    let spans = PyList::empty(py);
+    let mut spans = Vec::with_capacity(s.found.len());
     let mut message_lines = Vec::new();
     let mut message_payloads = Vec::new();
     let bad_roles = PyList::empty(py);
     for f in &s.found {
-        spans.append((f.line, f.at.offset, f.at.len))?;
+        spans.push((f.line, f.at.offset, f.at.len));
         match f.message_role {
             Some(true) => {
                 message_lines.push(f.at);
@@ -335,7 +335,9 @@ fn scan<'py>(
         py,
         named::SCANNED.get(py)?,
         events = events,
-        spans = spans,
+        spans = named::LAZY_LIST
+            .get(py)?
+            .call1((Bound::new(py, lazy::Spans::new(spans))?,))?,
         problems = problems,
         end = s.end,
         first_type = s.first_type,
@@ -354,6 +356,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<lazy::LineIter>()?;
     m.add_class::<lazy::Deferred>()?;
     m.add_class::<lazy::SectionTexts>()?;
+    m.add_class::<lazy::Spans>()?;
     m.add_class::<EnvelopeIds>()?;
     let py = m.py();
     m.add_function(wrap_pyfunction!(classify_line, m)?)?;

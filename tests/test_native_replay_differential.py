@@ -606,3 +606,22 @@ def test_iterating_after_the_file_changed_refuses_the_payload(tmp_path: Any) -> 
         return events[0].payload == json.loads(data.splitlines()[0])["payload"]
 
     assert on_backend("native", run)
+
+
+def test_a_scans_spans_behave_like_the_pure_list(tmp_path: Any) -> None:
+    """The native scan's spans are made on access (a LazyList over `_native.Spans`): length,
+    indexing from either end, slices, iteration and equality are the pure core's list's."""
+    path = tmp_path / "spans.jsonl"
+    path.write_bytes(representative())
+
+    def view() -> Any:
+        fd = os.open(path, os.O_RDONLY)
+        try:
+            spans = _backend.core.scan(fd, 0, os.fstat(fd).st_size, False, True).spans
+        finally:
+            os.close(fd)
+        with pytest.raises(IndexError):
+            spans[len(spans)]
+        return len(spans), spans[0], spans[-1], spans[1:4], spans[::-2], list(spans), spans == list(spans)
+
+    assert on_backend("native", view) == on_backend("pure", view)

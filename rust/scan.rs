@@ -1,7 +1,9 @@
 //! The lenient scan of `peek`, `salvage` and `fork` (the reference's `scan` in
 //! `_pure/replay.py`): every line validated as an envelope, problems collected
 //! rather than raised, no fold. Holds spans and a few facts per envelope, never
-//! a payload.
+//! a payload (and, for peek, each envelope's header: `headers`).
+
+pub mod headers;
 
 use crate::envelope::parse_envelope_fields;
 use crate::error::{CoreError, CoreResult};
@@ -11,6 +13,7 @@ use crate::json::view as json_view;
 use crate::replay::fold::LineRef;
 use crate::replay::stream::{line_start_after, LineReader, SPLIT_MIN};
 use crate::survey::{Facts, Survey};
+use headers::Headers;
 
 /// One envelope the scan found.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -35,6 +38,8 @@ pub struct Wanted {
     pub ids: bool,
     /// Peek's survey (see `survey`).
     pub survey: bool,
+    /// Every envelope's id, type and ts (peek's Events built without a read).
+    pub headers: bool,
 }
 
 #[derive(Debug, Default)]
@@ -48,6 +53,8 @@ pub struct Scanned {
     pub end: u64,
     /// When asked for.
     pub survey: Option<Survey>,
+    /// When asked for: one a `found` envelope, in order.
+    pub headers: Option<Headers>,
     facts: Option<Facts>,
 }
 
@@ -83,9 +90,11 @@ pub fn scan_split_from<S: Source + Sync + ?Sized>(
         stop
     };
     let facts = || want.survey.then(Facts::default);
+    let headers = || want.headers.then(Headers::default);
     let mut out = Scanned {
         end,
         facts: facts(),
+        headers: headers(),
         ..Default::default()
     };
     if split >= stop {
@@ -95,6 +104,7 @@ pub fn scan_split_from<S: Source + Sync + ?Sized>(
     }
     let mut second = Scanned {
         facts: facts(),
+        headers: headers(),
         ..Default::default()
     };
     let (first_lines, second_done) = std::thread::scope(|scope| {
@@ -111,6 +121,9 @@ pub fn scan_split_from<S: Source + Sync + ?Sized>(
         facts.extend(later, out.found.len());
     }
     out.survey = out.facts.take().map(Facts::fold);
+    if let (Some(headers), Some(later)) = (out.headers.as_mut(), second.headers.as_ref()) {
+        headers.append(later);
+    }
     out.found.extend(second.found.into_iter().map(|mut f| {
         f.line += first_lines;
         f
@@ -150,6 +163,9 @@ fn scan_range<S: Source + ?Sized>(
                 });
                 if let Some(facts) = out.facts.as_mut() {
                     facts.note(out.found.len(), &env, len, raw, &fields);
+                }
+                if let Some(headers) = out.headers.as_mut() {
+                    headers.push(&env.id, &env.type_, &env.ts);
                 }
                 if out.first_type.is_none() {
                     out.first_type = Some(env.type_.into_owned());
@@ -199,10 +215,12 @@ mod tests {
     const IDS: Wanted = Wanted {
         ids: true,
         survey: false,
+        headers: false,
     };
     const ALL: Wanted = Wanted {
         ids: true,
         survey: true,
+        headers: true,
     };
 
     #[test]
@@ -223,7 +241,17 @@ mod tests {
     #[test]
     fn two_threads_find_what_one_finds() {
         let data = b"{\"id\":\"m\",\"payload\":{},\"ts\":\"t\",\"type\":\"session-meta\",\"v\":1}\n\nnot json\n{\"id\":\"a\",\"payload\":{\"role\":1},\"ts\":\"t\",\"type\":\"message\",\"v\":1}\nx\n{\"id\":\"b\",\"payload\":{},\"ts\":\"t\",\"type\":\"message\",\"v\":1}\n{\"id\":";
-        let view = |s: Scanned| (s.found, s.ids, s.first_type, s.problems, s.end, s.survey);
+        let view = |s: Scanned| {
+            (
+                s.found,
+                s.ids,
+                s.first_type,
+                s.problems,
+                s.end,
+                s.survey,
+                s.headers.map(|h| h.entries()),
+            )
+        };
         let size = data.len() as u64;
         for start in [0, 1, 30, 70] {
             for final_line in [false, true] {

@@ -551,3 +551,80 @@ def test_iterating_reads_windows_across_long_lines(tmp_path: Any) -> None:
     data = b"".join(body)
     assert_same_peek(tmp_path, data, offsets=[len(body[0]), len(b"".join(body[: len(body) // 2]))])
     assert_same_load(tmp_path, data)
+
+
+def test_iterating_a_two_thread_peek_gives_the_pure_events(tmp_path: Any) -> None:
+    """Iterating a native peek builds each Event from the header its scan kept (no read of
+    the file): past the split size, with more distinct types than the scan keeps by index,
+    ids too long to keep, ids and timestamps that pack and that nearly do, escaped and
+    non-ASCII headers, other key orders and bad lines in both halves, every Event (id,
+    type, ts, v, payload) is the pure core's."""
+    body = [line("m0", "session-meta", {})]
+    stamps = [TS, "2026-08-09T13:10:08.54228Z", "2026-08-09T13:10:08+00:00", "", "2026-08-09 13:10", "t\u00e9"]
+    for i in range(14000):
+        type_ = f"custom-{i % 90}" if i % 5 == 0 else "message"
+        uuid = "%08x-%04x-7%03x-8%03x-%012x" % (i * 2654435761 % 2**32, i % 2**16, i % 4096, i % 4096, i * 40503)
+        id_ = [uuid, uuid.upper(), f"id-{i}-\u00e9\U0001f600", uuid[:-1]][i % 4]
+        payload = {"role": "user", "content": "y" * 600 + str(i)}
+        body.append(line(id_, type_, payload, ts=stamps[i % len(stamps)]))
+        if i % 997 == 0:
+            body.append(line("L" * 70_000 + str(i), "message", {"role": "user", "content": str(i)}))
+            body.append(line(f"ts-{i}", "message", {"role": "user"}, ts="T" * 66_000))
+            body.append(line(f"ty-{i}", "k" * 65_600, {}))
+            body.append(b'{"v":1,"type":"mess\\u0061ge","ts":"t\\n","payload":{"role":"user"},"id":"e\\u0033-%d"}\n' % i)
+            body.append(b"{not json\n\n")
+    data = b"".join(body)
+    assert len(data) > 9 << 20
+    path = tmp_path / "two.jsonl"
+    path.write_bytes(data)
+    half = len(b"".join(body[: len(body) // 2]))
+
+    def events(**kw: Any) -> Any:
+        return [(e.id, e.type, e.ts, e.v, e.payload) for e in Session.peek(path, **kw)["envelopes"]]
+
+    for kw in ({}, {"survey": True}, {"offset": half}):
+        want = on_backend("pure", lambda: events(**kw))
+        assert on_backend("native", lambda: events(**kw)) == want
+        assert len(want) > (7000 if kw else 14000)
+
+
+def test_iterating_after_the_file_changed_refuses_the_payload(tmp_path: Any) -> None:
+    """The header comes from the scan; the payload is still read and validated on first
+    access, so a line broken after the peek gives ValueError, never wrong data."""
+    path = tmp_path / "changed.jsonl"
+    data = representative()
+    path.write_bytes(data)
+
+    def run() -> Any:
+        envelopes = Session.peek(path)["envelopes"]
+        ids = [e.id for e in Session.peek(path)["envelopes"]]
+        with open(path, "r+b") as f:  # same length, the second line's payload broken
+            start = data.index(b"\n") + 1
+            f.seek(start + data[start:].index(b'"payload":{') + len(b'"payload":'))
+            f.write(b"[")
+        events = list(envelopes)
+        assert [e.id for e in events] == ids
+        with pytest.raises(ValueError, match="changed under a lazy read"):
+            events[1].payload
+        return events[0].payload == json.loads(data.splitlines()[0])["payload"]
+
+    assert on_backend("native", run)
+
+
+def test_a_scans_spans_behave_like_the_pure_list(tmp_path: Any) -> None:
+    """The native scan's spans are made on access (a LazyList over `_native.Spans`): length,
+    indexing from either end, slices, iteration and equality are the pure core's list's."""
+    path = tmp_path / "spans.jsonl"
+    path.write_bytes(representative())
+
+    def view() -> Any:
+        fd = os.open(path, os.O_RDONLY)
+        try:
+            spans = _backend.core.scan(fd, 0, os.fstat(fd).st_size, False, True).spans
+        finally:
+            os.close(fd)
+        with pytest.raises(IndexError):
+            spans[len(spans)]
+        return len(spans), spans[0], spans[-1], spans[1:4], spans[::-2], list(spans), spans == list(spans)
+
+    assert on_backend("native", view) == on_backend("pure", view)

@@ -20,6 +20,7 @@ __all__ = [
     "LineIter",
     "Deferred",
     "SectionTexts",
+    "Spans",
     "EnvelopeIds",
     "LineProblem",
     "MAX_READ_DEPTH",
@@ -99,6 +100,13 @@ class SectionTexts:
     def __len__(self) -> int: ...
     def keys(self) -> List[str]: ...
     def get(self, digest: str) -> Optional[str]: ...
+
+@final
+class Spans:
+    """A scan's ``(line, offset, length)`` of each envelope, made on access (a ``LazyList`` wraps it)."""
+
+    def __len__(self) -> int: ...
+    def __getitem__(self, key: int, /) -> Tuple[int, int, int]: ...
 
 @final
 class EnvelopeIds:

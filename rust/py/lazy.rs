@@ -1,13 +1,15 @@
 //! Envelopes built on access: `Session.events` after a native replay, and peek's
 //! `envelopes` and `messages`.
 //!
-//! A `LineIndex` holds only where each line is and a read-only descriptor of its
-//! own. The descriptor is a new open file description (`/proc/self/fd/N` opened
+//! A `LineIndex` holds where each line is, a read-only descriptor of its own and,
+//! for peek's envelopes, the header of each line as the scan decoded it
+//! (`scan::headers`). The descriptor is a new open file description (`/proc/self/fd/N` opened
 //! afresh), never a `dup` of the session's: `flock` belongs to the open file
 //! description, and a dup would keep the session's lock alive after `close()`.
 //!
-//! An access re-reads its line and builds the envelope's header (`id`, `type`,
-//! `ts`) or a peek Message's role, tool calls and flags from it, found by their
+//! Iterating peek's envelopes takes each header from there, without a read;
+//! otherwise an access re-reads its line and builds the envelope's header (`id`,
+//! `type`, `ts`) or a peek Message's role, tool calls and flags from it, found by their
 //! brackets (`envelope_skim`, `json::view`: the scan validated the line, and
 //! validating it again doubled the cost of iterating a peek). The big part, an
 //! Event's payload or a Message's content, is a `Deferred`: built on first read
@@ -25,18 +27,19 @@ use pyo3::exceptions::{PyIndexError, PyValueError};
 use pyo3::intern;
 use pyo3::prelude::*;
 use pyo3::sync::GILOnceCell;
-use pyo3::types::{PyDict, PyString};
+use pyo3::types::{PyDict, PyString, PyTuple};
 
-use crate::envelope::{parse_envelope_fields, EnvelopeRef, LineProblem};
+use crate::envelope::{parse_envelope_fields, LineProblem};
 use crate::envelope_skim::skim_header;
 use crate::file_io::{read_full, BorrowedFile};
 use crate::json::grammar::{Kind, Span};
 use crate::json::view::token;
 use crate::json::view::{self as json_view, Entry, Item};
 use crate::replay::fold::{LineRef, SectionRef, ValueRef};
+use crate::scan::headers::{Cursor, Header, Headers, TypeName, Unpacked};
 
 use super::build::Builder;
-use super::named::{EVENT, MESSAGE, MESSAGE_DEFAULTS, OBJECT};
+use super::named::{PyName, EVENT, MESSAGE, MESSAGE_DEFAULTS, OBJECT};
 
 /// Another open file description of the file `fd` is open on, close-on-exec and
 /// numbered 3 or more (SPEC 3: with stdio closed, `open` would hand out 0, 1 or 2,
@@ -104,7 +107,7 @@ pub fn message_from_fields<'py>(
     content: Option<Bound<'py, PyAny>>,
 ) -> PyResult<Bound<'py, PyAny>> {
     let py = b.py();
-    let (message, slots) = bare_instance(py, MESSAGE.get(py)?)?;
+    let (message, slots) = bare_instance(py, maker(py, &MESSAGE_MAKER, &MESSAGE)?)?;
     // Every message key, with its default when absent: `messages.MESSAGE_DEFAULTS`.
     for (key, default) in message_defaults(py)? {
         let value = match (key.name.as_str(), &content) {
@@ -141,15 +144,33 @@ fn message_defaults(py: Python<'_>) -> PyResult<&[(MessageKey, Py<PyAny>)]> {
     Ok(list.as_slice())
 }
 
-/// An instance of `cls` made without `__init__`, and its `__dict__` to fill:
+/// `object.__new__` and the arguments that make one instance of a class built here.
+struct Maker {
+    new: Py<PyAny>,
+    args: Py<PyTuple>,
+}
+
+static EVENT_MAKER: GILOnceCell<Maker> = GILOnceCell::new();
+static MESSAGE_MAKER: GILOnceCell<Maker> = GILOnceCell::new();
+
+/// The `Maker` of `name`'s class, looked up once (not once an instance).
+fn maker<'a>(py: Python<'_>, cell: &'a GILOnceCell<Maker>, name: &PyName) -> PyResult<&'a Maker> {
+    cell.get_or_try_init(py, || {
+        Ok(Maker {
+            new: OBJECT.get(py)?.getattr(intern!(py, "__new__"))?.unbind(),
+            args: PyTuple::new(py, [name.get(py)?])?.unbind(),
+        })
+    })
+}
+
+/// An instance made without `__init__`, and its `__dict__` to fill:
 /// `__init__` of a frozen dataclass goes through `object.__setattr__` once a field
 /// (a third of the time of building a peek Message), and a field may be deferred.
 fn bare_instance<'py>(
     py: Python<'py>,
-    cls: &Bound<'py, PyAny>,
+    maker: &Maker,
 ) -> PyResult<(Bound<'py, PyAny>, Bound<'py, PyDict>)> {
-    let new = OBJECT.get(py)?.getattr(intern!(py, "__new__"))?;
-    let instance = new.call1((cls,))?;
+    let instance = maker.new.bind(py).call1(maker.args.bind(py))?;
     let slots = instance
         .getattr(intern!(py, "__dict__"))?
         .downcast_into::<PyDict>()?;
@@ -172,6 +193,9 @@ pub struct LineIndex {
     lines: Vec<LineRef>,
     /// Where each line's payload lies, when the scan recorded it (else empty).
     payloads: Vec<(u32, u32)>,
+    /// Each line's header as the scan decoded it, when kept: iterating builds
+    /// Events from these without reading the file.
+    headers: Option<Headers>,
     builds: Builds,
 }
 
@@ -181,8 +205,15 @@ impl LineIndex {
             file,
             lines,
             payloads,
+            headers: None,
             builds: Builds::Events,
         }
+    }
+
+    /// Iterate with the headers the scan kept (one a line, in order).
+    pub fn with_headers(self, headers: Option<Headers>) -> Self {
+        let headers = headers.filter(|h| h.len() == self.lines.len());
+        LineIndex { headers, ..self }
     }
 
     pub fn messages(file: Arc<File>, lines: Vec<LineRef>, payloads: Vec<(u32, u32)>) -> Self {
@@ -190,6 +221,7 @@ impl LineIndex {
             file,
             lines,
             payloads,
+            headers: None,
             builds: Builds::Messages,
         }
     }
@@ -205,7 +237,16 @@ pub fn event_at<'py>(
     let mut fields = Vec::new();
     let env = parse_envelope_fields(&raw, at.offset, &mut fields).map_err(|p| no_longer(at, &p))?;
     let payload = b.dict(&raw, &fields)?;
-    new_event(b.py(), &env, intern!(b.py(), "payload"), payload.into_any())
+    let py = b.py();
+    let type_ = PyString::new(py, &env.type_);
+    new_event(
+        py,
+        &env.id,
+        type_,
+        &env.ts,
+        intern!(py, "payload"),
+        payload.into_any(),
+    )
 }
 
 /// The same Event with its payload built on first access (the field's descriptor,
@@ -225,6 +266,19 @@ fn deferred_event<'py>(
             parse_envelope_fields(raw, at.offset, &mut fields).map_err(|p| no_longer(at, &p))?
         }
     };
+    let type_ = PyString::new(py, &env.type_);
+    deferred_payload_event(py, file, at, &env.id, type_, &env.ts)
+}
+
+/// An Event of the header given, its payload deferred to the line at `at`.
+fn deferred_payload_event<'py>(
+    py: Python<'py>,
+    file: &Arc<File>,
+    at: LineRef,
+    id: &str,
+    type_: Bound<'py, PyString>,
+    ts: &str,
+) -> PyResult<Bound<'py, PyAny>> {
     let source = Deferred {
         file: file.clone(),
         at,
@@ -232,7 +286,9 @@ fn deferred_event<'py>(
     };
     new_event(
         py,
-        &env,
+        id,
+        type_,
+        ts,
         intern!(py, "_deferred_payload"),
         Bound::new(py, source)?.into_any(),
     )
@@ -248,14 +304,16 @@ fn no_longer(at: LineRef, p: &LineProblem) -> PyErr {
 /// An Event, `payload` given under `payload_key` (`payload`, or `_deferred_payload`).
 fn new_event<'py>(
     py: Python<'py>,
-    env: &EnvelopeRef,
+    id: &str,
+    type_: Bound<'py, PyString>,
+    ts: &str,
     payload_key: &Bound<'py, PyString>,
     payload: Bound<'py, PyAny>,
 ) -> PyResult<Bound<'py, PyAny>> {
-    let (event, slots) = bare_instance(py, EVENT.get(py)?)?;
-    slots.set_item(intern!(py, "id"), &*env.id)?;
-    slots.set_item(intern!(py, "type"), &*env.type_)?;
-    slots.set_item(intern!(py, "ts"), &*env.ts)?;
+    let (event, slots) = bare_instance(py, maker(py, &EVENT_MAKER, &EVENT)?)?;
+    slots.set_item(intern!(py, "id"), id)?;
+    slots.set_item(intern!(py, "type"), type_)?;
+    slots.set_item(intern!(py, "ts"), ts)?;
     slots.set_item(intern!(py, "v"), 1i64)?;
     slots.set_item(payload_key, payload)?;
     Ok(event)
@@ -384,25 +442,67 @@ impl LineIndex {
         self.build(&mut Builder::new(py), i as usize, &raw)
     }
 
-    /// Every item in order, the lines read a window at a time.
+    /// Every item in order, the lines read a window at a time (Events whose
+    /// header the scan kept are built without a read).
     fn __iter__(slf: Bound<'_, Self>) -> LineIter {
+        let py = slf.py();
+        let types = slf
+            .get()
+            .headers
+            .as_ref()
+            .map(|h| {
+                h.types()
+                    .iter()
+                    .map(|t| PyString::new(py, t).unbind())
+                    .collect()
+            })
+            .unwrap_or_default();
         LineIter {
             index: slf.unbind(),
             next: 0,
             window: Vec::new(),
             window_at: 0,
+            headers: Cursor::default(),
+            types,
+            scratch: Unpacked::default(),
         }
     }
 }
 
-/// Iterating a `LineIndex`: one read per window of consecutive lines instead of one
-/// per line (the gain is in the commit that added it).
+/// Iterating a `LineIndex`: Events from the kept headers, else one read per window
+/// of consecutive lines instead of one per line (the gains are in the commits that
+/// added them).
 #[pyclass(module = "llm_agent_session._native")]
 pub struct LineIter {
     index: Py<LineIndex>,
     next: usize,
     window: Vec<u8>,
     window_at: u64,
+    /// Where in the index's kept headers the next line's is.
+    headers: Cursor,
+    /// The kept headers' types, each made once.
+    types: Vec<Py<PyString>>,
+    /// Where packed headers are unpacked.
+    scratch: Unpacked,
+}
+
+/// The Event of line `at`, from the header the scan kept (None when it kept none);
+/// `cursor` moves on to the next line's.
+fn kept_event<'py>(
+    py: Python<'py>,
+    index: &LineIndex,
+    at: LineRef,
+    cursor: &mut Cursor,
+    scratch: &mut Unpacked,
+    types: &[Py<PyString>],
+) -> Option<PyResult<Bound<'py, PyAny>>> {
+    let headers = index.headers.as_ref()?;
+    let Header { id, ts, type_ } = headers.next(cursor, scratch)?;
+    let type_ = match type_ {
+        TypeName::Known(k) => types.get(k)?.bind(py).clone(),
+        TypeName::Other(text) => PyString::new(py, text),
+    };
+    Some(deferred_payload_event(py, &index.file, at, id, type_, ts))
 }
 
 /// Bytes read at once while iterating.
@@ -421,6 +521,16 @@ impl LineIter {
             return Ok(None);
         };
         self.next += 1;
+        if let Some(event) = kept_event(
+            py,
+            index,
+            at,
+            &mut self.headers,
+            &mut self.scratch,
+            &self.types,
+        ) {
+            return event.map(Some);
+        }
         let start = at.offset.checked_sub(self.window_at).map(|s| s as usize);
         let in_window = start
             .zip(usize::try_from(at.len).ok())
@@ -446,6 +556,37 @@ impl LineIter {
             }
         };
         index.build(&mut Builder::new(py), i, raw).map(Some)
+    }
+}
+
+/// A scan's `(line, offset, length)` of each envelope, as tuples on access:
+/// `llm_agent_session._events.LazyList` wraps it. A list of them was ~150 bytes and
+/// four objects an envelope, made and freed with the GIL held.
+#[pyclass(frozen, module = "llm_agent_session._native")]
+pub struct Spans {
+    spans: Vec<(u64, u64, u64)>,
+}
+
+impl Spans {
+    pub fn new(spans: Vec<(u64, u64, u64)>) -> Self {
+        Spans { spans }
+    }
+}
+
+#[pymethods]
+impl Spans {
+    fn __len__(&self) -> usize {
+        self.spans.len()
+    }
+
+    fn __getitem__(&self, index: isize) -> PyResult<(u64, u64, u64)> {
+        let n = self.spans.len() as isize;
+        let i = if index < 0 { index + n } else { index };
+        usize::try_from(i)
+            .ok()
+            .and_then(|i| self.spans.get(i))
+            .copied()
+            .ok_or_else(|| PyIndexError::new_err("index out of range"))
     }
 }
 

@@ -260,6 +260,8 @@ fn scan<'py>(
     let want = scan_core::Wanted {
         ids: want_ids,
         survey: want_survey,
+        // Peek's Events are iterated; salvage and fork (which want ids) never do.
+        headers: !want_ids,
     };
     let scanned = py.allow_threads(move || {
         if size == 0 || start >= size {
@@ -279,13 +281,14 @@ fn scan<'py>(
         }
         scan_core::scan(&*file, start, size, final_line, want)
     });
-    let s = scanned.map_err(|e| to_pyerr(py, e))?;
-    let spans = PyList::empty(py);
+    let mut s = scanned.map_err(|e| to_pyerr(py, e))?;
+    let headers = s.headers.take();
+    let mut spans = Vec::with_capacity(s.found.len());
     let mut message_lines = Vec::new();
     let mut message_payloads = Vec::new();
     let bad_roles = PyList::empty(py);
     for f in &s.found {
-        spans.append((f.line, f.at.offset, f.at.len))?;
+        spans.push((f.line, f.at.offset, f.at.len));
         match f.message_role {
             Some(true) => {
                 message_lines.push(f.at);
@@ -307,7 +310,10 @@ fn scan<'py>(
         let file = BorrowedFile::new(fd).map_err(|e| os_error(py, e))?;
         match lazy::reopen(fd, reopen_path).map(Arc::new) {
             Ok(own) => (
-                lazy_list(py, LineIndex::events(own.clone(), lines, payloads))?,
+                lazy_list(
+                    py,
+                    LineIndex::events(own.clone(), lines, payloads).with_headers(headers),
+                )?,
                 lazy_list(
                     py,
                     LineIndex::messages(own, message_lines, message_payloads),
@@ -350,7 +356,9 @@ fn scan<'py>(
         py,
         named::SCANNED.get(py)?,
         events = events,
-        spans = spans,
+        spans = named::LAZY_LIST
+            .get(py)?
+            .call1((Bound::new(py, lazy::Spans::new(spans))?,))?,
         problems = problems,
         end = s.end,
         first_type = s.first_type,
@@ -369,6 +377,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<lazy::LineIter>()?;
     m.add_class::<lazy::Deferred>()?;
     m.add_class::<lazy::SectionTexts>()?;
+    m.add_class::<lazy::Spans>()?;
     m.add_class::<EnvelopeIds>()?;
     let py = m.py();
     m.add_function(wrap_pyfunction!(classify_line, m)?)?;

@@ -331,10 +331,12 @@ fn check_fold(data: &[u8], fold: &Fold, what: &str) {
     );
 }
 
-/// What the lenient scans ask for: the ids (salvage, fork) and peek's survey.
+/// What the lenient scans ask for: the ids (salvage, fork), peek's survey and the
+/// headers peek keeps for iterating.
 const EVERYTHING: Wanted = Wanted {
     ids: true,
     survey: true,
+    headers: true,
 };
 
 /// Replay `data` on one thread and on two (split after the first line past the
@@ -491,6 +493,7 @@ fn scanned(data: &[u8], start: u64, final_line: bool, what: &str) -> Scanned {
             s.problems.clone(),
             s.end,
             s.survey.clone(),
+            s.headers.as_ref().map(|h| h.entries()),
         )
     };
     assert_eq!(
@@ -498,6 +501,25 @@ fn scanned(data: &[u8], start: u64, final_line: bool, what: &str) -> Scanned {
         view(&s),
         "{what}: the two-thread scan disagrees with one thread"
     );
+    // The headers kept are the envelopes' own (one each; the scan's ids where kept).
+    let headers = s
+        .headers
+        .as_ref()
+        .expect("headers were asked for")
+        .entries();
+    assert_eq!(
+        headers.len(),
+        s.found.len(),
+        "{what}: a header per envelope"
+    );
+    for (kept, id) in headers.iter().zip(&s.ids) {
+        if let Some((kept_id, _, _)) = kept {
+            assert_eq!(
+                kept_id, id,
+                "{what}: a kept header's id is not the envelope's"
+            );
+        }
+    }
     // The survey's tallies account for exactly the envelopes found.
     let survey = s.survey.as_ref().expect("a survey was asked for");
     let lines: u64 = survey.types.iter().map(|t| t.lines).sum();

@@ -62,7 +62,7 @@ class Scanned(NamedTuple):
     envelope)."""
 
     events: Sequence[Event]
-    spans: List[Span]
+    spans: Sequence[Span]
     problems: List[Problem]
     # The offset just past the last ``\\n`` read (bytes after it: an unfinished line).
     end: int

@@ -214,7 +214,7 @@ type FoldView = (
     Vec<_native::replay::fold::LiveMessage>,
     Option<ValueRef>,
     Vec<_native::replay::fold::PendingOp>,
-    Vec<String>,
+    Vec<_native::replay::id::Id>,
     Vec<_native::replay::fold::SectionRef>,
 );
 

@@ -383,7 +383,7 @@ def test_a_transcript_big_enough_for_two_threads_agrees(tmp_path: Any) -> None:
     on_backend("native", lambda: assert_survey_matches_load(tmp_path, data))
     lines = data.splitlines(keepends=True)
     # Around the split (40% of the bytes), in the second thread's first batch of records
-    # (1,024), in a later one, at the end.
+    # (8,192), in its second (the last lines), at the end.
     split = len(lines) * 2 // 5
     for at in (5, split - 1, split + 2, split + 700, len(lines) // 2 + 3, len(lines) - 2):
         broken = b"".join(lines[:at] + [lines[1]] + lines[at:])  # a duplicate id

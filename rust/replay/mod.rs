@@ -190,7 +190,7 @@ mod tests {
         // its first batch) over one in a later batch.
         let body = |bad_at: &[usize]| {
             let mut data = meta();
-            for i in 0..5000 {
+            for i in 0..20000 {
                 let role = if bad_at.contains(&i) {
                     "1"
                 } else {
@@ -205,9 +205,10 @@ mod tests {
             data
         };
         for (bad_at, line_no) in [
-            (vec![10, 4000], 12),
-            (vec![2100, 4900], 2102),
-            (vec![4999], 5001),
+            (vec![10, 15000], 12),
+            (vec![9000, 19900], 9002),
+            (vec![19900], 19902),
+            (vec![19999], 20001),
         ] {
             assert_eq!(
                 run(&body(&bad_at)).err(),

@@ -18,16 +18,8 @@ from ._native import encode_envelope as _encode_envelope
 from ._native import replay as _replay
 from ._native import scan as _scan
 
-__all__ = [
-    "name",
-    "tail_check",
-    "copy_prefix",
-    "replay",
-    "scan",
-    "encode_envelope",
-    "append_size",
-    "identical_prefix",
-]
+__all__ = ["name", "tail_check", "copy_prefix", "replay", "scan", "encode_envelope", "append_size",
+           "identical_prefix"]
 
 name = "native"
 encode_envelope: Optional[EncodeEnvelope] = _encode_envelope

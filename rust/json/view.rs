@@ -164,34 +164,27 @@ fn object_at(s: &[u8], i: usize) -> Option<(Vec<Entry>, usize)> {
 /// an object), each element walked once: `elements` then `members` walked every
 /// object twice, and the texts inside them (run-context sections) are long.
 pub fn element_members(s: &[u8], arr: Item) -> Option<Vec<Option<Vec<Entry>>>> {
-    if arr.kind != Kind::Array {
-        return None;
-    }
-    let mut out = Vec::new();
-    let mut at = skip_ws(s, arr.span.0 + 1);
-    if s.get(at) == Some(&b']') {
-        return Some(out);
-    }
-    loop {
-        let end = if s.get(at) == Some(&b'{') {
-            let (entries, end) = object_at(s, at)?;
-            out.push(Some(entries));
-            end
+    each_element(s, arr, |at| {
+        if s.get(at) == Some(&b'{') {
+            object_at(s, at).map(|(entries, end)| (Some(entries), end))
         } else {
-            out.push(None);
-            skip_value(s, at)?.span.1
-        };
-        at = skip_ws(s, end);
-        match s.get(at)? {
-            b',' => at = skip_ws(s, at + 1),
-            b']' => return Some(out),
-            _ => return None,
+            skip_value(s, at).map(|v| (None, v.span.1))
         }
-    }
+    })
 }
 
 /// The elements of the array `arr`, in order.
 pub fn elements(s: &[u8], arr: Item) -> Option<Vec<Item>> {
+    each_element(s, arr, |at| skip_value(s, at).map(|v| (v, v.span.1)))
+}
+
+/// What `read` makes of each element of the array `arr`, in order; `read` gets an
+/// element's first byte and answers its value and the index just past it.
+fn each_element<T>(
+    s: &[u8],
+    arr: Item,
+    mut read: impl FnMut(usize) -> Option<(T, usize)>,
+) -> Option<Vec<T>> {
     if arr.kind != Kind::Array {
         return None;
     }
@@ -201,9 +194,9 @@ pub fn elements(s: &[u8], arr: Item) -> Option<Vec<Item>> {
         return Some(out);
     }
     loop {
-        let value = skip_value(s, at)?;
+        let (value, end) = read(at)?;
         out.push(value);
-        at = skip_ws(s, value.span.1);
+        at = skip_ws(s, end);
         match s.get(at)? {
             b',' => at = skip_ws(s, at + 1),
             b']' => return Some(out),

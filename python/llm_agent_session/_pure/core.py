@@ -12,16 +12,8 @@ from . import replay as _replay
 from .survey import survey
 from .tail_check import copy_prefix, tail_check
 
-__all__ = [
-    "name",
-    "tail_check",
-    "copy_prefix",
-    "replay",
-    "scan",
-    "encode_envelope",
-    "append_size",
-    "identical_prefix",
-]
+__all__ = ["name", "tail_check", "copy_prefix", "replay", "scan", "encode_envelope", "append_size",
+           "identical_prefix"]
 
 name = "pure"
 # ``Session`` runs the reference's serialiser (``canonical``) and append check itself.

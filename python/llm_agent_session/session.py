@@ -654,8 +654,8 @@ class Session:
         longest common prefix is written, followed by the rest of the list (SPEC 10.1).
         Every new message is checked before the first line is written, so a bad one
         leaves the transcript as it was. Returns the new messages' ids. Cost: one
-        identity check per message (a pass over the list's pointers, about a nanosecond
-        a message on the native core: a Python list gives no sign that an item was
+        identity check per message (a pass over the list's pointers, 2-3 nanoseconds a
+        message on the native core: a Python list gives no sign that an item was
         replaced, so a sound check reads them all) plus O(new) when the list reuses the
         session's message objects; one serialisation per message compared where it does not.
         """

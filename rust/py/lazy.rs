@@ -431,15 +431,9 @@ impl LineIndex {
     }
 
     fn __getitem__<'py>(&self, py: Python<'py>, index: isize) -> PyResult<Bound<'py, PyAny>> {
-        let n = self.lines.len() as isize;
-        let i = if index < 0 { index + n } else { index };
-        let at = usize::try_from(i)
-            .ok()
-            .and_then(|i| self.lines.get(i))
-            .copied()
-            .ok_or_else(|| PyIndexError::new_err("index out of range"))?;
+        let (i, at) = item_at(&self.lines, index)?;
         let raw = read_line(&self.file, at)?;
-        self.build(&mut Builder::new(py), i as usize, &raw)
+        self.build(&mut Builder::new(py), i, &raw)
     }
 
     /// Every item in order, the lines read a window at a time (Events whose
@@ -580,14 +574,21 @@ impl Spans {
     }
 
     fn __getitem__(&self, index: isize) -> PyResult<(u64, u64, u64)> {
-        let n = self.spans.len() as isize;
-        let i = if index < 0 { index + n } else { index };
-        usize::try_from(i)
-            .ok()
-            .and_then(|i| self.spans.get(i))
-            .copied()
-            .ok_or_else(|| PyIndexError::new_err("index out of range"))
+        item_at(&self.spans, index).map(|(_, span)| span)
     }
+}
+
+/// `items[index]` as Python indexes a sequence (negative from the end), with its
+/// place; IndexError past either end.
+fn item_at<T: Copy>(items: &[T], index: isize) -> PyResult<(usize, T)> {
+    let i = if index < 0 {
+        index.checked_add_unsigned(items.len())
+    } else {
+        Some(index)
+    };
+    i.and_then(|i| usize::try_from(i).ok())
+        .and_then(|i| Some((i, *items.get(i)?)))
+        .ok_or_else(|| PyIndexError::new_err("index out of range"))
 }
 
 /// The run-context section texts (digest -> text) of a replay, each read from its

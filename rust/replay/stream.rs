@@ -200,11 +200,8 @@ fn fold_range<S: Source + ?Sized>(
     fold: &mut Fold,
 ) -> CoreResult<u64> {
     let mut reader = LineReader::new(src, start, end);
-    while let Some((line, offset, raw)) = reader.next_line()? {
-        if is_blank(raw) {
-            continue;
-        }
-        match record_of(raw, line, offset) {
+    while let Some(reduced) = next_record(&mut reader)? {
+        match reduced {
             Ok(rec) => fold.feed(rec).map_err(CoreError::Failure)?,
             Err(bad) => return Err(CoreError::Failure(fold.refuse(bad))),
         }
@@ -212,8 +209,22 @@ fn fold_range<S: Source + ?Sized>(
     Ok(reader.lines)
 }
 
+/// The next line that is not blank, validated and reduced (`Err`: why it is not an
+/// envelope); None at the end of the range.
+fn next_record<S: Source + ?Sized>(
+    reader: &mut LineReader<'_, S>,
+) -> CoreResult<Option<Result<Record, BadLine>>> {
+    while let Some((line, offset, raw)) = reader.next_line()? {
+        if !is_blank(raw) {
+            return Ok(Some(record_of(raw, line, offset)));
+        }
+    }
+    Ok(None)
+}
+
 /// Validate and reduce the lines of `[start, end)`, handing them over in batches
-/// of [`BATCH`], stopping at the first bad one (or when nobody takes them any more).
+/// (see [`batch_size`]), stopping at the first bad one (or when nobody takes them
+/// any more).
 fn reduce_range<S: Source + ?Sized>(
     src: &S,
     start: u64,
@@ -223,11 +234,8 @@ fn reduce_range<S: Source + ?Sized>(
     let mut reader = LineReader::new(src, start, end);
     let mut sent = 0;
     let mut batch = Vec::with_capacity(batch_size(sent));
-    while let Some((line, offset, raw)) = reader.next_line()? {
-        if is_blank(raw) {
-            continue;
-        }
-        match record_of(raw, line, offset) {
+    while let Some(reduced) = next_record(&mut reader)? {
+        match reduced {
             Ok(rec) => batch.push(Reduced::Record(rec)),
             Err(bad) => {
                 batch.push(Reduced::Bad(bad));

@@ -107,9 +107,10 @@ pub fn message_from_fields<'py>(
     content: Option<Bound<'py, PyAny>>,
 ) -> PyResult<Bound<'py, PyAny>> {
     let py = b.py();
-    let (message, slots) = bare_instance(py, maker(py, &MESSAGE_MAKER, &MESSAGE)?)?;
     // Every message key, with its default when absent: `messages.MESSAGE_DEFAULTS`.
-    for (key, default) in message_defaults(py)? {
+    let keys = message_defaults(py)?;
+    let mut values = Vec::with_capacity(keys.len());
+    for (key, default) in keys {
         let value = match (key.name.as_str(), &content) {
             ("content", Some(given)) => given.clone(),
             (name, _) => match json_view::get(raw, fields, name) {
@@ -117,9 +118,9 @@ pub fn message_from_fields<'py>(
                 None => default.bind(py).clone(),
             },
         };
-        slots.set_item(key.pyname.bind(py), value)?;
+        values.push((key.pyname.bind(py), value));
     }
-    Ok(message)
+    bare_instance(py, maker(py, &MESSAGE_MAKER, &MESSAGE)?, values)
 }
 
 /// One message key, as Rust reads it and as the instance's `__dict__` holds it.
@@ -163,18 +164,32 @@ fn maker<'a>(py: Python<'_>, cell: &'a GILOnceCell<Maker>, name: &PyName) -> PyR
     })
 }
 
-/// An instance made without `__init__`, and its `__dict__` to fill:
+/// An instance made without `__init__`, its fields set one by one.
+///
 /// `__init__` of a frozen dataclass goes through `object.__setattr__` once a field
 /// (a third of the time of building a peek Message), and a field may be deferred.
-fn bare_instance<'py>(
+/// `PyObject_GenericSetAttr` is the plain attribute store that the frozen
+/// `__setattr__` refuses; it keeps the values in the instance itself, where a
+/// `__dict__` asked for and filled would make a dict for every instance.
+fn bare_instance<'py, 'a>(
     py: Python<'py>,
     maker: &Maker,
-) -> PyResult<(Bound<'py, PyAny>, Bound<'py, PyDict>)> {
+    fields: impl IntoIterator<Item = (&'a Bound<'py, PyString>, Bound<'py, PyAny>)>,
+) -> PyResult<Bound<'py, PyAny>>
+where
+    'py: 'a,
+{
     let instance = maker.new.bind(py).call1(maker.args.bind(py))?;
-    let slots = instance
-        .getattr(intern!(py, "__dict__"))?
-        .downcast_into::<PyDict>()?;
-    Ok((instance, slots))
+    for (name, value) in fields {
+        // SAFETY: three valid object pointers, borrowed for the call; the GIL is held.
+        let done = unsafe {
+            pyo3::ffi::PyObject_GenericSetAttr(instance.as_ptr(), name.as_ptr(), value.as_ptr())
+        };
+        if done != 0 {
+            return Err(PyErr::fetch(py));
+        }
+    }
+    Ok(instance)
 }
 
 /// What a `LineIndex` builds from each line.
@@ -310,13 +325,14 @@ fn new_event<'py>(
     payload_key: &Bound<'py, PyString>,
     payload: Bound<'py, PyAny>,
 ) -> PyResult<Bound<'py, PyAny>> {
-    let (event, slots) = bare_instance(py, maker(py, &EVENT_MAKER, &EVENT)?)?;
-    slots.set_item(intern!(py, "id"), id)?;
-    slots.set_item(intern!(py, "type"), type_)?;
-    slots.set_item(intern!(py, "ts"), ts)?;
-    slots.set_item(intern!(py, "v"), 1i64)?;
-    slots.set_item(payload_key, payload)?;
-    Ok(event)
+    let fields = [
+        (intern!(py, "id"), PyString::new(py, id).into_any()),
+        (intern!(py, "type"), type_.into_any()),
+        (intern!(py, "ts"), PyString::new(py, ts).into_any()),
+        (intern!(py, "v"), 1i64.into_pyobject(py)?.into_any()),
+        (payload_key, payload),
+    ];
+    bare_instance(py, maker(py, &EVENT_MAKER, &EVENT)?, fields)
 }
 
 /// Which part of a line a `Deferred` builds.

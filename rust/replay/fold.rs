@@ -11,7 +11,7 @@ use std::collections::{HashMap, HashSet};
 use crate::error::{CoreFailure, FailureKind};
 use crate::json::grammar::Span;
 use crate::message_rules;
-use crate::replay::id::{Id, IdTable};
+use crate::replay::id::{Id, IdKeys, IdTable};
 use crate::replay::records::{BadLine, Body, Record};
 
 /// A line of the file: where it is.
@@ -141,7 +141,7 @@ impl Fold {
         Fold {
             events: Vec::with_capacity(expected_lines),
             slots: Vec::with_capacity(expected_lines),
-            envelope_at: IdTable::with_capacity(expected_lines),
+            envelope_at: IdTable::with_capacity(expected_lines, IdKeys::new()),
             ..Default::default()
         }
     }

@@ -12,6 +12,7 @@ use crate::error::{CoreError, CoreResult};
 use crate::file_io::{read_full, Source};
 use crate::json::grammar::is_blank;
 use crate::replay::fold::Fold;
+use crate::replay::id::IdKeys;
 use crate::replay::records::{record_of, BadLine, Record};
 
 /// Read size. On a 256 MB transcript 256 KiB, 1 MiB and 4 MiB reads replay within
@@ -142,19 +143,23 @@ pub fn replay_split_from<S: Source + Sync + ?Sized>(
     } else {
         size
     };
-    let mut fold = Fold::for_size(size);
+    // One set of hash keys: both threads hash the ids they read with it.
+    let keys = IdKeys::new();
+    let mut fold = Fold::for_size(size, keys.clone());
     if split >= size {
-        fold_range(src, 0, size, &mut fold)?;
+        fold_range(src, 0, size, &keys, &mut fold)?;
     } else {
         // The first part is folded as it is read; the second is validated and
         // reduced meanwhile and handed over in batches, which the first thread folds,
         // in order, as soon as its own part is done (while the second still reads).
         let (batches, handed) = mpsc::channel::<Vec<Reduced>>();
         let (folded, second) = std::thread::scope(|scope| {
-            let second = scope.spawn(move || reduce_range(src, split, size, &batches));
+            let second_keys = keys.clone();
+            let second =
+                scope.spawn(move || reduce_range(src, split, size, &second_keys, &batches));
             // `handed` is dropped when this returns, so a second thread still
             // reading after a failure here stops at its next batch.
-            let folded = fold_range(src, 0, split, &mut fold)
+            let folded = fold_range(src, 0, split, &keys, &mut fold)
                 .and_then(|first_lines| fold_handed(&mut fold, handed, first_lines));
             (folded, second.join())
         });
@@ -197,10 +202,11 @@ fn fold_range<S: Source + ?Sized>(
     src: &S,
     start: u64,
     end: u64,
+    keys: &IdKeys,
     fold: &mut Fold,
 ) -> CoreResult<u64> {
     let mut reader = LineReader::new(src, start, end);
-    while let Some(reduced) = next_record(&mut reader)? {
+    while let Some(reduced) = next_record(&mut reader, keys)? {
         match reduced {
             Ok(rec) => fold.feed(rec).map_err(CoreError::Failure)?,
             Err(bad) => return Err(CoreError::Failure(fold.refuse(bad))),
@@ -213,10 +219,11 @@ fn fold_range<S: Source + ?Sized>(
 /// envelope); None at the end of the range.
 fn next_record<S: Source + ?Sized>(
     reader: &mut LineReader<'_, S>,
+    keys: &IdKeys,
 ) -> CoreResult<Option<Result<Record, BadLine>>> {
     while let Some((line, offset, raw)) = reader.next_line()? {
         if !is_blank(raw) {
-            return Ok(Some(record_of(raw, line, offset)));
+            return Ok(Some(record_of(raw, line, offset, keys)));
         }
     }
     Ok(None)
@@ -229,12 +236,13 @@ fn reduce_range<S: Source + ?Sized>(
     src: &S,
     start: u64,
     end: u64,
+    keys: &IdKeys,
     out: &mpsc::Sender<Vec<Reduced>>,
 ) -> CoreResult<()> {
     let mut reader = LineReader::new(src, start, end);
     let mut sent = 0;
     let mut batch = Vec::with_capacity(batch_size(sent));
-    while let Some(reduced) = next_record(&mut reader)? {
+    while let Some(reduced) = next_record(&mut reader, keys)? {
         match reduced {
             Ok(rec) => batch.push(Reduced::Record(rec)),
             Err(bad) => {

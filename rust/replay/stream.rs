@@ -28,6 +28,10 @@ pub const SPLIT_MIN: u64 = 8 << 20;
 /// second thread still reads, so it reads less than half.
 const SPLIT_PERCENT: u64 = 40;
 
+/// How many records ahead of the one it folds the first thread fetches a handed
+/// record's table slot.
+const PREFETCH_AHEAD: usize = 4;
+
 /// Records in the second thread's first batch (see [`batch_size`]).
 const BATCH: usize = 8192;
 
@@ -181,7 +185,11 @@ fn fold_handed(
     first_lines: u64,
 ) -> CoreResult<()> {
     for batch in handed {
-        for item in batch {
+        let mut items = batch.into_iter();
+        while let Some(item) = items.next() {
+            if let Some(Reduced::Record(ahead)) = items.as_slice().get(PREFETCH_AHEAD - 1) {
+                fold.envelope_at.prefetch(ahead.id_hash);
+            }
             match item {
                 Reduced::Record(mut rec) => {
                     rec.line += first_lines;
@@ -206,13 +214,25 @@ fn fold_range<S: Source + ?Sized>(
     fold: &mut Fold,
 ) -> CoreResult<u64> {
     let mut reader = LineReader::new(src, start, end);
-    while let Some(reduced) = next_record(&mut reader, keys)? {
-        match reduced {
-            Ok(rec) => fold.feed(rec).map_err(CoreError::Failure)?,
-            Err(bad) => return Err(CoreError::Failure(fold.refuse(bad))),
+    // Each record is folded after the next one is read, so that its id's slot in
+    // the table, fetched when it was read, is in the cache by then. What is reported
+    // stays the first failure in file order: the held record is folded before the
+    // next line's failure (or read error) is.
+    let mut held: Option<Record> = None;
+    loop {
+        let next = next_record(&mut reader, keys);
+        if let Ok(Some(Ok(rec))) = &next {
+            fold.envelope_at.prefetch(rec.id_hash);
+        }
+        if let Some(rec) = held.take() {
+            fold.feed(rec).map_err(CoreError::Failure)?;
+        }
+        match next? {
+            None => return Ok(reader.lines),
+            Some(Ok(rec)) => held = Some(rec),
+            Some(Err(bad)) => return Err(CoreError::Failure(fold.refuse(bad))),
         }
     }
-    Ok(reader.lines)
 }
 
 /// The next line that is not blank, validated and reduced (`Err`: why it is not an

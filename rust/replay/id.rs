@@ -160,7 +160,7 @@ impl IdTable {
         let slots = if n == 0 { 0 } else { slots_for(n) };
         IdTable {
             keys,
-            slots: vec![0; slots],
+            slots: empty_slots(slots),
             bytes: Vec::with_capacity(n.saturating_mul(36)),
             ends: Vec::with_capacity(n),
             slotted_max: SLOTTED_MAX,
@@ -267,7 +267,7 @@ impl IdTable {
     /// computed again from its bytes.
     fn grow(&mut self) {
         let slots = (self.slots.len() * 2).max(MIN_SLOTS);
-        self.slots = vec![0; slots];
+        self.slots = empty_slots(slots);
         let mask = slots - 1;
         for index in 0..self.ends.len().min(self.slotted_max) {
             let Some(id) = id_in(&self.bytes, &self.ends, index) else {
@@ -308,6 +308,48 @@ fn slots_for(n: usize) -> usize {
 fn slot_of(hash: u64, index: usize) -> u64 {
     (hash >> INDEX_BITS << INDEX_BITS) | (index as u64 + 1)
 }
+
+/// `n` empty slots. A table of megabytes is probed at random, one slot an envelope:
+/// on 4 KiB pages most probes missed the TLB too, so its memory is offered to the
+/// kernel as 2 MiB pages (taken where transparent huge pages are on, "madvise" or
+/// "always").
+fn empty_slots(n: usize) -> Vec<u64> {
+    let slots = vec![0; n];
+    advise_huge_pages(&slots);
+    slots
+}
+
+#[cfg(all(
+    target_os = "linux",
+    any(target_arch = "x86_64", target_arch = "aarch64")
+))]
+fn advise_huge_pages(slots: &[u64]) {
+    use std::ffi::{c_int, c_void};
+    const HUGE_PAGE: usize = 2 << 20;
+    /// Its value on these architectures (asm-generic/mman-common.h).
+    const MADV_HUGEPAGE: c_int = 14;
+    extern "C" {
+        fn madvise(addr: *mut c_void, len: usize, advice: c_int) -> c_int;
+    }
+    let start = slots.as_ptr() as usize;
+    let end = start.saturating_add(std::mem::size_of_val(slots));
+    let Some(first) = start.checked_next_multiple_of(HUGE_PAGE) else {
+        return;
+    };
+    let last = end / HUGE_PAGE * HUGE_PAGE;
+    if last > first {
+        // SAFETY: `[first, last)` is page-aligned and inside `slots`' own allocation;
+        // MADV_HUGEPAGE only changes how the kernel backs it (the contents stay), and
+        // a refusal (an error return, ignored) leaves it as it was.
+        unsafe { madvise(first as *mut c_void, last - first, MADV_HUGEPAGE) };
+    }
+}
+
+#[cfg(not(all(
+    target_os = "linux",
+    any(target_arch = "x86_64", target_arch = "aarch64")
+)))]
+fn advise_huge_pages(_: &[u64]) {}
 
 /// Ask the CPU to start loading `value`'s cache line.
 #[inline]

@@ -89,9 +89,9 @@ struct PendingSlot {
 
 /// The fold's state; after the last line, what replay ends in.
 ///
-/// An id is hashed once, into `envelope_at`; every reference (a compaction's,
-/// an elision's, a rewind's, a settle's) is one lookup there, then an index into
-/// `slots`.
+/// An envelope's id is hashed once, where its line is read, and pushed into
+/// `envelope_at` with that hash; every reference (a compaction's, an elision's, a
+/// rewind's, a settle's) is one lookup there, then an index into `slots`.
 #[derive(Debug, Default)]
 pub struct Fold {
     /// Every envelope in file order (the lazy `events`).

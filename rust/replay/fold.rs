@@ -11,7 +11,7 @@ use std::collections::{HashMap, HashSet};
 use crate::error::{CoreFailure, FailureKind};
 use crate::json::grammar::Span;
 use crate::message_rules;
-use crate::replay::id::{Id, IdTable};
+use crate::replay::id::{Id, IdKeys, IdTable};
 use crate::replay::records::{BadLine, Body, Record};
 
 /// A line of the file: where it is.
@@ -89,9 +89,9 @@ struct PendingSlot {
 
 /// The fold's state; after the last line, what replay ends in.
 ///
-/// An id is hashed once, into `envelope_at`; every reference (a compaction's,
-/// an elision's, a rewind's, a settle's) is one lookup there, then an index into
-/// `slots`.
+/// An envelope's id is hashed once, where its line is read, and pushed into
+/// `envelope_at` with that hash; every reference (a compaction's, an elision's, a
+/// rewind's, a settle's) is one lookup there, then an index into `slots`.
 #[derive(Debug, Default)]
 pub struct Fold {
     /// Every envelope in file order (the lazy `events`).
@@ -129,19 +129,20 @@ fn show(s: &str) -> String {
 
 impl Fold {
     pub fn new() -> Self {
-        Self::for_size(0)
+        Self::for_size(0, IdKeys::new())
     }
 
     /// A fold for a file of `size` bytes: the id set starts at the size a file of
     /// 2 KiB lines needs (agent transcripts average about that). Growing it from
     /// empty re-hashed every id at each doubling (SipHash: an insert cost ~890
-    /// instructions, ~6% of a replay, callgrind).
-    pub fn for_size(size: u64) -> Self {
+    /// instructions, ~6% of a replay, callgrind). Its records' ids are hashed with
+    /// `keys`.
+    pub fn for_size(size: u64, keys: IdKeys) -> Self {
         let expected_lines = usize::try_from(size / 2048).unwrap_or(0).min(1 << 22);
         Fold {
             events: Vec::with_capacity(expected_lines),
             slots: Vec::with_capacity(expected_lines),
-            envelope_at: IdTable::with_capacity(expected_lines),
+            envelope_at: IdTable::with_capacity(expected_lines, keys),
             ..Default::default()
         }
     }
@@ -225,7 +226,8 @@ impl Fold {
         }
     }
 
-    /// Check one envelope against the state, then fold it in.
+    /// Check one envelope against the state, then fold it in. Its id was hashed
+    /// with this fold's keys (`envelope_at.keys()`).
     pub fn feed(&mut self, rec: Record) -> Result<(), CoreFailure> {
         let line = LineRef {
             offset: rec.offset,
@@ -249,7 +251,8 @@ impl Fold {
         }
         // One hash per line: the reference adds the id before its fold check too.
         let next = self.events.len();
-        if self.envelope_at.push(&rec.id).is_err() {
+        debug_assert_eq!(rec.id_hash, self.envelope_at.keys().hash(&rec.id));
+        if self.envelope_at.push_hashed(&rec.id, rec.id_hash).is_err() {
             return Err(fail(
                 FailureKind::Corrupt,
                 &rec,

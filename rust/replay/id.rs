@@ -4,10 +4,9 @@
 //! `Session.message_extra`'s lookups).
 
 use std::borrow::Borrow;
-use std::collections::hash_map::{Entry, RandomState};
-use std::collections::HashMap;
+use std::collections::hash_map::RandomState;
 use std::fmt;
-use std::hash::{BuildHasher, BuildHasherDefault, Hash, Hasher};
+use std::hash::{BuildHasher, Hash, Hasher};
 
 /// Longest id kept inline (the enum stays 40 bytes).
 const INLINE: usize = 38;
@@ -96,34 +95,81 @@ impl fmt::Debug for Id {
     }
 }
 
+/// The keys of the ids' hash: SipHash with random keys, so that ids, which come from
+/// files, cannot be chosen to collide. One set per replay: the threads that make
+/// records hash their ids with it, and the table that holds them is built with it.
+#[derive(Clone, Debug, Default)]
+pub struct IdKeys {
+    sip: RandomState,
+    /// A test's keys that hash every id alike.
+    #[cfg(test)]
+    all_alike: bool,
+}
+
+impl IdKeys {
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// The id's keyed hash.
+    pub fn hash(&self, id: &str) -> u64 {
+        self.hash_bytes(id.as_bytes())
+    }
+
+    fn hash_bytes(&self, id: &[u8]) -> u64 {
+        #[cfg(test)]
+        if self.all_alike {
+            return 7;
+        }
+        self.sip.hash_one(id)
+    }
+}
+
+/// A slot of [`IdTable`]: 0 when empty, else the top 24 bits of the id's hash (a tag)
+/// over its index plus one (the low [`INDEX_BITS`]).
+const INDEX_BITS: u32 = 40;
+const INDEX_MASK: u64 = (1 << INDEX_BITS) - 1;
+/// The most ids a slot can index (2^40 - 1: far more than memory holds, the table's
+/// `ends` alone would take 8 TiB); ids past it are looked up by a scan.
+const SLOTTED_MAX: usize = INDEX_MASK as usize;
+/// Slots a table has at least, once it holds an id.
+const MIN_SLOTS: usize = 16;
+
 /// Every envelope's id, by its index in the fold's `events`.
 ///
-/// The table a lookup probes holds an id's keyed hash (SipHash with this table's own
-/// random keys: ids come from files, so their hashes cannot be chosen to collide)
-/// and the index, 16 bytes a slot; the ids themselves are in one buffer, in file
-/// order, read only to confirm a hit. A map keyed by the ids (48 bytes a slot) missed
-/// the cache on most inserts once it outgrew it (1 GB: ~530,000 ids).
-#[derive(Debug, Default)]
+/// The table a lookup probes is one `u64` a slot (a tag from the id's keyed hash and
+/// the index), open addressing with linear probing, at most 3/4 full; the ids
+/// themselves are in one buffer, in file order, read only to confirm a tag's hit, so
+/// ids whose hashes collide stay apart exactly. At 1 GB (~530,000 ids) the table
+/// outgrows the cache: an insert is one slot's cache line, which the replay fetches
+/// ahead ([`IdTable::prefetch`]).
+#[derive(Debug)]
 pub struct IdTable {
-    keys: RandomState,
-    /// Keyed hash -> the first envelope whose id has it.
-    first: HashMap<u64, usize, BuildHasherDefault<Prehashed>>,
+    keys: IdKeys,
+    slots: Vec<u64>,
     /// Every id's bytes, one after another; `ends[i]` is where the i-th ends.
     bytes: Vec<u8>,
     ends: Vec<usize>,
-    /// Ids whose hash an earlier, different id has (exact, however rare).
-    collided: HashMap<Id, usize>,
+    /// How many ids the slots index (the first ones; see [`SLOTTED_MAX`]).
+    slotted_max: usize,
 }
 
 impl IdTable {
-    /// A table for about `n` ids.
-    pub fn with_capacity(n: usize) -> Self {
+    /// A table for about `n` ids, hashed with `keys`.
+    pub fn with_capacity(n: usize, keys: IdKeys) -> Self {
+        let slots = if n == 0 { 0 } else { slots_for(n) };
         IdTable {
-            first: HashMap::with_capacity_and_hasher(n, Default::default()),
+            keys,
+            slots: empty_slots(slots),
             bytes: Vec::with_capacity(n.saturating_mul(36)),
             ends: Vec::with_capacity(n),
-            ..Default::default()
+            slotted_max: SLOTTED_MAX,
         }
+    }
+
+    /// The keys its ids are hashed with.
+    pub fn keys(&self) -> &IdKeys {
+        &self.keys
     }
 
     /// How many ids it holds.
@@ -138,31 +184,27 @@ impl IdTable {
     /// Add the id of the next envelope (index `len()`), or answer the index of the
     /// earlier envelope that has it (nothing is added then).
     pub fn push(&mut self, id: &str) -> Result<(), usize> {
-        self.push_hashed(id, self.keys.hash_one(id))
+        self.push_hashed(id, self.keys.hash(id))
     }
 
-    /// The index of the envelope with this id.
-    pub fn get(&self, id: &str) -> Option<usize> {
-        self.get_hashed(id, self.keys.hash_one(id))
-    }
-
-    fn push_hashed(&mut self, id: &str, hash: u64) -> Result<(), usize> {
+    /// [`IdTable::push`] of an id whose hash is `hash`, made with this table's
+    /// [`IdTable::keys`].
+    pub fn push_hashed(&mut self, id: &str, hash: u64) -> Result<(), usize> {
         let next = self.ends.len();
-        match self.first.entry(hash) {
-            Entry::Vacant(slot) => {
-                slot.insert(next);
+        if next >= self.slotted_max {
+            if let Some(earlier) = self.find(id, hash) {
+                return Err(earlier);
             }
-            Entry::Occupied(hit) => {
-                let earlier = *hit.get();
-                if id_in(&self.bytes, &self.ends, earlier) == Some(id.as_bytes()) {
-                    return Err(earlier);
-                }
-                match self.collided.entry(Id::from(id)) {
-                    Entry::Occupied(hit) => return Err(*hit.get()),
-                    Entry::Vacant(slot) => {
-                        slot.insert(next);
-                    }
-                }
+        } else {
+            if (next + 1).saturating_mul(4) > self.slots.len().saturating_mul(3) {
+                self.grow();
+            }
+            let empty = match self.probe(id, hash) {
+                Probe::Found(earlier) => return Err(earlier),
+                Probe::Empty(at) => at,
+            };
+            if let Some(slot) = self.slots.get_mut(empty) {
+                *slot = slot_of(hash, next);
             }
         }
         self.bytes.extend_from_slice(id.as_bytes());
@@ -170,14 +212,157 @@ impl IdTable {
         Ok(())
     }
 
-    fn get_hashed(&self, id: &str, hash: u64) -> Option<usize> {
-        let at = *self.first.get(&hash)?;
-        if id_in(&self.bytes, &self.ends, at) == Some(id.as_bytes()) {
-            Some(at)
-        } else {
-            self.collided.get(id).copied()
+    /// The index of the envelope with this id.
+    pub fn get(&self, id: &str) -> Option<usize> {
+        self.find(id, self.keys.hash(id))
+    }
+
+    /// Start fetching the slot where an id with this hash is looked up first: a
+    /// replay asks for it a few records before it pushes the id.
+    #[inline]
+    pub fn prefetch(&self, hash: u64) {
+        if let Some(slot) = self.slots.get(self.home(hash)) {
+            prefetch_read(slot);
         }
     }
+
+    fn find(&self, id: &str, hash: u64) -> Option<usize> {
+        if let Probe::Found(at) = self.probe(id, hash) {
+            return Some(at);
+        }
+        // Past the slots' reach (see SLOTTED_MAX), in file order.
+        (self.slotted_max..self.ends.len())
+            .find(|&at| id_in(&self.bytes, &self.ends, at) == Some(id.as_bytes()))
+    }
+
+    /// The slot an id with this hash is looked for in first.
+    fn home(&self, hash: u64) -> usize {
+        (hash as usize) & self.slots.len().wrapping_sub(1)
+    }
+
+    /// Where the id is, or the empty slot where it would go.
+    fn probe(&self, id: &str, hash: u64) -> Probe {
+        let mask = self.slots.len().wrapping_sub(1);
+        let tag = hash >> INDEX_BITS;
+        let mut at = self.home(hash);
+        // At most 3/4 full: an empty slot ends every walk. The bound only keeps a
+        // broken invariant from looping.
+        for _ in 0..self.slots.len() {
+            let slot = self.slots.get(at).copied().unwrap_or(0);
+            if slot == 0 {
+                return Probe::Empty(at);
+            }
+            if slot >> INDEX_BITS == tag {
+                let index = ((slot & INDEX_MASK) as usize).wrapping_sub(1);
+                if id_in(&self.bytes, &self.ends, index) == Some(id.as_bytes()) {
+                    return Probe::Found(index);
+                }
+            }
+            at = (at + 1) & mask;
+        }
+        Probe::Empty(usize::MAX)
+    }
+
+    /// Twice the slots (or the first ones), every slotted id put back by its hash,
+    /// computed again from its bytes.
+    fn grow(&mut self) {
+        let slots = (self.slots.len() * 2).max(MIN_SLOTS);
+        self.slots = empty_slots(slots);
+        let mask = slots - 1;
+        for index in 0..self.ends.len().min(self.slotted_max) {
+            let Some(id) = id_in(&self.bytes, &self.ends, index) else {
+                continue;
+            };
+            let hash = self.keys.hash_bytes(id);
+            let mut at = self.home(hash);
+            while let Some(slot) = self.slots.get_mut(at) {
+                if *slot == 0 {
+                    *slot = slot_of(hash, index);
+                    break;
+                }
+                at = (at + 1) & mask;
+            }
+        }
+    }
+}
+
+impl Default for IdTable {
+    fn default() -> Self {
+        Self::with_capacity(0, IdKeys::new())
+    }
+}
+
+enum Probe {
+    Found(usize),
+    Empty(usize),
+}
+
+/// Slots for `n` ids: a power of two, at most 3/4 full.
+fn slots_for(n: usize) -> usize {
+    (n.saturating_mul(4) / 3 + 1)
+        .checked_next_power_of_two()
+        .unwrap_or(1 << (usize::BITS - 1))
+        .max(MIN_SLOTS)
+}
+
+fn slot_of(hash: u64, index: usize) -> u64 {
+    (hash >> INDEX_BITS << INDEX_BITS) | (index as u64 + 1)
+}
+
+/// `n` empty slots. A table of megabytes is probed at random, one slot an envelope:
+/// on 4 KiB pages most probes missed the TLB too, so its memory is offered to the
+/// kernel as 2 MiB pages (taken where transparent huge pages are on, "madvise" or
+/// "always").
+fn empty_slots(n: usize) -> Vec<u64> {
+    let slots = vec![0; n];
+    advise_huge_pages(&slots);
+    slots
+}
+
+#[cfg(all(
+    target_os = "linux",
+    any(target_arch = "x86_64", target_arch = "aarch64")
+))]
+fn advise_huge_pages(slots: &[u64]) {
+    use std::ffi::{c_int, c_void};
+    const HUGE_PAGE: usize = 2 << 20;
+    /// Its value on these architectures (asm-generic/mman-common.h).
+    const MADV_HUGEPAGE: c_int = 14;
+    extern "C" {
+        fn madvise(addr: *mut c_void, len: usize, advice: c_int) -> c_int;
+    }
+    let start = slots.as_ptr() as usize;
+    let end = start.saturating_add(std::mem::size_of_val(slots));
+    let Some(first) = start.checked_next_multiple_of(HUGE_PAGE) else {
+        return;
+    };
+    let last = end / HUGE_PAGE * HUGE_PAGE;
+    if last > first {
+        // SAFETY: `[first, last)` is page-aligned and inside `slots`' own allocation;
+        // MADV_HUGEPAGE only changes how the kernel backs it (the contents stay), and
+        // a refusal (an error return, ignored) leaves it as it was.
+        unsafe { madvise(first as *mut c_void, last - first, MADV_HUGEPAGE) };
+    }
+}
+
+#[cfg(not(all(
+    target_os = "linux",
+    any(target_arch = "x86_64", target_arch = "aarch64")
+)))]
+fn advise_huge_pages(_: &[u64]) {}
+
+/// Ask the CPU to start loading `value`'s cache line.
+#[inline]
+fn prefetch_read<T>(value: &T) {
+    #[cfg(target_arch = "x86_64")]
+    // SAFETY: a prefetch is a hint: it never faults, whatever the address, and
+    // `value` is a valid reference anyway.
+    unsafe {
+        use std::arch::x86_64::{_mm_prefetch, _MM_HINT_T0};
+        _mm_prefetch::<_MM_HINT_T0>((value as *const T).cast::<i8>());
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    let _ = value;
 }
 
 /// The bytes of the `at`-th id of an [`IdTable`]'s buffer.
@@ -189,30 +374,10 @@ fn id_in<'a>(bytes: &'a [u8], ends: &[usize], at: usize) -> Option<&'a [u8]> {
     bytes.get(start..*ends.get(at)?)
 }
 
-/// The hasher of a map whose keys are hashes already (keyed SipHash outputs).
-#[derive(Debug, Default)]
-pub struct Prehashed(u64);
-
-impl Hasher for Prehashed {
-    fn finish(&self) -> u64 {
-        self.0
-    }
-
-    fn write_u64(&mut self, n: u64) {
-        self.0 = n;
-    }
-
-    fn write(&mut self, bytes: &[u8]) {
-        // Only `u64` keys are hashed here; anything else still gets a spread value.
-        for &b in bytes {
-            self.0 = (self.0 ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3);
-        }
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::collections::HashMap;
 
     #[test]
     fn short_and_long_ids_read_back_and_look_up_by_str() {
@@ -241,7 +406,7 @@ mod tests {
 
     #[test]
     fn the_table_finds_every_id_and_refuses_a_second_one() {
-        let mut table = IdTable::with_capacity(4);
+        let mut table = IdTable::with_capacity(4, IdKeys::new());
         let ids: Vec<String> = (0..5000).map(|i| format!("id-{i}")).collect();
         for (i, id) in ids.iter().enumerate() {
             assert_eq!(table.push(id), Ok(()));
@@ -256,27 +421,75 @@ mod tests {
         assert_eq!(table.len(), 5000);
     }
 
+    fn alike() -> IdKeys {
+        IdKeys {
+            all_alike: true,
+            ..IdKeys::new()
+        }
+    }
+
+    /// Push every id (each must be new), then find each and refuse each again.
+    fn holds_them_all(table: &mut IdTable, ids: &[String]) {
+        for (i, id) in ids.iter().enumerate() {
+            assert_eq!(table.push(id), Ok(()), "{id}");
+            assert_eq!(table.get(id), Some(i));
+        }
+        for (i, id) in ids.iter().enumerate() {
+            assert_eq!(table.get(id), Some(i));
+            assert_eq!(table.push(id), Err(i));
+        }
+        assert_eq!(table.len(), ids.len());
+    }
+
+    fn some_ids(n: usize) -> Vec<String> {
+        let long = "a-long-one-past-the-inline-size-of-an-id-1234";
+        ["a", "b", "", "é😀", long]
+            .iter()
+            .map(|s| s.to_string())
+            .chain((0..n).map(|i| format!("id-{i}")))
+            .collect()
+    }
+
     #[test]
     fn ids_whose_hashes_collide_stay_apart() {
-        // A table whose keys hash everything alike: every id after the first collides.
-        let mut table = IdTable::default();
-        let same = |_: &str| 7u64;
-        for (i, id) in [
-            "a",
-            "b",
-            "",
-            "é😀",
-            "a-long-one-past-the-inline-size-of-an-id-1234",
-        ]
-        .iter()
-        .enumerate()
-        {
-            assert_eq!(table.push_hashed(id, same(id)), Ok(()));
-            assert_eq!(table.get_hashed(id, same(id)), Some(i));
+        // Keys that hash everything alike: every id after the first collides, in
+        // full hash and in tag, through several growths of the table.
+        let mut table = IdTable::with_capacity(0, alike());
+        let ids = some_ids(200);
+        holds_them_all(&mut table, &ids);
+        assert_eq!(table.get("c"), None);
+        assert_eq!(table.get("id-200"), None);
+    }
+
+    #[test]
+    fn ids_past_the_slots_reach_are_found_by_a_scan() {
+        // As if the slots could index only 3 ids (in truth 2^40 - 1).
+        for keys in [IdKeys::new(), alike()] {
+            let mut table = IdTable::with_capacity(2, keys);
+            table.slotted_max = 3;
+            let ids = some_ids(20);
+            holds_them_all(&mut table, &ids);
+            assert_eq!(table.get("id-20"), None);
         }
-        assert_eq!(table.push_hashed("b", 7), Err(1));
-        assert_eq!(table.push_hashed("a", 7), Err(0));
-        assert_eq!(table.get_hashed("c", 7), None);
-        assert_eq!(table.get_hashed("a", 8), None);
+    }
+
+    #[test]
+    fn a_grown_table_still_finds_every_id() {
+        let mut small = IdTable::with_capacity(1, IdKeys::new());
+        let ids = some_ids(5000);
+        holds_them_all(&mut small, &ids);
+        assert!(small.slots.len() >= ids.len() * 4 / 3);
+        assert!(small.slots.len().is_power_of_two());
+    }
+
+    #[test]
+    fn prefetch_of_any_hash_is_harmless() {
+        let mut table = IdTable::default();
+        table.prefetch(u64::MAX);
+        assert_eq!(table.push("x"), Ok(()));
+        for hash in [0, 1, u64::MAX, 0x1234_5678_9abc_def0] {
+            table.prefetch(hash);
+        }
+        assert_eq!(table.get("x"), Some(0));
     }
 }

@@ -11,7 +11,7 @@ use crate::envelope::{chars, parse_envelope_fields, LineProblem};
 use crate::json::grammar::{Kind, Span};
 use crate::json::view::{self as json_view, Entry, Item};
 use crate::message_rules::is_sticky;
-use crate::replay::id::Id;
+use crate::replay::id::{Id, IdKeys};
 
 /// One envelope line, reduced.
 #[derive(Clone, Debug)]
@@ -22,6 +22,9 @@ pub struct Record {
     pub offset: u64,
     pub len: u64,
     pub id: Id,
+    /// The id's keyed hash (the replay's [`IdKeys`]), made where the line is read:
+    /// the second thread hashes its part of the file itself.
+    pub id_hash: u64,
     pub type_: Cow<'static, str>,
     /// The payload object's span in the line.
     pub payload: Span,
@@ -115,8 +118,8 @@ fn known_type(type_: Cow<'_, str>) -> Cow<'static, str> {
     }
 }
 
-/// Validate one non-blank line and reduce it to a record.
-pub fn record_of(raw: &[u8], line: u64, offset: u64) -> Result<Record, BadLine> {
+/// Validate one non-blank line and reduce it to a record, its id hashed with `keys`.
+pub fn record_of(raw: &[u8], line: u64, offset: u64, keys: &IdKeys) -> Result<Record, BadLine> {
     let bad = |problem| BadLine {
         line,
         offset,
@@ -133,6 +136,7 @@ pub fn record_of(raw: &[u8], line: u64, offset: u64) -> Result<Record, BadLine> 
                 offset,
                 len: raw.len() as u64,
                 id: Id::from(env.id.as_ref()),
+                id_hash: keys.hash(&env.id),
                 type_: known_type(env.type_),
                 payload: env.payload,
                 body,

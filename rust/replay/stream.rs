@@ -12,6 +12,7 @@ use crate::error::{CoreError, CoreResult};
 use crate::file_io::{read_full, Source};
 use crate::json::grammar::is_blank;
 use crate::replay::fold::Fold;
+use crate::replay::id::IdKeys;
 use crate::replay::records::{record_of, BadLine, Record};
 
 /// Read size. On a 256 MB transcript 256 KiB, 1 MiB and 4 MiB reads replay within
@@ -26,6 +27,10 @@ pub const SPLIT_MIN: u64 = 8 << 20;
 /// every record, its own as it reads them and then the second part's while the
 /// second thread still reads, so it reads less than half.
 const SPLIT_PERCENT: u64 = 40;
+
+/// How many records ahead of the one it folds the first thread fetches a handed
+/// record's table slot.
+const PREFETCH_AHEAD: usize = 4;
 
 /// Records in the second thread's first batch (see [`batch_size`]).
 const BATCH: usize = 8192;
@@ -142,19 +147,23 @@ pub fn replay_split_from<S: Source + Sync + ?Sized>(
     } else {
         size
     };
-    let mut fold = Fold::for_size(size);
+    // One set of hash keys: both threads hash the ids they read with it.
+    let keys = IdKeys::new();
+    let mut fold = Fold::for_size(size, keys.clone());
     if split >= size {
-        fold_range(src, 0, size, &mut fold)?;
+        fold_range(src, 0, size, &keys, &mut fold)?;
     } else {
         // The first part is folded as it is read; the second is validated and
         // reduced meanwhile and handed over in batches, which the first thread folds,
         // in order, as soon as its own part is done (while the second still reads).
         let (batches, handed) = mpsc::channel::<Vec<Reduced>>();
         let (folded, second) = std::thread::scope(|scope| {
-            let second = scope.spawn(move || reduce_range(src, split, size, &batches));
+            let second_keys = keys.clone();
+            let second =
+                scope.spawn(move || reduce_range(src, split, size, &second_keys, &batches));
             // `handed` is dropped when this returns, so a second thread still
             // reading after a failure here stops at its next batch.
-            let folded = fold_range(src, 0, split, &mut fold)
+            let folded = fold_range(src, 0, split, &keys, &mut fold)
                 .and_then(|first_lines| fold_handed(&mut fold, handed, first_lines));
             (folded, second.join())
         });
@@ -176,7 +185,11 @@ fn fold_handed(
     first_lines: u64,
 ) -> CoreResult<()> {
     for batch in handed {
-        for item in batch {
+        let mut items = batch.into_iter();
+        while let Some(item) = items.next() {
+            if let Some(Reduced::Record(ahead)) = items.as_slice().get(PREFETCH_AHEAD - 1) {
+                fold.envelope_at.prefetch(ahead.id_hash);
+            }
             match item {
                 Reduced::Record(mut rec) => {
                     rec.line += first_lines;
@@ -197,26 +210,40 @@ fn fold_range<S: Source + ?Sized>(
     src: &S,
     start: u64,
     end: u64,
+    keys: &IdKeys,
     fold: &mut Fold,
 ) -> CoreResult<u64> {
     let mut reader = LineReader::new(src, start, end);
-    while let Some(reduced) = next_record(&mut reader)? {
-        match reduced {
-            Ok(rec) => fold.feed(rec).map_err(CoreError::Failure)?,
-            Err(bad) => return Err(CoreError::Failure(fold.refuse(bad))),
+    // Each record is folded after the next one is read, so that its id's slot in
+    // the table, fetched when it was read, is in the cache by then. What is reported
+    // stays the first failure in file order: the held record is folded before the
+    // next line's failure (or read error) is.
+    let mut held: Option<Record> = None;
+    loop {
+        let next = next_record(&mut reader, keys);
+        if let Ok(Some(Ok(rec))) = &next {
+            fold.envelope_at.prefetch(rec.id_hash);
+        }
+        if let Some(rec) = held.take() {
+            fold.feed(rec).map_err(CoreError::Failure)?;
+        }
+        match next? {
+            None => return Ok(reader.lines),
+            Some(Ok(rec)) => held = Some(rec),
+            Some(Err(bad)) => return Err(CoreError::Failure(fold.refuse(bad))),
         }
     }
-    Ok(reader.lines)
 }
 
 /// The next line that is not blank, validated and reduced (`Err`: why it is not an
 /// envelope); None at the end of the range.
 fn next_record<S: Source + ?Sized>(
     reader: &mut LineReader<'_, S>,
+    keys: &IdKeys,
 ) -> CoreResult<Option<Result<Record, BadLine>>> {
     while let Some((line, offset, raw)) = reader.next_line()? {
         if !is_blank(raw) {
-            return Ok(Some(record_of(raw, line, offset)));
+            return Ok(Some(record_of(raw, line, offset, keys)));
         }
     }
     Ok(None)
@@ -229,12 +256,13 @@ fn reduce_range<S: Source + ?Sized>(
     src: &S,
     start: u64,
     end: u64,
+    keys: &IdKeys,
     out: &mpsc::Sender<Vec<Reduced>>,
 ) -> CoreResult<()> {
     let mut reader = LineReader::new(src, start, end);
     let mut sent = 0;
     let mut batch = Vec::with_capacity(batch_size(sent));
-    while let Some(reduced) = next_record(&mut reader)? {
+    while let Some(reduced) = next_record(&mut reader, keys)? {
         match reduced {
             Ok(rec) => batch.push(Reduced::Record(rec)),
             Err(bad) => {

@@ -352,3 +352,33 @@ def test_redispatch_after_crash(session, tpath):
         assert s.pending_tool_operations() == []
     with Session.load(tpath) as s:
         assert s.pending_tool_operations() == []
+
+
+def test_settles_read_by_a_load_refuse_a_second_settle(session, tpath):
+    # After a native load the settled op ids live in Rust (`_native.SettledIds`);
+    # the verdicts must stay those of the pure core's set, before and after appends.
+    done = session.append_tool_dispatched("c1", "t", {})
+    session.append_tool_settled(done, "completed")
+    waiting = session.append_tool_dispatched("c2", "t", {})
+    session.close()
+    with Session.load(tpath) as s:
+        assert done in s._state.settled and waiting not in s._state.settled
+        assert 1 not in s._state.settled and None not in s._state.settled
+        with pytest.raises(DanglingReference, match="already settled"):
+            s.append_tool_settled(done, "completed")
+        s.append_tool_settled(waiting, "failed")  # dispatched before the load
+        later = s.append_tool_dispatched("c3", "t", {})
+        s.append_tool_settled(later, "completed")  # dispatched after it
+        before = read(tpath)
+        for op in (done, waiting, later):
+            with pytest.raises(DanglingReference, match="already settled"):
+                s.append_tool_settled(op, "outcome-unknown")
+        with pytest.raises(DanglingReference, match="never dispatched"):
+            s.append_tool_settled("no-such-op", "completed")
+        assert read(tpath) == before
+        assert len(s._state.settled) == 3
+        assert sorted(s._state.settled) == sorted([done, waiting, later])
+    with Session.load(tpath) as s:
+        assert sorted(s._state.settled) == sorted([done, waiting, later])
+        with pytest.raises(DanglingReference, match="already settled"):
+            s.append_tool_settled(later, "completed")

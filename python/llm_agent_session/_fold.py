@@ -10,12 +10,27 @@ is what makes "the state after an append equals a load of the same file" true.
 
 from __future__ import annotations
 
-from typing import Any, Dict, Iterable, List, Mapping, MutableMapping, Optional, Set, Tuple, cast
+from typing import Any, Dict, Iterator, List, Mapping, MutableMapping, Optional, Protocol, Tuple, cast
 
 from ._compaction import compacted
 from .messages import Message, PendingToolOperation
 
 OUTCOMES = ("completed", "failed", "outcome-unknown")
+
+
+class SettledOps(Protocol):
+    """The op ids of the settled operations, as ``FoldState.settled`` keeps them: a
+    ``set`` (the pure core, a new session), or ``_native.SettledIds`` after a native
+    load (kept in Rust: no string made per settle of the file)."""
+
+    def __contains__(self, op_id: object) -> bool: ...
+
+    def __iter__(self) -> Iterator[str]: ...
+
+    def __len__(self) -> int: ...
+
+    def add(self, op_id: str) -> None: ...
+
 NAME_MAX = 255
 
 
@@ -95,7 +110,7 @@ class FoldState:
         self.index: Optional[Dict[str, int]] = {}  # id -> position; None = rebuild on demand
         self.grants: Dict[str, Any] = {}
         self.pending: Dict[str, PendingToolOperation] = {}  # insertion order = file order
-        self.settled: Set[str] = set()
+        self.settled: SettledOps = set()
         self.waiting_by_call: Dict[str, List[str]] = {}  # call id -> pending op ids still "dispatched"
         # digest -> text, from lines that carry it (after a native load: built on access)
         self.sections: MutableMapping[str, str] = {}
@@ -112,7 +127,7 @@ class FoldState:
         messages: List[Message],
         grants: Dict[str, Any],
         pending: List[PendingToolOperation],
-        settled: Iterable[str],
+        settled: SettledOps,
         sections: MutableMapping[str, str],
         section_lines: Dict[str, str],
         envelope_at: Mapping[str, int],
@@ -125,7 +140,7 @@ class FoldState:
         state.index = None
         state.grants = grants
         state.pending = {op.op_id: op for op in pending}
-        state.settled = set(settled)
+        state.settled = settled
         for op in pending:
             if op.state == "dispatched":
                 state.waiting_by_call.setdefault(op.call_id, []).append(op.op_id)

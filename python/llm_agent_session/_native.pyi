@@ -1,6 +1,6 @@
 """The native core (Rust, PyO3): same verdicts and errors as ``_pure.lines``/``_pure.tail_check``."""
 
-from typing import Any, Dict, List, Optional, Tuple, final
+from typing import Any, Dict, Iterator, List, Optional, Tuple, final
 
 from llm_agent_session._core import Replayed, Scanned, TailVerdict
 
@@ -22,6 +22,7 @@ __all__ = [
     "SectionTexts",
     "Spans",
     "EnvelopeIds",
+    "SettledIds",
     "LineProblem",
     "MAX_READ_DEPTH",
 ]
@@ -114,6 +115,15 @@ class EnvelopeIds:
 
     def __len__(self) -> int: ...
     def get(self, id: str) -> Optional[int]: ...
+
+@final
+class SettledIds:
+    """The op ids of the settled operations (``FoldState.settled`` after a native load)."""
+
+    def __len__(self) -> int: ...
+    def __contains__(self, key: object, /) -> bool: ...
+    def add(self, op_id: str) -> None: ...
+    def __iter__(self) -> Iterator[str]: ...
 
 def replay(fd: int, size: int, reopen_path: Optional[str] = None) -> Replayed:
     """The strict replay of the first ``size`` bytes of ``fd``, or ``CoreFailure``

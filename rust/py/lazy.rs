@@ -17,7 +17,7 @@
 //! unlocked reader (peek) gives a `ValueError` or a line that is not what it was;
 //! never a panic.
 
-use std::collections::HashMap;
+use std::collections::{BTreeSet, HashMap};
 
 use crate::replay::id::IdTable;
 use std::fs::File;
@@ -27,7 +27,7 @@ use pyo3::exceptions::{PyIndexError, PyValueError};
 use pyo3::intern;
 use pyo3::prelude::*;
 use pyo3::sync::GILOnceCell;
-use pyo3::types::{PyDict, PyString, PyTuple};
+use pyo3::types::{PyDict, PyIterator, PyList, PyString, PyTuple};
 
 use crate::envelope::{parse_envelope_fields, LineProblem};
 use crate::envelope_skim::skim_header;
@@ -689,5 +689,100 @@ impl EnvelopeIds {
 
     fn get(&self, id: &str) -> Option<usize> {
         self.at.get(id)
+    }
+}
+
+/// The op ids of the settled tool operations (`FoldState.settled` after a native
+/// load): a bit for each envelope of `events` (an op id is the id of the envelope
+/// that dispatched it, found through `EnvelopeIds`), and the ops dispatched after
+/// the load by their text. The Python set it replaces held a string for every
+/// settle in the file, made while the load held the GIL.
+#[pyclass(module = "llm_agent_session._native")]
+pub struct SettledIds {
+    envelopes: Py<EnvelopeIds>,
+    /// Bit `e % 64` of word `e / 64`: the operation dispatched by envelope `e` is settled.
+    dispatched_at: Vec<u64>,
+    count: usize,
+    later: BTreeSet<String>,
+}
+
+impl SettledIds {
+    /// `settled`: the indices in `events` of the settled operations' dispatches.
+    pub fn new(envelopes: Py<EnvelopeIds>, events: usize, settled: &[usize]) -> Self {
+        let mut ids = SettledIds {
+            envelopes,
+            dispatched_at: vec![0; events.div_ceil(64)],
+            count: 0,
+            later: BTreeSet::new(),
+        };
+        for &e in settled {
+            ids.mark(e);
+        }
+        ids
+    }
+
+    /// Mark envelope `e`'s operation settled (false: no such envelope).
+    fn mark(&mut self, e: usize) -> bool {
+        let Some(word) = self.dispatched_at.get_mut(e / 64) else {
+            return false;
+        };
+        let bit = 1u64 << (e % 64);
+        if *word & bit == 0 {
+            *word |= bit;
+            self.count += 1;
+        }
+        true
+    }
+
+    fn is_marked(&self, e: usize) -> bool {
+        self.dispatched_at
+            .get(e / 64)
+            .is_some_and(|word| word & (1u64 << (e % 64)) != 0)
+    }
+}
+
+#[pymethods]
+impl SettledIds {
+    fn __len__(&self) -> usize {
+        self.count + self.later.len()
+    }
+
+    /// Like a set of strings: anything else is not in it.
+    fn __contains__(&self, py: Python<'_>, op_id: &Bound<'_, PyAny>) -> PyResult<bool> {
+        let Ok(op_id) = op_id.downcast::<PyString>() else {
+            return Ok(false);
+        };
+        let op_id = op_id.to_cow()?;
+        Ok(match self.envelopes.bind(py).get().at.get(&op_id) {
+            Some(e) => self.is_marked(e),
+            None => self.later.contains(op_id.as_ref()),
+        })
+    }
+
+    fn add(&mut self, py: Python<'_>, op_id: &str) {
+        let found = self.envelopes.bind(py).get().at.get(op_id);
+        if !found.is_some_and(|e| self.mark(e)) {
+            self.later.insert(op_id.to_owned());
+        }
+    }
+
+    /// The settled op ids: those of the file in file order, then the later ones.
+    fn __iter__<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyIterator>> {
+        let envelopes = self.envelopes.bind(py).get();
+        let list = PyList::empty(py);
+        for (w, &word) in self.dispatched_at.iter().enumerate() {
+            let mut bits = word;
+            while bits != 0 {
+                let e = w * 64 + bits.trailing_zeros() as usize;
+                bits &= bits - 1;
+                if let Some(id) = envelopes.at.id_at(e) {
+                    list.append(id)?;
+                }
+            }
+        }
+        for id in &self.later {
+            list.append(id)?;
+        }
+        list.try_iter()
     }
 }

@@ -15,7 +15,7 @@ use crate::json::view::{self as json_view, Item};
 use crate::replay::fold::{Fold, LineRef, MessageSource, ValueRef};
 
 use super::build::Builder;
-use super::lazy::{message_from_fields, read_line, EnvelopeIds, SectionTexts};
+use super::lazy::{message_from_fields, read_line, EnvelopeIds, SectionTexts, SettledIds};
 use super::named::{self, call_kw};
 
 /// One line read back, kept while consecutive values come from it.
@@ -143,11 +143,14 @@ pub fn fold_state<'py>(
             state = state,
         )?)?;
     }
-    let settled = PyList::empty(py);
-    for id in &fold.settled {
-        turn.take(py);
-        settled.append(id.as_str())?;
-    }
+    let settled = Bound::new(
+        py,
+        SettledIds::new(
+            envelope_at.clone().unbind(),
+            fold.events.len(),
+            &fold.settled,
+        ),
+    )?;
     let section_lines = PyDict::new(py);
     for s in &fold.sections {
         turn.take(py);

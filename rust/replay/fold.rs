@@ -103,7 +103,9 @@ pub struct Fold {
     pub live: Vec<LiveMessage>,
     pub grants: Option<ValueRef>,
     pending: Vec<PendingSlot>,
-    pub settled: Vec<Id>,
+    /// Where each settled operation was dispatched: its index in `events`, in the
+    /// order the settles came (its op id is that envelope's id).
+    pub settled: Vec<usize>,
     /// call id -> the last operation dispatched for it that waits for its `tool`
     /// message (the others by `same_call_before`); settled ones are skipped.
     waiting_by_call: HashMap<Id, usize>,
@@ -445,12 +447,12 @@ impl Fold {
                 // check() found it pending. Its call's waiting list keeps it until
                 // the call's `tool` message (which skips settled operations): no
                 // second hash here.
-                if let (_, Slot::Op(at)) = self.slot(&s.op_id) {
+                if let (dispatched, Slot::Op(at)) = self.slot(&s.op_id) {
                     if let Some(slot) = self.pending.get_mut(at) {
                         slot.op = None;
                     }
+                    self.settled.push(dispatched);
                 }
-                self.settled.push(s.op_id);
             }
             Body::RunContext(sections) => {
                 for section in sections {

@@ -212,6 +212,11 @@ impl IdTable {
         Ok(())
     }
 
+    /// The id of the envelope at `index`.
+    pub fn id_at(&self, index: usize) -> Option<&str> {
+        std::str::from_utf8(id_in(&self.bytes, &self.ends, index)?).ok()
+    }
+
     /// The index of the envelope with this id.
     pub fn get(&self, id: &str) -> Option<usize> {
         self.find(id, self.keys.hash(id))

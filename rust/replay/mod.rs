@@ -11,7 +11,6 @@ pub use stream::replay;
 #[cfg(test)]
 mod tests {
     use super::fold::MessageSource;
-    use super::id::Id;
     use super::stream::replay_split_from;
     use super::*;
     use crate::error::{CoreError, CoreResult, FailureKind};
@@ -109,7 +108,12 @@ mod tests {
             .map(|p| (p.op_id.as_str(), p.recorded))
             .collect();
         assert_eq!(pending, vec![("d1", true), ("d2", false)]);
-        assert_eq!(f.settled, vec![Id::from("d3")]);
+        let settled: Vec<&str> = f
+            .settled
+            .iter()
+            .filter_map(|&e| f.envelope_at.id_at(e))
+            .collect();
+        assert_eq!(settled, vec!["d3"]);
         assert_eq!(f.sections.len(), 1);
     }
 

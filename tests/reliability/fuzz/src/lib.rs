@@ -214,7 +214,7 @@ type FoldView = (
     Vec<_native::replay::fold::LiveMessage>,
     Option<ValueRef>,
     Vec<_native::replay::fold::PendingOp>,
-    Vec<_native::replay::id::Id>,
+    Vec<Option<String>>,
     Vec<_native::replay::fold::SectionRef>,
 );
 
@@ -225,7 +225,11 @@ fn view(fold: &Fold) -> FoldView {
         fold.live.clone(),
         fold.grants,
         fold.pending().cloned().collect(),
-        fold.settled.clone(),
+        // Settled operations by their op ids (the fold keeps their dispatches' places).
+        fold.settled
+            .iter()
+            .map(|&e| fold.envelope_at.id_at(e).map(String::from))
+            .collect(),
         fold.sections.clone(),
     )
 }

@@ -102,6 +102,26 @@ def test_index_rebuilt_on_load(session, tpath):
                                                          "rendered-in": r1}
 
 
+def test_lines_after_a_load_point_at_the_first_carrier(session, tpath):
+    # After a native load, which line carries a digest comes from the file's index
+    # (`SectionTexts.line_of`) or from what was appended since; both must answer.
+    r1 = run_context(session, [("identity", IDENTITY)])
+    session.close()
+    with Session.load(tpath) as s:
+        r2 = run_context(s, [("new", "new text")])
+        run_context(s, [("again", "new text"), ("identity", IDENTITY)])
+        assert _payload(tpath)["payload"]["sections"] == [
+            {"name": "again", "digest": sha("new text"), "rendered-in": r2},
+            {"name": "identity", "digest": sha(IDENTITY), "rendered-in": r1},
+        ]
+        assert s.run_context_section(sha("new text")) == "new text"
+    with Session.load(tpath) as s:
+        run_context(s, [("new", "new text")])
+        assert _payload(tpath)["payload"]["sections"] == [
+            {"name": "new", "digest": sha("new text"), "rendered-in": r2},
+        ]
+
+
 def test_unknown_digest_is_none(session):
     run_context(session, [("a", "x")])
     assert session.run_context_section(sha("never written")) is None

@@ -3,7 +3,7 @@ run-context section texts of a replay."""
 
 from __future__ import annotations
 
-from typing import Any, Dict, Iterator, List, Mapping, Optional, Sequence, TypeVar, Union, overload
+from typing import Any, Callable, Dict, Iterator, List, Mapping, Optional, Sequence, TypeVar, Union, overload
 
 from .messages import Event
 
@@ -103,21 +103,24 @@ class EventLog(_ListLike[Event]):
 
 
 class LazyTexts(Mapping[str, str]):
-    """``FoldState.sections`` (digest -> text) after a native replay: texts the file
-    holds are read from their lines when first asked for; texts appended since are
-    kept here. Supports what the fold and the session use (``get``, ``setdefault``)
+    """``FoldState.sections`` (digest -> text) or ``FoldState.section_lines`` (digest ->
+    id of the line carrying the text) after a native replay: values for the sections
+    the file holds come from ``lookup`` (``_native.SectionTexts.get``, which reads the
+    text from its line when first asked for, or ``.line_of``); values appended since
+    are kept here. Supports what the fold and the session use (``get``, ``setdefault``)
     and the rest of a read-only mapping."""
 
-    __slots__ = ("_index", "_added")
+    __slots__ = ("_index", "_lookup", "_added")
 
-    def __init__(self, index: Any) -> None:
-        self._index = index  # _native.SectionTexts
+    def __init__(self, index: Any, lookup: Callable[[str], Optional[str]]) -> None:
+        self._index = index  # _native.SectionTexts: its digests, in order
+        self._lookup = lookup
         self._added: Dict[str, str] = {}
 
     def get(self, digest: str, default: Any = None) -> Any:
         if digest in self._added:
             return self._added[digest]
-        text: Optional[str] = self._index.get(digest) if isinstance(digest, str) else None
+        text: Optional[str] = self._lookup(digest) if isinstance(digest, str) else None
         return default if text is None else text
 
     def __getitem__(self, digest: str) -> str:

@@ -114,7 +114,8 @@ class FoldState:
         self.waiting_by_call: Dict[str, List[str]] = {}  # call id -> pending op ids still "dispatched"
         # digest -> text, from lines that carry it (after a native load: built on access)
         self.sections: MutableMapping[str, str] = {}
-        self.section_lines: Dict[str, str] = {}  # digest -> id of the first line carrying it
+        # digest -> id of the first line carrying it (after a native load: a LazyTexts too)
+        self.section_lines: MutableMapping[str, str] = {}
         # envelope id -> its index in the events replay read (after a native load: a
         # native map); what Session.message_extra finds a line by
         self.envelope_at: Mapping[str, int] = {}
@@ -129,7 +130,7 @@ class FoldState:
         pending: List[PendingToolOperation],
         settled: SettledOps,
         sections: MutableMapping[str, str],
-        section_lines: Dict[str, str],
+        section_lines: MutableMapping[str, str],
         envelope_at: Mapping[str, int],
     ) -> "FoldState":
         """The state a replay done elsewhere (the native core) ended in."""

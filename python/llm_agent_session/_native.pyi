@@ -96,11 +96,13 @@ class Deferred:
 
 @final
 class SectionTexts:
-    """Run-context section texts (digest -> text), each read from its line on access."""
+    """Run-context sections by digest: the text, read from its line on access, and the
+    id of the line that carries it."""
 
     def __len__(self) -> int: ...
     def keys(self) -> List[str]: ...
     def get(self, digest: str) -> Optional[str]: ...
+    def line_of(self, digest: str) -> Optional[str]: ...
 
 @final
 class Spans:
@@ -128,10 +130,10 @@ class SettledIds:
 def replay(fd: int, size: int, reopen_path: Optional[str] = None) -> Replayed:
     """The strict replay of the first ``size`` bytes of ``fd``, or ``CoreFailure``
     (``_pure.replay.replay``). ``state`` is built by ``FoldState.from_parts`` with its
-    ``sections`` a ``LazyTexts`` over ``SectionTexts``, and ``events`` is a ``LazyList``
-    over a ``LineIndex`` (a dict and a list where a descriptor of its own cannot be
-    opened: by ``reopen_path``, the same inode, when given, else through
-    ``/proc/self/fd``)."""
+    ``sections`` and ``section_lines`` ``LazyTexts`` over one ``SectionTexts``, and
+    ``events`` is a ``LazyList`` over a ``LineIndex`` (dicts and a list where a
+    descriptor of its own cannot be opened: by ``reopen_path``, the same inode, when
+    given, else through ``/proc/self/fd``)."""
 
 def scan(
     fd: int,

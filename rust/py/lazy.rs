@@ -35,7 +35,7 @@ use crate::file_io::{read_full, BorrowedFile};
 use crate::json::grammar::{Kind, Span};
 use crate::json::view::token;
 use crate::json::view::{self as json_view, Entry, Item};
-use crate::replay::fold::{LineRef, SectionRef, ValueRef};
+use crate::replay::fold::{LineRef, SectionRef};
 use crate::scan::headers::{Cursor, Header, Headers, TypeName, Unpacked};
 
 use super::build::Builder;
@@ -607,50 +607,57 @@ fn item_at<T: Copy>(items: &[T], index: isize) -> PyResult<(usize, T)> {
         .ok_or_else(|| PyIndexError::new_err("index out of range"))
 }
 
-/// The run-context section texts (digest -> text) of a replay, each read from its
-/// line when first asked for: a long run repeats its context in every run, and
-/// building every text at load was a large share of a big transcript's load. Wrapped by
-/// `llm_agent_session._events.LazyTexts`, which adds what appends store.
+/// The run-context sections of a replay by digest: the text, read from its line when
+/// first asked for, and the id of the line that carries it. A long run repeats its
+/// context in every run: building every text at load was a large share of a big
+/// transcript's load, and a dict of the line ids was ~40,000 pairs of strings at 1 GB.
+/// Wrapped twice by `llm_agent_session._events.LazyTexts` (texts; line ids), which
+/// adds what appends store.
 #[pyclass(frozen, module = "llm_agent_session._native")]
 pub struct SectionTexts {
     file: Arc<File>,
-    order: Vec<String>,
-    at: HashMap<String, ValueRef>,
+    /// In the order their texts first appeared.
+    sections: Vec<SectionRef>,
+    /// digest -> its index in `sections`.
+    at: HashMap<String, usize>,
 }
 
 impl SectionTexts {
-    pub fn new(file: Arc<File>, sections: &[SectionRef]) -> Self {
-        SectionTexts {
-            file,
-            order: sections.iter().map(|s| s.digest.clone()).collect(),
-            at: sections
-                .iter()
-                .map(|s| (s.digest.clone(), s.text))
-                .collect(),
-        }
+    /// The fold's sections and their index, taken over as they are.
+    pub fn new(file: Arc<File>, sections: Vec<SectionRef>, at: HashMap<String, usize>) -> Self {
+        SectionTexts { file, sections, at }
+    }
+
+    fn section(&self, digest: &str) -> Option<&SectionRef> {
+        self.sections.get(*self.at.get(digest)?)
     }
 }
 
 #[pymethods]
 impl SectionTexts {
     fn __len__(&self) -> usize {
-        self.order.len()
+        self.sections.len()
     }
 
     /// The digests, in the order their texts first appeared.
-    fn keys(&self) -> Vec<String> {
-        self.order.clone()
+    fn keys(&self) -> Vec<&str> {
+        self.sections.iter().map(|s| s.digest.as_str()).collect()
     }
 
     /// The text of `digest`, or None when no line carries it.
     fn get<'py>(&self, py: Python<'py>, digest: &str) -> PyResult<Option<Bound<'py, PyAny>>> {
-        let Some(v) = self.at.get(digest) else {
+        let Some(v) = self.section(digest).map(|s| s.text) else {
             return Ok(None);
         };
         let raw = read_line(&self.file, v.line)?;
         let item = token(&raw, v.span)
             .ok_or_else(|| PyValueError::new_err("the transcript changed under a lazy read"))?;
         Builder::new(py).value(&raw, item).map(Some)
+    }
+
+    /// The id of the first line that carries the text of `digest`, or None.
+    fn line_of(&self, digest: &str) -> Option<&str> {
+        self.section(digest).map(|s| s.line_id.as_str())
     }
 }
 

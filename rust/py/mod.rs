@@ -209,7 +209,7 @@ fn replay<'py>(
     // (not the same inode at the path, no `/proc`), everything is built now.
     let own = lazy::reopen(fd, reopen_path).ok().map(Arc::new);
     let envelope_at = Bound::new(py, EnvelopeIds::new(envelope_at))?;
-    let state = survivors::fold_state(py, &file, &fold, own.clone(), envelope_at)?;
+    let state = survivors::fold_state(py, &file, &mut fold, own.clone(), envelope_at)?;
     let lines = std::mem::take(&mut fold.events);
     let events = match own {
         Some(own) => lazy_list(py, LineIndex::events(own, lines, Vec::new()))?,

@@ -63,12 +63,13 @@ fn value_at<'py>(
     b.value(raw, item)
 }
 
-/// `FoldState.from_parts(...)` of what survived `fold`. `texts`: where the section
-/// texts are read lazily from (a `LazyTexts`); None builds them now (a dict).
+/// `FoldState.from_parts(...)` of what survived `fold` (its sections are taken).
+/// `texts`: where the section texts are read lazily from (`sections` and
+/// `section_lines` are `LazyTexts`); None builds both now (dicts).
 pub fn fold_state<'py>(
     py: Python<'py>,
     file: &File,
-    fold: &Fold,
+    fold: &mut Fold,
     texts: Option<Arc<File>>,
     envelope_at: Bound<'py, EnvelopeIds>,
 ) -> PyResult<Bound<'py, PyAny>> {
@@ -151,21 +152,31 @@ pub fn fold_state<'py>(
             &fold.settled,
         ),
     )?;
-    let section_lines = PyDict::new(py);
-    for s in &fold.sections {
-        turn.take(py);
-        section_lines.set_item(&s.digest, s.line_id.as_str())?;
-    }
-    let sections = match texts {
-        Some(texts) => named::LAZY_TEXTS
-            .get(py)?
-            .call1((Bound::new(py, SectionTexts::new(texts, &fold.sections))?,))?,
+    let (sections, section_lines) = match texts {
+        Some(texts) => {
+            let index = Bound::new(
+                py,
+                SectionTexts::new(
+                    texts,
+                    std::mem::take(&mut fold.sections),
+                    std::mem::take(&mut fold.section_at),
+                ),
+            )?;
+            let lazy = |lookup: &str| {
+                named::LAZY_TEXTS
+                    .get(py)?
+                    .call1((index.clone(), index.getattr(lookup)?))
+            };
+            (lazy("get")?, lazy("line_of")?)
+        }
         None => {
-            let sections = PyDict::new(py);
+            let (sections, section_lines) = (PyDict::new(py), PyDict::new(py));
             for s in &fold.sections {
+                turn.take(py);
                 sections.set_item(&s.digest, value_at(&mut b, &mut last, file, s.text)?)?;
+                section_lines.set_item(&s.digest, s.line_id.as_str())?;
             }
-            sections.into_any()
+            (sections.into_any(), section_lines.into_any())
         }
     };
     call_kw!(

@@ -6,7 +6,7 @@
 //! that dispatched them. `py/survivors.rs` turns the survivors into Python objects.
 
 use std::collections::hash_map::Entry;
-use std::collections::{HashMap, HashSet};
+use std::collections::HashMap;
 
 use crate::error::{CoreFailure, FailureKind};
 use crate::json::grammar::Span;
@@ -110,7 +110,8 @@ pub struct Fold {
     /// message (the others by `same_call_before`); settled ones are skipped.
     waiting_by_call: HashMap<Id, usize>,
     pub sections: Vec<SectionRef>,
-    section_digests: HashSet<String>,
+    /// digest -> its index in `sections`.
+    pub section_at: HashMap<String, usize>,
     /// Every envelope id -> its index in `events` (also the duplicate-id check):
     /// `Session.message_extra` finds a line by id without reading the file again.
     pub envelope_at: IdTable,
@@ -456,7 +457,8 @@ impl Fold {
             }
             Body::RunContext(sections) => {
                 for section in sections {
-                    if self.section_digests.insert(section.digest.clone()) {
+                    if let Entry::Vacant(new) = self.section_at.entry(section.digest.clone()) {
+                        new.insert(self.sections.len());
                         self.sections.push(SectionRef {
                             digest: section.digest,
                             text: ValueRef {

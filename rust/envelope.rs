@@ -11,7 +11,9 @@ use std::collections::HashMap;
 use crate::error::FailureKind;
 use crate::json::buffers::recycle;
 use crate::json::depth::MAX_READ_DEPTH;
-use crate::json::grammar::{parse, Kind, Member, Mode, ParseProblem, Parsed, Span};
+use crate::json::grammar::{
+    parse, parse_line_at_start, Kind, Member, Mode, ParseProblem, Parsed, Span,
+};
 use crate::json::strings::decode_str;
 use crate::json::surrogates::lone_surrogate_survives;
 use crate::json::view::{Entry, Item};
@@ -288,6 +290,34 @@ pub fn parse_envelope_fields<'a>(
 ) -> Result<EnvelopeRef<'a>, LineProblem> {
     fields.clear();
     let parsed = decode_json(raw, line_offset)?;
+    envelope_of(raw, parsed, fields)
+}
+
+/// [`parse_envelope_fields`] of the line at the start of `buf`, found without a
+/// search for its end ([`parse_line_at_start`]): its verdict and its length, or None
+/// where that parse does not settle it (the line is not valid JSON, or a lone
+/// surrogate escape needs the second look): the caller then cuts the line and
+/// calls [`parse_envelope_fields`], which gives every verdict.
+pub fn parse_envelope_fields_at_start<'a>(
+    buf: &'a [u8],
+    fields: &mut Vec<Entry>,
+) -> Option<(Result<EnvelopeRef<'a>, LineProblem>, usize)> {
+    fields.clear();
+    let (parsed, len) = parse_line_at_start(buf)?;
+    if parsed.lone_surrogate_seen {
+        recycle(parsed);
+        return None;
+    }
+    let line = buf.get(..len)?;
+    Some((envelope_of(line, parsed, fields), len))
+}
+
+/// The envelope of a parsed line, its payload's members in `fields`.
+fn envelope_of<'a>(
+    raw: &'a [u8],
+    parsed: Parsed,
+    fields: &mut Vec<Entry>,
+) -> Result<EnvelopeRef<'a>, LineProblem> {
     let env = match check_envelope_ref(raw, &parsed) {
         Ok(env) => env,
         Err(p) => {

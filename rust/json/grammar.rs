@@ -22,7 +22,7 @@ use super::buffers::{self, Scratch};
 use super::depth::{nesting_depth_exceeds, MAX_DEPTH};
 use super::numbers::scan_number;
 use super::simd::{scan_string, Width};
-use super::view::skip_ws;
+use super::view::{skip_ws, skip_ws_within_line};
 
 /// The tail check's verdict on one non-blank line (the reference's `classify`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -148,6 +148,29 @@ pub fn parse(raw: &[u8], mode: Mode) -> Result<Parsed, ParseProblem> {
     parse_using(raw, mode, Width::detect())
 }
 
+/// The line at the start of `buf`, which may hold more bytes after it, parsed in
+/// strict mode without looking for its end first: a valid value, then spaces, tabs
+/// or CRs, then the `\n` that ends the line. The parsed line and its length (the
+/// index of that `\n`), or None when the line is not exactly that (malformed, too
+/// deep, cut short by the end of `buf`, no `\n`): the caller then finds the line's
+/// end and parses it alone, which gives every verdict. A value cannot hold a `\n`
+/// here (strings refuse control bytes, and between tokens it is not whitespace), so
+/// the line this finds is the line up to the first `\n`: the one the caller would
+/// have cut. It saves the separate search for every line's end.
+pub fn parse_line_at_start(buf: &[u8]) -> Option<(Parsed, usize)> {
+    let mut scratch = buffers::take();
+    let result = parse_into(
+        buf,
+        Mode::Strict,
+        Width::detect(),
+        &mut NoSink,
+        &mut scratch,
+        true,
+    );
+    buffers::give_back_stack(scratch.stack);
+    result.ok()
+}
+
 /// [`parse`] with the string scan's block width given (the tests run every width).
 pub fn parse_using(raw: &[u8], mode: Mode, width: Width) -> Result<Parsed, ParseProblem> {
     let mut sink = NoSink;
@@ -178,6 +201,8 @@ struct Parser<'a> {
     mode: Mode,
     lone_seen: bool,
     width: Width,
+    /// `s` may go on past the line, which a `\n` ends ([`parse_line_at_start`]).
+    newline_ends: bool,
 }
 
 impl Parser<'_> {
@@ -188,7 +213,11 @@ impl Parser<'_> {
 
     #[inline]
     fn skip_ws(&mut self) {
-        self.i = skip_ws(self.s, self.i);
+        self.i = if self.newline_ends {
+            skip_ws_within_line(self.s, self.i)
+        } else {
+            skip_ws(self.s, self.i)
+        };
     }
 
     fn starts_with(&self, lit: &[u8]) -> bool {
@@ -286,24 +315,28 @@ pub(super) fn parse_with<S: Sink>(
     sink: &mut S,
 ) -> Result<Parsed, ParseProblem> {
     let mut scratch = buffers::take();
-    let result = parse_into(raw, mode, width, sink, &mut scratch);
+    let result = parse_into(raw, mode, width, sink, &mut scratch, false);
     buffers::give_back_stack(scratch.stack);
-    result
+    result.map(|(parsed, _)| parsed)
 }
 
+/// The parse of `raw` and where its line ends: `raw.len()`, or with `newline_ends`
+/// the `\n` after the value.
 fn parse_into<S: Sink>(
     raw: &[u8],
     mode: Mode,
     width: Width,
     sink: &mut S,
     scratch: &mut Scratch,
-) -> Result<Parsed, ParseProblem> {
+    newline_ends: bool,
+) -> Result<(Parsed, usize), ParseProblem> {
     let mut p = Parser {
         s: raw,
         i: 0,
         mode,
         lone_seen: false,
         width,
+        newline_ends,
     };
     let record = mode == Mode::Strict;
     let stack = &mut scratch.stack;
@@ -394,22 +427,27 @@ fn parse_into<S: Sink>(
             }
             let Some(&open) = stack.last() else {
                 p.skip_ws();
-                if p.i != raw.len() {
+                let line_ends = match newline_ends {
+                    true => p.peek() == Some(b'\n'),
+                    false => p.i == raw.len(),
+                };
+                if !line_ends {
                     return Err(ParseProblem::Malformed); // "Extra data"
                 }
                 // Outside strings only ASCII is grammatical; inside, any byte >= 0x80
                 // passed the scan. One vectorised pass over the line (hot in cache)
                 // makes a line that parses valid UTF-8; the callers report a failed
                 // line's UTF-8 first, as the reference does.
-                if simdutf8::basic::from_utf8(raw).is_err() {
+                if simdutf8::basic::from_utf8(raw.get(..p.i).unwrap_or_default()).is_err() {
                     return Err(ParseProblem::Malformed);
                 }
-                return Ok(Parsed {
+                let parsed = Parsed {
                     top: kind,
                     members,
                     inner,
                     lone_surrogate_seen: p.lone_seen,
-                });
+                };
+                return Ok((parsed, p.i));
             };
             p.skip_ws();
             match (open, p.peek()) {

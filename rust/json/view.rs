@@ -45,6 +45,15 @@ pub fn skip_ws(s: &[u8], mut i: usize) -> usize {
     i
 }
 
+/// [`skip_ws`] where a `\n` ends the line rather than being whitespace.
+#[inline]
+pub fn skip_ws_within_line(s: &[u8], mut i: usize) -> usize {
+    while let Some(b' ' | b'\t' | b'\r') = s.get(i) {
+        i += 1;
+    }
+    i
+}
+
 /// The index just past the string whose opening quote is at `i`.
 ///
 /// The next quote not escaped, found with memchr: a quote is escaped when an odd run

@@ -13,7 +13,7 @@ use crate::file_io::{read_full, Source};
 use crate::json::grammar::is_blank;
 use crate::replay::fold::Fold;
 use crate::replay::id::IdKeys;
-use crate::replay::records::{record_of, BadLine, Record};
+use crate::replay::records::{record_at_start, record_of, BadLine, Record};
 
 /// Read size. On a 256 MB transcript 256 KiB, 1 MiB and 4 MiB reads replay within
 /// noise of each other (1.47-1.50 s for five replays); the smaller buffer is less
@@ -88,6 +88,20 @@ impl<'a, S: Source + ?Sized> LineReader<'a, S> {
             }
             self.refill(read_to)?;
         }
+    }
+
+    /// The next line's 1-based number and file offset, and every byte read after its
+    /// start (the line and maybe more lines), without a search for its end; None
+    /// when nothing is read past the last line returned.
+    pub fn buffered(&self) -> Option<(u64, u64, &[u8])> {
+        let rest = self.buf.get(self.at..self.filled)?;
+        (!rest.is_empty()).then(|| (self.lines + 1, self.base + self.at as u64, rest))
+    }
+
+    /// Move past the next line, whose `len` bytes and `\n` are in [`Self::buffered`].
+    pub fn skip_line(&mut self, len: usize) {
+        self.at = (self.at + len + 1).min(self.filled);
+        self.lines += 1;
     }
 
     /// Keep the unfinished line, read more after it.
@@ -241,6 +255,15 @@ fn next_record<S: Source + ?Sized>(
     reader: &mut LineReader<'_, S>,
     keys: &IdKeys,
 ) -> CoreResult<Option<Result<Record, BadLine>>> {
+    // Most lines are parsed where they start in the buffer, their `\n` found by the
+    // parse itself; a line that parse does not settle (malformed, blank, not all
+    // read yet, ...) is cut at its `\n` and read alone, which gives every verdict.
+    if let Some((line, offset, buf)) = reader.buffered() {
+        if let Some((record, len)) = record_at_start(buf, line, offset, keys) {
+            reader.skip_line(len);
+            return Ok(Some(record));
+        }
+    }
     while let Some((line, offset, raw)) = reader.next_line()? {
         if !is_blank(raw) {
             return Ok(Some(record_of(raw, line, offset, keys)));

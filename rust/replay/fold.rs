@@ -140,11 +140,20 @@ impl Fold {
     /// empty re-hashed every id at each doubling (SipHash: an insert cost ~890
     /// instructions, ~6% of a replay, callgrind). Its records' ids are hashed with
     /// `keys`.
+    ///
+    /// The lists get room for twice those lines (a quarter of them tool operations,
+    /// an eighth run-context sections), so that a file of slightly shorter lines does
+    /// not outgrow them near its end: each list is then copied whole, and its map
+    /// rehashed, on the one thread that folds while the other waits. Room not written
+    /// to is only address space.
     pub fn for_size(size: u64, keys: IdKeys) -> Self {
         let expected_lines = usize::try_from(size / 2048).unwrap_or(0).min(1 << 22);
+        let room = expected_lines.saturating_mul(2);
         Fold {
-            events: Vec::with_capacity(expected_lines),
-            slots: Vec::with_capacity(expected_lines),
+            events: Vec::with_capacity(room),
+            slots: Vec::with_capacity(room),
+            pending: Vec::with_capacity(room / 4),
+            section_at: HashMap::with_capacity(room / 8),
             envelope_at: IdTable::with_capacity(expected_lines, keys),
             ..Default::default()
         }

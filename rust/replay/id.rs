@@ -155,14 +155,17 @@ pub struct IdTable {
 }
 
 impl IdTable {
-    /// A table for about `n` ids, hashed with `keys`.
+    /// A table for about `n` ids, hashed with `keys`. The id buffers get room for
+    /// twice as many: room not written to is only address space, and a buffer that
+    /// runs out is copied whole (see `Fold::for_size`).
     pub fn with_capacity(n: usize, keys: IdKeys) -> Self {
         let slots = if n == 0 { 0 } else { slots_for(n) };
+        let room = n.saturating_mul(2);
         IdTable {
             keys,
             slots: empty_slots(slots),
-            bytes: Vec::with_capacity(n.saturating_mul(36)),
-            ends: Vec::with_capacity(n),
+            bytes: Vec::with_capacity(room.saturating_mul(36)),
+            ends: Vec::with_capacity(room),
             slotted_max: SLOTTED_MAX,
         }
     }

@@ -26,7 +26,7 @@ pub const SPLIT_MIN: u64 = 8 << 20;
 /// Where the first thread's part ends, in percent of the file. It also folds
 /// every record, its own as it reads them and then the second part's while the
 /// second thread still reads, so it reads less than half.
-const SPLIT_PERCENT: u64 = 40;
+const SPLIT_PERCENT: u64 = 44;
 
 /// How many records ahead of the one it folds the first thread fetches a handed
 /// record's table slot.

@@ -158,17 +158,7 @@ pub fn parse(raw: &[u8], mode: Mode) -> Result<Parsed, ParseProblem> {
 /// the line this finds is the line up to the first `\n`: the one the caller would
 /// have cut. It saves the separate search for every line's end.
 pub fn parse_line_at_start(buf: &[u8]) -> Option<(Parsed, usize)> {
-    let mut scratch = buffers::take();
-    let result = parse_into(
-        buf,
-        Mode::Strict,
-        Width::detect(),
-        &mut NoSink,
-        &mut scratch,
-        true,
-    );
-    buffers::give_back_stack(scratch.stack);
-    result.ok()
+    parse_in_scratch(buf, Mode::Strict, Width::detect(), &mut NoSink, true).ok()
 }
 
 /// [`parse`] with the string scan's block width given (the tests run every width).
@@ -314,10 +304,21 @@ pub(super) fn parse_with<S: Sink>(
     width: Width,
     sink: &mut S,
 ) -> Result<Parsed, ParseProblem> {
+    parse_in_scratch(raw, mode, width, sink, false).map(|(parsed, _)| parsed)
+}
+
+/// [`parse_into`] with this thread's reused scratch buffers.
+fn parse_in_scratch<S: Sink>(
+    raw: &[u8],
+    mode: Mode,
+    width: Width,
+    sink: &mut S,
+    newline_ends: bool,
+) -> Result<(Parsed, usize), ParseProblem> {
     let mut scratch = buffers::take();
-    let result = parse_into(raw, mode, width, sink, &mut scratch, false);
+    let result = parse_into(raw, mode, width, sink, &mut scratch, newline_ends);
     buffers::give_back_stack(scratch.stack);
-    result.map(|(parsed, _)| parsed)
+    result
 }
 
 /// The parse of `raw` and where its line ends: `raw.len()`, or with `newline_ends`

@@ -12,6 +12,8 @@ from __future__ import annotations
 from typing import Any, Callable, Dict, List, NamedTuple, Optional, Protocol, Sequence, Tuple
 
 from ._fold import FoldState
+from ._history_fold import Operation, Removal, SeenIds
+from ._history_fold import Problem as FoldedProblem
 from .messages import Event, Message
 
 # One line that did not parse: (line number, byte offset, length without its \n, reason).
@@ -78,6 +80,22 @@ class Scanned(NamedTuple):
     survey: Optional[SurveyCounts]
 
 
+class HistoryRead(NamedTuple):
+    """What ``History.read`` takes over: a ``_history_fold.HistoryFold``'s state after
+    every envelope peek lists was fed to it (its ``meta`` is ``state.meta``)."""
+
+    state: FoldState
+    fed: int  # envelopes fed (``HistoryFold.count``)
+    removed: Dict[str, Removal]
+    elided: Dict[str, List[str]]
+    operations: Dict[str, Operation]
+    grants_by_id: Dict[str, Dict[str, Any]]
+    grants_id: Optional[str]
+    problems: List[FoldedProblem]
+    seen: SeenIds
+    unanswered: Dict[Any, List[str]]
+
+
 class Core(Protocol):
     """What a core does: the byte work of load, peek, salvage, fork and append.
 
@@ -111,6 +129,11 @@ class Core(Protocol):
     ) -> Scanned:
         """Parse what parses in bytes ``[start, size)`` (lenient, no fold); line numbers
         count from `start`; bytes after the last ``\\n`` are parsed only if `final_line`."""
+
+    def history(self, fd: int, size: int, path: Optional[str] = None) -> Optional[HistoryRead]:
+        """Fold the envelopes a scan of bytes ``[0, size)`` lists (peek's: up to the
+        last ``\\n``, malformed lines skipped) as ``HistoryFold.feed`` does, one after
+        another; None when the first line is not a session-meta envelope (peek's error)."""
 
     @property
     def encode_envelope(self) -> Optional[EncodeEnvelope]:

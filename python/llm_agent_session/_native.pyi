@@ -2,7 +2,7 @@
 
 from typing import Any, Dict, Iterator, List, Optional, Tuple, final
 
-from llm_agent_session._core import Replayed, Scanned, TailVerdict
+from llm_agent_session._core import HistoryRead, Replayed, Scanned, TailVerdict
 
 __all__ = [
     "classify_line",
@@ -16,6 +16,7 @@ __all__ = [
     "SourceReader",
     "replay",
     "scan",
+    "history",
     "LineIndex",
     "LineIter",
     "Deferred",
@@ -147,3 +148,9 @@ def scan(
     """The lenient scan of ``[start, size)`` (``_pure.core.scan``); ``events`` and
     ``messages`` are ``LazyList``s over ``LineIndex``es (lists where no descriptor of
     their own can be opened, as for ``replay``)."""
+
+def history(fd: int, size: int, reopen_path: Optional[str] = None) -> Optional[HistoryRead]:
+    """``History.read``'s fold of the envelopes a scan of ``[0, size)`` lists
+    (``_pure.core.history``), or None when the first line is not a session-meta
+    envelope. An operation's ``arguments`` and ``settle`` are built on first access
+    (now, where no descriptor of its own can be opened: see ``replay``)."""

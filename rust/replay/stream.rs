@@ -8,12 +8,12 @@
 
 use std::sync::mpsc;
 
-use crate::error::{CoreError, CoreResult};
+use crate::error::{CoreError, CoreFailure, CoreResult};
 use crate::file_io::{read_full, Source};
 use crate::json::grammar::is_blank;
 use crate::replay::fold::Fold;
 use crate::replay::id::IdKeys;
-use crate::replay::records::{record_at_start, record_of, BadLine, Record};
+use crate::replay::records::{record_at_start, record_of, BadLine, Keep, Record};
 
 /// Read size. On a 256 MB transcript 256 KiB, 1 MiB and 4 MiB reads replay within
 /// noise of each other (1.47-1.50 s for five replays); the smaller buffer is less
@@ -139,9 +139,44 @@ impl<'a, S: Source + ?Sized> LineReader<'a, S> {
 }
 
 /// What a range read in the second thread hands to the fold.
-enum Reduced {
-    Record(Record),
+enum Reduced<X> {
+    Record(Record<X>),
     Bad(BadLine),
+}
+
+/// Where the replay's line loop hands what it reads: load's strict [`Fold`], or the
+/// lenient fold of a history read (`replay::history`). The loop is generic over it,
+/// so a load's loop is the same code as before the lenient fold existed.
+pub trait Folder {
+    /// What its records keep beyond the fold's facts.
+    type Keep: Keep;
+    /// Whether a line that is not an envelope ends the read.
+    const STOPS_AT_BAD: bool;
+    /// Fold in the next record; an error ends the read.
+    fn feed(&mut self, rec: Record<Self::Keep>) -> Result<(), CoreFailure>;
+    /// The next line is not an envelope; an error ends the read.
+    fn bad(&mut self, bad: BadLine) -> Result<(), CoreFailure>;
+    /// Start fetching the id table's slot of the id with this hash.
+    fn prefetch(&self, id_hash: u64);
+}
+
+impl Folder for Fold {
+    type Keep = ();
+    const STOPS_AT_BAD: bool = true;
+
+    #[inline]
+    fn feed(&mut self, rec: Record) -> Result<(), CoreFailure> {
+        Fold::feed(self, rec)
+    }
+
+    fn bad(&mut self, bad: BadLine) -> Result<(), CoreFailure> {
+        Err(self.refuse(bad))
+    }
+
+    #[inline]
+    fn prefetch(&self, id_hash: u64) {
+        self.envelope_at.prefetch(id_hash);
+    }
 }
 
 /// Replay the first `size` bytes: every line validated and folded, or the first
@@ -156,62 +191,72 @@ pub fn replay_split_from<S: Source + Sync + ?Sized>(
     size: u64,
     split_min: u64,
 ) -> CoreResult<Fold> {
+    // One set of hash keys: both threads hash the ids they read with it.
+    let keys = IdKeys::new();
+    let mut fold = Fold::for_size(size, keys.clone());
+    fold_lines(src, size, split_min, &keys, &mut fold)?;
+    fold.finish(size).map_err(CoreError::Failure)?;
+    Ok(fold)
+}
+
+/// Read the lines of bytes `[0, size)` into `folder`, in file order, on two threads
+/// for `split_min` bytes or more; ids are hashed with `keys`, the folder's.
+pub fn fold_lines<S: Source + Sync + ?Sized, F: Folder>(
+    src: &S,
+    size: u64,
+    split_min: u64,
+    keys: &IdKeys,
+    folder: &mut F,
+) -> CoreResult<()> {
     let split = if size >= split_min {
         line_start_after(src, size / 100 * SPLIT_PERCENT, size)?
     } else {
         size
     };
-    // One set of hash keys: both threads hash the ids they read with it.
-    let keys = IdKeys::new();
-    let mut fold = Fold::for_size(size, keys.clone());
     if split >= size {
-        fold_range(src, 0, size, &keys, &mut fold)?;
-    } else {
-        // The first part is folded as it is read; the second is validated and
-        // reduced meanwhile and handed over in batches, which the first thread folds,
-        // in order, as soon as its own part is done (while the second still reads).
-        let (batches, handed) = mpsc::channel::<Vec<Reduced>>();
-        let (folded, second) = std::thread::scope(|scope| {
-            let second_keys = keys.clone();
-            let second =
-                scope.spawn(move || reduce_range(src, split, size, &second_keys, &batches));
-            // `handed` is dropped when this returns, so a second thread still
-            // reading after a failure here stops at its next batch.
-            let folded = fold_range(src, 0, split, &keys, &mut fold)
-                .and_then(|first_lines| fold_handed(&mut fold, handed, first_lines));
-            (folded, second.join())
-        });
-        folded?;
-        second.map_err(|_| {
-            CoreError::Io(std::io::Error::other("the replay's second thread failed"))
-        })??;
+        fold_range(src, 0, size, keys, folder)?;
+        return Ok(());
     }
-    fold.finish(size).map_err(CoreError::Failure)?;
-    Ok(fold)
+    // The first part is folded as it is read; the second is validated and
+    // reduced meanwhile and handed over in batches, which the first thread folds,
+    // in order, as soon as its own part is done (while the second still reads).
+    let (batches, handed) = mpsc::channel::<Vec<Reduced<F::Keep>>>();
+    let (folded, second) = std::thread::scope(|scope| {
+        let second_keys = keys.clone();
+        let second =
+            scope.spawn(move || reduce_range::<S, F>(src, split, size, &second_keys, &batches));
+        // `handed` is dropped when this returns, so a second thread still
+        // reading after a failure here stops at its next batch.
+        let folded = fold_range(src, 0, split, keys, folder)
+            .and_then(|first_lines| fold_handed(folder, handed, first_lines));
+        (folded, second.join())
+    });
+    folded?;
+    second.map_err(|_| CoreError::Io(std::io::Error::other("the replay's second thread failed")))?
 }
 
 /// Fold the second part's records as they arrive, numbering their lines after
 /// the first part's `first_lines`; ends when the second thread is done (or at
-/// its bad line).
-fn fold_handed(
-    fold: &mut Fold,
-    handed: mpsc::Receiver<Vec<Reduced>>,
+/// a failure).
+fn fold_handed<F: Folder>(
+    folder: &mut F,
+    handed: mpsc::Receiver<Vec<Reduced<F::Keep>>>,
     first_lines: u64,
 ) -> CoreResult<()> {
     for batch in handed {
         let mut items = batch.into_iter();
         while let Some(item) = items.next() {
             if let Some(Reduced::Record(ahead)) = items.as_slice().get(PREFETCH_AHEAD - 1) {
-                fold.envelope_at.prefetch(ahead.id_hash);
+                folder.prefetch(ahead.id_hash);
             }
             match item {
                 Reduced::Record(mut rec) => {
                     rec.line += first_lines;
-                    fold.feed(rec).map_err(CoreError::Failure)?;
+                    folder.feed(rec).map_err(CoreError::Failure)?;
                 }
                 Reduced::Bad(mut bad) => {
                     bad.line += first_lines;
-                    return Err(CoreError::Failure(fold.refuse(bad)));
+                    folder.bad(bad).map_err(CoreError::Failure)?;
                 }
             }
         }
@@ -220,41 +265,41 @@ fn fold_handed(
 }
 
 /// Fold the lines of `[start, end)`; returns how many lines it read.
-fn fold_range<S: Source + ?Sized>(
+fn fold_range<S: Source + ?Sized, F: Folder>(
     src: &S,
     start: u64,
     end: u64,
     keys: &IdKeys,
-    fold: &mut Fold,
+    folder: &mut F,
 ) -> CoreResult<u64> {
     let mut reader = LineReader::new(src, start, end);
     // Each record is folded after the next one is read, so that its id's slot in
     // the table, fetched when it was read, is in the cache by then. What is reported
     // stays the first failure in file order: the held record is folded before the
     // next line's failure (or read error) is.
-    let mut held: Option<Record> = None;
+    let mut held: Option<Record<F::Keep>> = None;
     loop {
         let next = next_record(&mut reader, keys);
         if let Ok(Some(Ok(rec))) = &next {
-            fold.envelope_at.prefetch(rec.id_hash);
+            folder.prefetch(rec.id_hash);
         }
         if let Some(rec) = held.take() {
-            fold.feed(rec).map_err(CoreError::Failure)?;
+            folder.feed(rec).map_err(CoreError::Failure)?;
         }
         match next? {
             None => return Ok(reader.lines),
             Some(Ok(rec)) => held = Some(rec),
-            Some(Err(bad)) => return Err(CoreError::Failure(fold.refuse(bad))),
+            Some(Err(bad)) => folder.bad(bad).map_err(CoreError::Failure)?,
         }
     }
 }
 
 /// The next line that is not blank, validated and reduced (`Err`: why it is not an
 /// envelope); None at the end of the range.
-fn next_record<S: Source + ?Sized>(
+fn next_record<S: Source + ?Sized, X: Keep>(
     reader: &mut LineReader<'_, S>,
     keys: &IdKeys,
-) -> CoreResult<Option<Result<Record, BadLine>>> {
+) -> CoreResult<Option<Result<Record<X>, BadLine>>> {
     // Most lines are parsed where they start in the buffer, their `\n` found by the
     // parse itself; a line that parse does not settle (malformed, blank, not all
     // read yet, ...) is cut at its `\n` and read alone, which gives every verdict.
@@ -272,15 +317,15 @@ fn next_record<S: Source + ?Sized>(
     Ok(None)
 }
 
-/// Validate and reduce the lines of `[start, end)`, handing them over in batches
-/// (see [`batch_size`]), stopping at the first bad one (or when nobody takes them
-/// any more).
-fn reduce_range<S: Source + ?Sized>(
+/// Validate and reduce the lines of `[start, end)` for `F`, handing them over in
+/// batches (see [`batch_size`]), stopping at the first bad one if `F` stops there
+/// (or when nobody takes them any more).
+fn reduce_range<S: Source + ?Sized, F: Folder>(
     src: &S,
     start: u64,
     end: u64,
     keys: &IdKeys,
-    out: &mpsc::Sender<Vec<Reduced>>,
+    out: &mpsc::Sender<Vec<Reduced<F::Keep>>>,
 ) -> CoreResult<()> {
     let mut reader = LineReader::new(src, start, end);
     let mut sent = 0;
@@ -290,7 +335,9 @@ fn reduce_range<S: Source + ?Sized>(
             Ok(rec) => batch.push(Reduced::Record(rec)),
             Err(bad) => {
                 batch.push(Reduced::Bad(bad));
-                break;
+                if F::STOPS_AT_BAD {
+                    break;
+                }
             }
         }
         if batch.len() == batch.capacity() {
@@ -317,7 +364,7 @@ fn reduce_range<S: Source + ?Sized>(
 /// peak RSS rose from 57 to 63-68 MiB. Batches of 1.4 MB, each a page bigger than the
 /// last, are mapped and unmapped: 52-54 MiB, at the same speed.
 fn batch_size(n: usize) -> usize {
-    BATCH + n * (4096 / std::mem::size_of::<Reduced>().max(1) + 1)
+    BATCH + n * (4096 / std::mem::size_of::<Reduced<()>>().max(1) + 1)
 }
 
 /// The offset just past the first `\n` at or after `from` (or `end`).

@@ -1,0 +1,532 @@
+//! The lenient fold of a history read (`History.read` in `history.py`): load's fold
+//! over the envelopes peek lists, noting what became of each line on the way.
+//!
+//! The lines are those peek reads (up to the last `\n`; a line that is not an
+//! envelope is skipped; nothing at all when the first line is not a session-meta
+//! envelope). Each envelope goes through load's [`Fold`] rules, but one the fold
+//! refuses (a duplicate id, a reference to nothing live, a settle of an unknown
+//! operation, a bad shape) is noted as a problem and skipped, where a load would
+//! stop. The notes are indices, not strings: an entry by its index in the fold's
+//! `events` (its id is in `envelope_at`), a tool operation by its place among the
+//! dispatches; `py/history.rs` turns them into the reference's structures
+//! (`_history_fold.HistoryFold`, whose `feed` this mirrors, note for note).
+
+use std::collections::HashMap;
+
+use crate::error::{CoreError, CoreFailure, CoreResult};
+use crate::file_io::Source;
+use crate::replay::fold::{Fold, LineRef, ValueRef};
+use crate::replay::id::{Id, IdKeys};
+use crate::replay::records::{BadLine, Body, Extra, Record};
+use crate::replay::stream::{fold_lines, Folder, SPLIT_MIN};
+use crate::scan::end_of_last_line;
+
+/// What took entries out of the live list: a compaction or a rewind, by its index
+/// in `events`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Remover {
+    pub event: usize,
+    pub rewind: bool,
+    pub ts: Box<str>,
+}
+
+/// A settle of a tool operation.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Settle {
+    /// Its index in `events`, and its line (the payload is read from it).
+    pub event: usize,
+    pub line: LineRef,
+    pub ts: Box<str>,
+    pub outcome: &'static str,
+}
+
+/// One tool operation, from its `tool-dispatched` envelope on.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Operation {
+    /// Its dispatch's index in `events` (the op id is that envelope's id), and its
+    /// index among the envelopes read (`Operation.index`).
+    pub event: usize,
+    pub envelope: usize,
+    pub line: LineRef,
+    pub call_id: Id,
+    pub tool: Box<str>,
+    pub ts: Box<str>,
+    /// The grants in force when it was dispatched: an index into `Notes::grants`.
+    pub grants: Option<usize>,
+    /// The first `tool` message with its call id after it, by index in `events`.
+    pub answered_by: Option<usize>,
+    pub settle: Option<Settle>,
+}
+
+impl Operation {
+    /// `Operation.state`: the outcome once settled, else `result-recorded` once a
+    /// `tool` message answered it, else `dispatched`.
+    pub fn state(&self) -> &'static str {
+        match (&self.settle, self.answered_by) {
+            (Some(settle), _) => settle.outcome,
+            (None, Some(_)) => "result-recorded",
+            (None, None) => "dispatched",
+        }
+    }
+}
+
+/// An envelope the fold refused: its index among the envelopes read, id, type, why.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Problem {
+    pub envelope: usize,
+    pub id: Id,
+    pub type_: String,
+    pub reason: String,
+}
+
+/// The operations each call id waits with for a `tool` message to answer them
+/// (settled ones too), in the order the reference's dict holds the call ids.
+#[derive(Debug, Default)]
+struct Unanswered {
+    /// call id -> its place in `waiting`.
+    at: HashMap<Id, usize>,
+    /// Each call id's operations (indices into `Notes::operations`), by when the
+    /// call id came in; None once a `tool` message answered them.
+    waiting: Vec<Option<Vec<usize>>>,
+}
+
+impl Unanswered {
+    fn add(&mut self, call_id: &Id, op: usize) {
+        let waiting = &mut self.waiting;
+        let at = *self.at.entry(call_id.clone()).or_insert_with(|| {
+            waiting.push(Some(Vec::new()));
+            waiting.len() - 1
+        });
+        if let Some(Some(ops)) = self.waiting.get_mut(at) {
+            ops.push(op);
+        }
+    }
+
+    fn take(&mut self, call_id: &str) -> Vec<usize> {
+        let Some(at) = self.at.remove(call_id) else {
+            return Vec::new();
+        };
+        self.waiting
+            .get_mut(at)
+            .and_then(Option::take)
+            .unwrap_or_default()
+    }
+}
+
+/// What became of each line.
+#[derive(Debug, Default)]
+pub struct Notes {
+    /// How many envelopes were read (duplicates and refused ones included).
+    pub count: usize,
+    /// (entry, remover): each entry (a message or summary, by its index in `events`)
+    /// taken out of the live list, in the order they were taken out; the remover
+    /// is an index into `removers`.
+    pub removed: Vec<(usize, usize)>,
+    pub removers: Vec<Remover>,
+    /// (entry, elision): each item of each elision folded in, in order, by index
+    /// in `events`.
+    pub elided: Vec<(usize, usize)>,
+    /// Every `grants` envelope folded in: its index in `events` and its value.
+    pub grants: Vec<(usize, ValueRef)>,
+    pub operations: Vec<Operation>,
+    pub problems: Vec<Problem>,
+    unanswered: Unanswered,
+}
+
+impl Notes {
+    /// The call ids whose operations no `tool` message answered yet, each with
+    /// them (indices into `operations`), in the reference's order.
+    pub fn unanswered(&self) -> impl Iterator<Item = (&str, &[usize])> {
+        self.unanswered.waiting.iter().flatten().filter_map(|ops| {
+            let call_id = self.operations.get(*ops.first()?)?.call_id.as_str();
+            Some((call_id, ops.as_slice()))
+        })
+    }
+}
+
+/// Load's fold, lenient, with the notes of a history read.
+#[derive(Debug)]
+pub struct HistoryFold {
+    pub fold: Fold,
+    pub notes: Notes,
+}
+
+/// The reason a history read stops at once: its first line is not a session-meta
+/// envelope (peek's error). Only [`read`] sees it, and answers None.
+fn not_a_transcript(line: u64, offset: u64) -> CoreFailure {
+    CoreFailure {
+        kind: crate::error::FailureKind::NotATranscript,
+        line,
+        offset,
+        reason: "the first line is not a session-meta envelope".to_owned(),
+    }
+}
+
+impl Folder for HistoryFold {
+    type Keep = Option<Box<Extra>>;
+    const STOPS_AT_BAD: bool = false;
+
+    fn feed(&mut self, rec: Record<Self::Keep>) -> Result<(), CoreFailure> {
+        if self.notes.count == 0 && rec.type_ != "session-meta" {
+            return Err(not_a_transcript(rec.line, rec.offset));
+        }
+        self.fold_in(rec);
+        Ok(())
+    }
+
+    fn bad(&mut self, bad: BadLine) -> Result<(), CoreFailure> {
+        if self.notes.count == 0 {
+            return Err(not_a_transcript(bad.line, bad.offset));
+        }
+        Ok(())
+    }
+
+    #[inline]
+    fn prefetch(&self, id_hash: u64) {
+        self.fold.envelope_at.prefetch(id_hash);
+    }
+}
+
+/// The history of the envelopes of bytes `[0, size)` that peek lists (the lines up
+/// to the last `\n`), or None when there are none (the first line is not a
+/// session-meta envelope, or there is no whole line).
+pub fn read<S: Source + Sync + ?Sized>(src: &S, size: u64) -> CoreResult<Option<HistoryFold>> {
+    read_split_from(src, size, SPLIT_MIN)
+}
+
+/// [`read`], on two threads from `split_min` bytes on.
+pub fn read_split_from<S: Source + Sync + ?Sized>(
+    src: &S,
+    size: u64,
+    split_min: u64,
+) -> CoreResult<Option<HistoryFold>> {
+    let end = end_of_last_line(src, 0, size)?;
+    let keys = IdKeys::new();
+    let mut history = HistoryFold {
+        fold: Fold::for_size(end, keys.clone()),
+        notes: Notes::default(),
+    };
+    match fold_lines(src, end, split_min, &keys, &mut history) {
+        Ok(()) if history.notes.count > 0 => Ok(Some(history)),
+        // The only failure this fold reports is a first line that is no session-meta.
+        Ok(()) | Err(CoreError::Failure(_)) => Ok(None),
+        Err(e) => Err(e),
+    }
+}
+
+impl HistoryFold {
+    /// `HistoryFold.feed` of the reference: the duplicate check, the fold's check
+    /// (a refusal is a problem, and the envelope is skipped), the notes, the fold.
+    fn fold_in(&mut self, mut rec: Record<Option<Box<Extra>>>) {
+        let envelope = self.notes.count;
+        self.notes.count += 1;
+        let line = LineRef {
+            offset: rec.offset,
+            len: rec.len,
+        };
+        if let Err(refused) = self.fold.admit(&rec, line) {
+            return self.problem(envelope, rec, refused);
+        }
+        if let Err(refused) = self.fold.check(&rec) {
+            self.fold.pass_over(line);
+            return self.problem(envelope, rec, refused);
+        }
+        let extra = rec.extra.take().map(|e| *e).unwrap_or_default();
+        self.note(&rec.body, extra, line, envelope);
+        self.fold.commit(rec, line);
+    }
+
+    fn problem<X>(&mut self, envelope: usize, rec: Record<X>, refused: CoreFailure) {
+        self.notes.problems.push(Problem {
+            envelope,
+            id: rec.id,
+            type_: rec.type_.into_owned(),
+            reason: refused.reason,
+        });
+    }
+
+    /// What folding in a record (admitted and checked, at `events.len()`) does
+    /// besides the fold itself, noted before the fold changes the live list.
+    fn note(&mut self, body: &Body, extra: Extra, line: LineRef, envelope: usize) {
+        let event = self.fold.events.len();
+        let Extra { ts, tool } = extra;
+        let fold = &self.fold;
+        let notes = &mut self.notes;
+        match body {
+            Body::Compaction(Ok(c)) => {
+                let Some(cut) = fold.position(&c.through) else {
+                    return;
+                };
+                let by = notes.removers.len();
+                notes.removers.push(Remover {
+                    event,
+                    rewind: false,
+                    ts,
+                });
+                let through = fold.live.get(..=cut).unwrap_or_default();
+                notes
+                    .removed
+                    .extend(through.iter().filter(|m| !m.sticky).map(|m| (m.event, by)));
+            }
+            Body::Rewind(Ok(to)) => {
+                let keep = match to {
+                    None => 0,
+                    Some(to) => fold.position(to).map_or(fold.live.len(), |at| at + 1),
+                };
+                let by = notes.removers.len();
+                notes.removers.push(Remover {
+                    event,
+                    rewind: true,
+                    ts,
+                });
+                let cut = fold.live.get(keep..).unwrap_or_default();
+                notes.removed.extend(cut.iter().map(|m| (m.event, by)));
+            }
+            Body::Elision(Ok(items)) => {
+                for (target, _) in items.iter().flatten() {
+                    if let Some(m) = fold.position(target).and_then(|at| fold.live.get(at)) {
+                        notes.elided.push((m.event, event));
+                    }
+                }
+            }
+            Body::Grants(Ok(span)) => notes.grants.push((event, ValueRef { line, span: *span })),
+            Body::Dispatched(Ok(call_id)) => {
+                let op = notes.operations.len();
+                notes.operations.push(Operation {
+                    event,
+                    envelope,
+                    line,
+                    call_id: call_id.clone(),
+                    tool: tool.unwrap_or_default(),
+                    ts,
+                    grants: notes.grants.len().checked_sub(1),
+                    answered_by: None,
+                    settle: None,
+                });
+                notes.unanswered.add(call_id, op);
+            }
+            Body::Settled(Ok(s)) => {
+                // The fold's pending operations are the dispatches in order, as here.
+                if let Some(op) = fold
+                    .pending_at(&s.op_id)
+                    .and_then(|at| notes.operations.get_mut(at))
+                {
+                    op.settle = Some(Settle {
+                        event,
+                        line,
+                        ts,
+                        outcome: s.outcome,
+                    });
+                }
+            }
+            Body::Message(Ok(m)) => {
+                if let Some(call_id) = &m.tool_call_id {
+                    for op in notes.unanswered.take(call_id) {
+                        if let Some(op) = notes.operations.get_mut(op) {
+                            op.answered_by = Some(event);
+                        }
+                    }
+                }
+            }
+            _ => {}
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn line(id: &str, type_: &str, payload: &str) -> String {
+        format!(r#"{{"id":"{id}","payload":{payload},"ts":"t-{id}","type":"{type_}","v":1}}"#)
+            + "\n"
+    }
+
+    fn meta() -> String {
+        line("m", "session-meta", r#"{"a":1}"#)
+    }
+
+    /// The read on one thread and on two, which must agree; None: nothing read.
+    fn read_both(data: &str) -> Option<HistoryFold> {
+        let bytes = data.as_bytes();
+        let one = read_split_from(bytes, bytes.len() as u64, u64::MAX).unwrap();
+        let two = read_split_from(bytes, bytes.len() as u64, 1).unwrap();
+        let view = |h: &Option<HistoryFold>| {
+            h.as_ref().map(|h| {
+                (
+                    h.notes.count,
+                    h.notes.removed.clone(),
+                    h.notes.removers.clone(),
+                    h.notes.elided.clone(),
+                    h.notes.grants.clone(),
+                    h.notes.operations.clone(),
+                    h.notes.problems.clone(),
+                    h.fold.live.clone(),
+                    h.fold.events.clone(),
+                )
+            })
+        };
+        assert_eq!(view(&one), view(&two));
+        one
+    }
+
+    fn ids(h: &HistoryFold, events: impl IntoIterator<Item = usize>) -> Vec<&str> {
+        events
+            .into_iter()
+            .filter_map(|e| h.fold.envelope_at.id_at(e))
+            .collect()
+    }
+
+    #[test]
+    fn notes_what_removed_elided_and_answered_each_line() {
+        let data = [
+            meta(),
+            line("s", "message", r#"{"role":"system","sysprompt":true}"#),
+            line("a", "message", r#"{"role":"user"}"#),
+            line("g", "grants", r#"{"grants":{"x":1}}"#),
+            line("d", "tool-dispatched", r#"{"call-id":"c","tool":"bash"}"#),
+            line("t", "message", r#"{"role":"tool","tool_call_id":"c"}"#),
+            line("x", "tool-settled", r#"{"op-id":"d","outcome":"failed"}"#),
+            line(
+                "c",
+                "compaction",
+                r#"{"summary":"s","replaces-through-id":"a"}"#,
+            ),
+            line(
+                "e",
+                "elision",
+                r#"{"items":[{"id":"t","stub":"-"},{"id":"t","stub":"+"}]}"#,
+            ),
+            line("b", "message", r#"{"role":"user"}"#),
+            line("w", "rewind", r#"{"to-id":"t"}"#),
+            line("d2", "tool-dispatched", r#"{"call-id":"c","tool":"bash"}"#),
+        ]
+        .concat();
+        let h = read_both(&data).unwrap();
+        assert_eq!(h.notes.count, 12);
+        assert!(h.notes.problems.is_empty());
+        let removed: Vec<(&str, usize)> = h
+            .notes
+            .removed
+            .iter()
+            .map(|&(e, by)| (h.fold.envelope_at.id_at(e).unwrap(), by))
+            .collect();
+        assert_eq!(removed, vec![("a", 0), ("b", 1)]);
+        assert_eq!(&*h.notes.removers[1].ts, "t-w");
+        assert!(h.notes.removers[1].rewind && !h.notes.removers[0].rewind);
+        let elided: Vec<usize> = h.notes.elided.iter().map(|e| e.0).collect();
+        assert_eq!(ids(&h, elided), vec!["t", "t"]);
+        let [done, open] = &h.notes.operations[..] else {
+            panic!("two operations")
+        };
+        assert_eq!(
+            (done.state(), &*done.tool, done.grants),
+            ("failed", "bash", Some(0))
+        );
+        assert_eq!(ids(&h, done.answered_by), vec!["t"]);
+        assert_eq!((open.state(), open.envelope), ("dispatched", 11));
+        let unanswered: Vec<(&str, Vec<usize>)> = h
+            .notes
+            .unanswered()
+            .map(|(c, ops)| (c, ops.to_vec()))
+            .collect();
+        assert_eq!(unanswered, vec![("c", vec![1])]);
+    }
+
+    #[test]
+    fn a_refused_envelope_is_a_problem_and_the_rest_is_read() {
+        let data = [
+            meta(),
+            "not json\n".to_owned(),
+            line("a", "message", r#"{"role":"user"}"#),
+            line("a", "message", r#"{"role":"user"}"#),
+            line("x", "tool-settled", r#"{"op-id":"q","outcome":"failed"}"#),
+            line("w", "rewind", r#"{"to-id":"q"}"#),
+            line("k", "message", r#"{"role":1}"#),
+            line("b", "message", r#"{"role":"user"}"#),
+            line(
+                "z",
+                "compaction",
+                r#"{"summary":"s","replaces-through-id":"k"}"#,
+            ),
+        ]
+        .concat();
+        let h = read_both(&data).unwrap();
+        let problems: Vec<(usize, &str, &str)> = h
+            .notes
+            .problems
+            .iter()
+            .map(|p| (p.envelope, p.id.as_str(), p.reason.as_str()))
+            .collect();
+        assert_eq!(
+            problems,
+            vec![
+                (2, "a", "duplicate envelope id a (an earlier line has it)"),
+                (
+                    3,
+                    "x",
+                    "tool-settled names operation q, which was never dispatched"
+                ),
+                (
+                    4,
+                    "w",
+                    "rewind to-id q names no message in the live conversation"
+                ),
+                (5, "k", "message payload has no string role"),
+                (
+                    7,
+                    "z",
+                    "compaction replaces-through-id k names no message in the live conversation"
+                ),
+            ]
+        );
+        assert_eq!(h.notes.count, 8);
+        // A refused envelope keeps its id: the indices of events and ids stay one.
+        assert_eq!(h.fold.events.len(), 7);
+        assert_eq!(h.fold.envelope_at.get("b"), Some(5));
+        let live: Vec<&str> = h.fold.live.iter().map(|m| m.id.as_str()).collect();
+        assert_eq!(live, vec!["a", "b"]);
+    }
+
+    #[test]
+    fn nothing_is_read_unless_the_first_line_is_a_session_meta() {
+        let body = line("a", "message", r#"{"role":"user"}"#);
+        for data in [
+            String::new(),
+            " \n\n".to_owned(),
+            body.clone() + &meta(),
+            "{\n".to_owned() + &meta(),
+            meta().trim_end().to_owned(),
+        ] {
+            assert!(read_both(&data).is_none(), "{data:?}");
+        }
+        // The line after the last `\n` is not read (peek leaves it for later).
+        let h = read_both(&(meta() + &body + "  \n" + body.trim_end())).unwrap();
+        assert_eq!(h.notes.count, 2);
+        assert!(h.notes.problems.is_empty());
+    }
+
+    #[test]
+    fn two_threads_read_what_one_reads_across_the_split() {
+        let mut data = meta();
+        for i in 0..3000 {
+            data += &line(
+                &format!("i{i}"),
+                "message",
+                r#"{"role":"user","content":"xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx"}"#,
+            );
+            if i % 500 == 7 {
+                data += "{bad\n";
+                data += &line("i3", "message", r#"{"role":"user"}"#);
+                data += &line(
+                    &format!("c{i}"),
+                    "compaction",
+                    &format!(r#"{{"summary":"s","replaces-through-id":"i{i}"}}"#),
+                );
+            }
+        }
+        let h = read_both(&data).unwrap();
+        assert_eq!(h.notes.problems.len(), 6);
+        assert_eq!(h.notes.removers.len(), 6);
+    }
+}

@@ -1,0 +1,238 @@
+"""``History.read`` on the native core against the pure reference.
+
+The native core folds the file in Rust (``rust/replay/history.rs``) and builds the
+structures at once (``rust/py/history.rs``); the pure one feeds every envelope peek lists
+to ``HistoryFold.feed``. Both must leave a ``History`` equal in every field, in order
+(removals, elisions, operations with their arguments and settles, grants, problems, the
+call ids still waiting, the ``FoldState``, which ids count as seen), and ``feed`` must go
+on from either alike. Inputs: generated transcripts, damaged ones (the fold refuses
+lines), hostile lines, a transcript big enough for two threads, and the native build
+without a descriptor of its own (everything built at once).
+"""
+
+from __future__ import annotations
+
+import os
+import random
+from typing import Any, List, Tuple
+
+import pytest
+
+pytest.importorskip("llm_agent_session._native")
+
+from hypothesis import given  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+from test_native_replay_differential import (  # noqa: E402
+    SETTINGS,
+    damage,
+    error_outcome,
+    line,
+    on_backend,
+    representative,
+    transcripts,
+)
+
+from llm_agent_session import Session  # noqa: E402
+from llm_agent_session.history import History  # noqa: E402
+
+
+@pytest.fixture(autouse=True)
+def backend_name() -> str:
+    """These tests switch between both backends themselves: one run, not one per backend."""
+    return "both"
+
+
+def history_view(h: History, ids: List[str]) -> Tuple[Any, ...]:
+    """Everything a History holds, in order; `ids`: the envelope ids to ask `_seen` about."""
+    state = h.state
+    return (
+        h.count,
+        h.meta,
+        h.meta is state.meta,
+        list(h.removed.items()),
+        list(h.elided.items()),
+        list(h.operations.items()),
+        list(h.grants_by_id.items()),
+        h.grants_id,
+        h.grants_id is None or state.grants is h.grants_by_id[h.grants_id],
+        h.problems,
+        list(h._unanswered.items()),
+        [i in h._seen for i in ids],
+        h.live_ids,
+        h.pending(),
+        state.messages,
+        state.grants,
+        sorted(state.settled),
+        dict(state.sections),
+        dict(state.section_lines),
+        [(k, list(v)) for k, v in state.waiting_by_call.items()],
+    )
+
+
+def ids_of(path: Any) -> List[str]:
+    return [e.id for e in Session.peek(path)["envelopes"]] + ["nope", ""]
+
+
+def read_outcome(path: Any) -> Any:
+    try:
+        h = History.read(path)
+    except Exception as e:  # noqa: BLE001 - class and text are what we compare
+        return error_outcome(e)
+    return history_view(h, ids_of(path))
+
+
+def read_then_feed(path: Any, data: bytes, cut: int) -> Any:
+    """Read the first `cut` bytes, then feed the envelopes the rest adds."""
+    path.write_bytes(data[:cut])
+    h = History.read(path)
+    path.write_bytes(data)
+    h.feed_all(list(Session.peek(path)["envelopes"])[h.count :])
+    return history_view(h, ids_of(path))
+
+
+def assert_same_history(tmp_path: Any, data: bytes, cuts: List[int] = ()) -> None:
+    path = tmp_path / "h.jsonl"
+    path.write_bytes(data)
+    want = on_backend("pure", lambda: read_outcome(path))
+    assert on_backend("native", lambda: read_outcome(path)) == want, data[-300:]
+    for cut in cuts:
+        # feed() goes on from a read: to what reading the whole file gives.
+        for backend in ("native", "pure"):
+            assert on_backend(backend, lambda: read_then_feed(path, data, cut)) == want, (backend, cut)
+
+
+def line_ends(data: bytes) -> List[int]:
+    return [0] + [i + 1 for i, b in enumerate(data) if b == 0x0A]
+
+
+@pytest.mark.slow
+@SETTINGS
+@given(data=transcripts(), pick=st.randoms(use_true_random=False))
+def test_generated_histories_agree(tmp_path_factory: Any, data: bytes, pick: random.Random) -> None:
+    assert_same_history(tmp_path_factory.mktemp("g"), data, [pick.choice(line_ends(data))])
+
+
+@pytest.mark.slow
+@SETTINGS
+@given(data=transcripts(), seed=st.integers(0, 2**32 - 1), rounds=st.integers(1, 3))
+def test_damaged_histories_agree(tmp_path_factory: Any, data: bytes, seed: int, rounds: int) -> None:
+    rng = random.Random(seed)
+    for _ in range(rounds):
+        data = damage(data, rng)
+    assert_same_history(tmp_path_factory.mktemp("d"), data, [rng.choice(line_ends(data))])
+
+
+def raw(id_: str, type_: str, payload: str, ts: str = '"2026-01-01T00:00:00Z"') -> bytes:
+    """An envelope line written by hand (escapes, repeated keys, odd values)."""
+    return f'{{"id":"{id_}","payload":{payload},"ts":{ts},"type":"{type_}","v":1}}\n'.encode()
+
+
+def hostile() -> bytes:
+    """The representative transcript, then lines the fold refuses or reads oddly."""
+    long_id = "\u00e9" * 100
+    return representative() + b"".join(
+        [
+            raw(r"\u0064\u0031", "message", '{"role":"user"}'),  # "d1" again, spelt with escapes
+            raw("t1", "tool-dispatched", '{"call-id":"c9","tool":7}'),
+            raw("t2", "tool-dispatched", '{"call-id":5,"tool":"x"}'),
+            raw("t3", "tool-dispatched", r'{"call-id":"c\u0039","tool":"gr\u0065p","arguments":1,"arguments":{"a":[2]}}',
+                ts=r'"2026\u002d01"'),
+            raw("t4", "tool-dispatched", '{"call-id":"c9","tool":"grep"}'),
+            raw("m1", "message", r'{"role":"t\u006fol","tool_call_id":"c9","content":"\u202eevil"}'),
+            raw("m2", "message", '{"role":"tool","tool_call_id":["c2"]}'),
+            raw("s2", "tool-settled", r'{"op-id":"t3","outcome":"compl\u0065ted","extra":{"k":null}}'),
+            raw("s3", "tool-settled", '{"op-id":"t3","outcome":"failed"}'),
+            raw("s4", "tool-settled", '{"op-id":"a6","outcome":"failed"}'),
+            raw("s5", "tool-settled", '{"op-id":"t4","outcome":"done"}'),
+            raw("s6", "tool-settled", '{"op-id":"t4","outcome":"failed","artifact":{"file":"../x"}}'),
+            raw("g2", "grants", "[]"),
+            raw("g3", "grants", '{"grants":[]}'),
+            raw("g4", "grants", '{"grants":{"a":1},"grants":{"b":2}}'),
+            raw("e2", "elision", '{"items":[{"id":"a6","stub":"x"},{"id":"a6","stub":"y"}]}'),
+            raw("e3", "elision", '{"items":[{"id":"a1","stub":"x"},{"id":"zz","stub":"y"}]}'),
+            raw(long_id, "compaction", f'{{"summary":"s","replaces-through-id":"{long_id}x"}}'),
+            raw("k2", "compaction", '{"summary":"s","replaces-through-id":"c1"}'),
+            raw("w2", "rewind", '{"to-id":"c1"}'),
+            b'{"id":"bad","payload":{"x":"\\ud800"},"ts":"t","type":"message","v":1}\n',
+            b'{"id":"big","payload":{"x":1e999},"ts":"t","type":"message","v":1}\n',
+            b'{"id":"deep","payload":' + b"[" * 600 + b"]" * 600 + b',"ts":"t","type":"x","v":1}\n',
+            b'{"id":"nul","payload":{},"ts":"t","type":"x","v":1}\x00\n',
+            b'{"id":"\xff","payload":{},"ts":"t","type":"x","v":1}\n',
+            b'{"id":"v2","payload":{},"ts":"t","type":"x","v":2}\n',
+            raw("w3", "rewind", '{"to-id":null}'),
+            raw("t5", "tool-dispatched", '{"call-id":"c9","tool":"grep"}'),
+            raw("m3", "message", '{"role":"tool","tool_call_id":"c9"}'),
+            raw("x9", "session-meta", '{"late":true}'),
+            line("tail", "message", {"role": "user", "content": "unfinished"}).rstrip(b"\n"),
+        ]
+    )
+
+
+def test_hostile_lines_agree(tmp_path: Any) -> None:
+    data = hostile()
+    path = tmp_path / "h.jsonl"
+    path.write_bytes(data)
+    h = on_backend("native", lambda: History.read(path))
+    # The lines above do what they were written to: problems, and the rest read.
+    assert len(h.problems) == 11 and h.live_ids == ["m3"]
+    assert h.operations["t3"].arguments == {"a": [2]} and h.operations["t3"].tool == "grep"
+    assert h.operations["t3"].state == "completed" and h.operations["t4"].answered_by == "m1"
+    ends = line_ends(data)
+    assert_same_history(tmp_path, data, ends[2:5] + ends[-8:-4])
+
+
+def test_nothing_is_read_where_peek_lists_nothing(tmp_path: Any) -> None:
+    for data in [b"", b"\n \n", b"not json\n" + line("m", "session-meta", {}), line("a", "message", {"role": "u"}),
+                 line("m", "session-meta", {}).rstrip(b"\n")]:
+        assert_same_history(tmp_path, data)
+    assert on_backend("native", lambda: History.read(tmp_path / "missing.jsonl")).count == 0
+    assert on_backend("native", lambda: History.read(tmp_path)).count == 0  # a directory
+
+
+def test_without_a_descriptor_of_its_own_everything_is_built_at_once(tmp_path: Any) -> None:
+    """Where the file cannot be reopened (another inode at the path), arguments and
+    settles are built now, equal to the deferred ones."""
+    from llm_agent_session import _native
+
+    path, other = tmp_path / "a.jsonl", tmp_path / "b.jsonl"
+    path.write_bytes(hostile())
+    other.write_bytes(b"")
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        size = os.fstat(fd).st_size
+        lazy, now = _native.history(fd, size, str(path)), _native.history(fd, size, str(other))
+    finally:
+        os.close(fd)
+    assert lazy is not None and now is not None
+    assert all("_deferred_settle" not in vars(op) and "_deferred_arguments" not in vars(op)
+               for op in now.operations.values())
+    assert any("_deferred_arguments" in vars(op) for op in lazy.operations.values())
+    assert list(now.operations.items()) == list(lazy.operations.items())
+    assert now.removed == lazy.removed and now.grants_by_id == lazy.grants_by_id
+
+
+@pytest.mark.slow
+def test_a_history_big_enough_for_two_threads_agrees(tmp_path: Any) -> None:
+    """Past the native core's split size, with refused lines in either half."""
+    body = [line("m0", "session-meta", {})]
+    for i in range(20000):
+        body.append(line(f"id-{i}", "message", {"role": "user", "content": "x" * 500 + str(i)}))
+        if i % 100 == 5:
+            body.append(line(f"d-{i}", "tool-dispatched", {"call-id": f"c{i % 300}", "tool": "t", "arguments": [i]}))
+        if i % 100 == 50:
+            body.append(line(f"t-{i}", "message", {"role": "tool", "tool_call_id": f"c{(i - 45) % 300}"}))
+            body.append(line(f"s-{i}", "tool-settled", {"op-id": f"d-{i - 45}", "outcome": "completed"}))
+        if i % 1000 == 999:
+            body.append(line(f"c-{i}", "compaction", {"summary": f"s{i}", "replaces-through-id": f"id-{i}"}))
+        if i % 1000 == 500:
+            body.append(line(f"w-{i}", "rewind", {"to-id": f"id-{i - 3}"}))
+    lines = b"".join(body).splitlines(keepends=True)
+    for at in sorted((5, len(lines) * 2 // 5 + 2, len(lines) // 2 + 3, len(lines) - 2), reverse=True):
+        lines[at:at] = [lines[1], b"{oops}\n", line("x", "compaction", {"summary": "", "replaces-through-id": "id-0"})]
+    data = b"".join(lines)
+    assert len(data) > 9 << 20
+    path = tmp_path / "big.jsonl"
+    path.write_bytes(data)
+    h = on_backend("native", lambda: History.read(path))
+    assert len(h.problems) == 7 and len(h.operations) == 200
+    assert_same_history(tmp_path, data)

@@ -189,9 +189,9 @@ def test_nothing_is_read_where_peek_lists_nothing(tmp_path: Any) -> None:
     assert on_backend("native", lambda: History.read(tmp_path)).count == 0  # a directory
 
 
-def test_without_a_descriptor_of_its_own_everything_is_built_at_once(tmp_path: Any) -> None:
-    """Where the file cannot be reopened (another inode at the path), arguments and
-    settles are built now, equal to the deferred ones."""
+def test_without_a_descriptor_of_its_own_operations_are_built_at_once(tmp_path: Any) -> None:
+    """Where the file cannot be reopened (another inode at the path), the operations
+    are built now, equal to those built on access."""
     from llm_agent_session import _native
 
     path, other = tmp_path / "a.jsonl", tmp_path / "b.jsonl"
@@ -204,11 +204,32 @@ def test_without_a_descriptor_of_its_own_everything_is_built_at_once(tmp_path: A
     finally:
         os.close(fd)
     assert lazy is not None and now is not None
-    assert all("_deferred_settle" not in vars(op) and "_deferred_arguments" not in vars(op)
-               for op in now.operations.values())
-    assert any("_deferred_arguments" in vars(op) for op in lazy.operations.values())
+    assert type(now.operations) is dict and type(lazy.operations) is not dict
     assert list(now.operations.items()) == list(lazy.operations.items())
-    assert now.removed == lazy.removed and now.grants_by_id == lazy.grants_by_id
+    assert list(now.removed.items()) == list(lazy.removed.items())
+
+
+def test_a_lazy_mapping_reads_and_changes_like_a_dict(tmp_path: Any) -> None:
+    path = tmp_path / "r.jsonl"
+    path.write_bytes(representative())
+    h = on_backend("native", lambda: History.read(path))
+    want = on_backend("pure", lambda: History.read(path))
+    for got, ref in ((h.operations, dict(want.operations)), (h.removed, dict(want.removed))):
+        assert got == ref and list(got) == list(ref) and len(got) == len(ref) and repr(got) == repr(ref)
+        first = next(iter(ref))
+        assert got[first] is got[first] and first in got and "nope" not in got and 7 not in got
+        with pytest.raises(KeyError):
+            got["nope"]
+        ref["new"] = got["new"] = ref[first]
+        ref[first] = got[first] = ref["new"]
+        del ref[first], got[first]
+        ref[first] = got[first] = ref["new"]  # back, at the end
+        assert list(got.items()) == list(ref.items())
+        with pytest.raises(KeyError):
+            del got["nope"]
+    op = h.operations["d2"]
+    op.state = "changed"
+    assert h.operations["d2"].state == "changed"  # a built entry is kept
 
 
 @pytest.mark.slow

@@ -9,7 +9,7 @@ so the order of their fields is kept here alone.
 
 from __future__ import annotations
 
-from typing import Any, Callable, Dict, List, NamedTuple, Optional, Protocol, Sequence, Tuple
+from typing import Any, Callable, Dict, List, MutableMapping, NamedTuple, Optional, Protocol, Sequence, Tuple
 
 from ._fold import FoldState
 from ._history_fold import Operation, Removal, SeenIds
@@ -86,9 +86,9 @@ class HistoryRead(NamedTuple):
 
     state: FoldState
     fed: int  # envelopes fed (``HistoryFold.count``)
-    removed: Dict[str, Removal]
+    removed: MutableMapping[str, Removal]
     elided: Dict[str, List[str]]
-    operations: Dict[str, Operation]
+    operations: MutableMapping[str, Operation]
     grants_by_id: Dict[str, Dict[str, Any]]
     grants_id: Optional[str]
     problems: List[FoldedProblem]

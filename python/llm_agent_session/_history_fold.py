@@ -4,18 +4,18 @@ and what became of each line noted on the way.
 ``HistoryFold.feed`` is the reference, on both cores: the pure core's ``history``
 feeds it every envelope peek lists, and a ``History`` keeps feeding it the envelopes
 appended later. The native core folds a whole file in Rust (``rust/replay/history.rs``,
-note for note this ``feed``) and hands over the same structures, built by
-``rust/py/history.rs`` (an operation's ``arguments`` and ``settle`` built on first
-access), with its ``FoldState`` made by ``FoldState.from_parts`` as load's is.
+note for note this ``feed``) and hands over the same structures (``rust/py/history.rs``),
+with its ``FoldState`` made by ``FoldState.from_parts`` as load's is. Its ``removed``
+and ``operations`` are ``ReadMapping``s: an entry is built when first asked for.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Dict, Iterable, List, Optional, Protocol, Set, cast
+from typing import Any, Dict, Iterable, Iterator, List, MutableMapping, Optional, Protocol, Set, TypeVar, cast
 
 from ._fold import FoldProblem, FoldState, duplicate_reason
-from .messages import Event, _BuiltOnAccess
+from .messages import Event
 
 #: The states of a tool operation: the two of a pending one, then the three outcomes.
 OPERATION_STATES = ("dispatched", "result-recorded", "completed", "failed", "outcome-unknown")
@@ -52,8 +52,6 @@ class Operation:
     ``answered_by`` is the first ``tool`` message with the operation's call id after the
     dispatch (whether it came before or after the settle). ``grants_id`` names the
     ``grants`` envelope in force when it was dispatched (``None``: none had been written).
-    After a native read, ``arguments`` and ``settle`` are built from their lines on
-    first access (ValueError then if the file was rewritten in place since).
     """
 
     op_id: str
@@ -77,18 +75,88 @@ class Operation:
     def outcome(self) -> Optional[str]:
         return None if self.settled_id is None else self.state
 
-    def __getstate__(self) -> Dict[str, Any]:
-        return {name: getattr(self, name) for name in self.__dataclass_fields__}
+
+V = TypeVar("V")
+V_co = TypeVar("V_co", covariant=True)
 
 
-# After a native read, `arguments` and `settle` are built on first access. The dataclass
-# leaves no class attribute for a field without a default or with a default_factory,
-# so the descriptors go on once it is made; an Operation made by its __init__ holds
-# both in its __dict__, where the descriptors are never reached.
-for _name in ("arguments", "settle"):
-    _on_access = _BuiltOnAccess()
-    _on_access.__set_name__(Operation, _name)
-    setattr(Operation, _name, _on_access)
+class ReadRows(Protocol[V_co]):
+    """What a native read keeps of a mapping (``rust/py/history.rs``): its keys in
+    order, and each value built when asked for."""
+
+    def __len__(self) -> int: ...
+
+    def keys(self) -> List[str]: ...
+
+    def find(self, key: str) -> Optional[int]: ...
+
+    def build(self, at: int) -> V_co: ...
+
+
+class ReadMapping(MutableMapping[str, V]):
+    """A dict whose entries from a native read are built when first asked for.
+
+    ``History.removed`` and ``History.operations`` after a native read: at 1 GB, a
+    quarter of a million entries whose objects were most of the read's time and memory.
+    An entry built is kept (the same object on every access, and a change to it stays),
+    the entries set since follow the read's, and it compares, iterates and reads like
+    the dict the pure core gives.
+    """
+
+    __slots__ = ("_rows", "_built", "_later", "_gone")
+
+    def __init__(self, rows: ReadRows[V]) -> None:
+        self._rows = rows
+        self._built: Dict[str, V] = {}  # the read's entries asked for (or set) so far
+        self._later: Dict[str, V] = {}  # entries set since that the read does not hold
+        self._gone: Set[str] = set()  # the read's entries deleted since
+
+    def _find(self, key: object) -> Optional[int]:
+        if not isinstance(key, str) or key in self._gone:
+            return None
+        return self._rows.find(key)
+
+    def __getitem__(self, key: str) -> V:
+        if key in self._later:
+            return self._later[key]
+        value = self._built.get(key)
+        if value is None:
+            at = self._find(key)
+            if at is None:
+                raise KeyError(key)
+            value = self._built[key] = self._rows.build(at)
+        return value
+
+    def __setitem__(self, key: str, value: V) -> None:
+        if key not in self._later and self._find(key) is not None:
+            self._built[key] = value
+        else:
+            self._later[key] = value
+
+    def __delitem__(self, key: str) -> None:
+        if key in self._later:
+            del self._later[key]
+        elif self._find(key) is not None:
+            self._gone.add(key)
+            self._built.pop(key, None)
+        else:
+            raise KeyError(key)
+
+    def __contains__(self, key: object) -> bool:
+        return key in self._later or self._find(key) is not None
+
+    def __iter__(self) -> Iterator[str]:
+        gone = self._gone
+        for key in self._rows.keys():
+            if key not in gone:
+                yield key
+        yield from self._later
+
+    def __len__(self) -> int:
+        return len(self._rows) - len(self._gone) + len(self._later)
+
+    def __repr__(self) -> str:
+        return repr(dict(self.items()))
 
 
 class SeenIds(Protocol):
@@ -124,9 +192,9 @@ class HistoryFold:
         self.state = FoldState()
         self.meta: Dict[str, Any] = {}
         self.count = 0  # envelopes fed
-        self.removed: Dict[str, Removal] = {}  # message or summary id -> what removed it
+        self.removed: MutableMapping[str, Removal] = {}  # message or summary id -> what removed it
         self.elided: Dict[str, List[str]] = {}  # message or summary id -> elision ids, in order
-        self.operations: Dict[str, Operation] = {}  # op id -> operation, in file order
+        self.operations: MutableMapping[str, Operation] = {}  # op id -> operation, in file order
         self.grants_by_id: Dict[str, Dict[str, Any]] = {}  # grants envelope id -> its snapshot
         self.grants_id: Optional[str] = None  # the grants envelope in force now
         self.problems: List[Problem] = []

@@ -17,6 +17,8 @@ __all__ = [
     "replay",
     "scan",
     "history",
+    "OperationRows",
+    "RemovedRows",
     "LineIndex",
     "LineIter",
     "Deferred",
@@ -149,8 +151,28 @@ def scan(
     ``messages`` are ``LazyList``s over ``LineIndex``es (lists where no descriptor of
     their own can be opened, as for ``replay``)."""
 
+@final
+class OperationRows:
+    """``History.operations`` of a native read (a ``ReadMapping`` wraps it): each
+    ``Operation`` built from its lines when asked for."""
+
+    def __len__(self) -> int: ...
+    def keys(self) -> List[str]: ...
+    def find(self, op_id: str) -> Optional[int]: ...
+    def build(self, at: int) -> Any: ...
+
+@final
+class RemovedRows:
+    """``History.removed`` of a native read (a ``ReadMapping`` wraps it)."""
+
+    def __len__(self) -> int: ...
+    def keys(self) -> List[str]: ...
+    def find(self, id: str) -> Optional[int]: ...
+    def build(self, at: int) -> Any: ...
+
 def history(fd: int, size: int, reopen_path: Optional[str] = None) -> Optional[HistoryRead]:
     """``History.read``'s fold of the envelopes a scan of ``[0, size)`` lists
     (``_pure.core.history``), or None when the first line is not a session-meta
-    envelope. An operation's ``arguments`` and ``settle`` are built on first access
-    (now, where no descriptor of its own can be opened: see ``replay``)."""
+    envelope. ``removed`` and ``operations`` are ``ReadMapping``s over ``RemovedRows``
+    and ``OperationRows`` (``operations`` a dict, built now, where no descriptor of its
+    own can be opened: see ``replay``)."""

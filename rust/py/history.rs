@@ -3,34 +3,34 @@
 //! `_core.HistoryRead`, as `_history_fold.HistoryFold.feed` leaves them), with the
 //! `FoldState` a load would build (`survivors::fold_state`).
 //!
-//! The notes are indices; the strings come from the fold's id table, each made once
-//! (an operation's id serves as its key, in `unanswered`, ...). What is most of a
-//! line, an operation's `arguments` and its settle's payload, is a `Deferred`, built
-//! on first access (`_BuiltOnAccess` on `Operation`); where no descriptor of our own
-//! can be had (see `lazy::reopen`), they are built now.
+//! The two big ones stay notes: `removed` (an entry for most messages of a long
+//! transcript) and `operations` (a quarter of its lines) are `_history_fold.ReadMapping`s
+//! over `RemovedRows` and `OperationRows`, which build an entry when it is first asked
+//! for. Built at once, they were most of the read's time and memory on top of the
+//! fold (at 1 GB, ~150 MB of Python objects: the read's peak RSS was 0.30x the file).
+//! The rest (elisions, grants snapshots, problems, the call ids still waiting) is small
+//! and built now.
 
-use std::collections::HashMap;
 use std::fs::File;
 use std::sync::Arc;
 
 use pyo3::exceptions::PyValueError;
 use pyo3::intern;
 use pyo3::prelude::*;
-use pyo3::sync::GILOnceCell;
 use pyo3::types::{PyDict, PyList, PyString};
 
+use crate::envelope::parse_envelope_fields;
 use crate::file_io::{BorrowedFile, Source};
+use crate::json::view as json_view;
 use crate::replay::fold::LineRef;
-use crate::replay::history::{self as history_core, HistoryFold, Notes};
+use crate::replay::history::{self as history_core, HistoryFold, Operation};
 use crate::replay::id::IdTable;
 
 use super::build::Builder;
-use super::lazy::{self, bare_instance, build_part, maker, Deferred, EnvelopeIds, Maker, Part};
+use super::lazy::{self, read_line, EnvelopeIds};
 use super::named::{self, call_kw};
 use super::survivors::{self, value_at, GilTurns, LastLine};
 use super::{os_error, to_pyerr};
-
-static OPERATION_MAKER: GILOnceCell<Maker> = GILOnceCell::new();
 
 /// The `HistoryRead` of the envelopes peek lists in the first `size` bytes of `fd`,
 /// or None when it lists none (the first line is not a session-meta envelope).
@@ -53,255 +53,300 @@ pub fn history<'py>(
         let size = size.min(file.size()?);
         history_core::read(&*file, size)
     });
-    let Some(HistoryFold { mut fold, notes }) = read.map_err(|e| to_pyerr(py, e))? else {
+    let Some(HistoryFold {
+        mut fold,
+        mut notes,
+    }) = read.map_err(|e| to_pyerr(py, e))?
+    else {
         return Ok(py.None().into_bound(py));
     };
     let file = BorrowedFile::new(fd).map_err(|e| os_error(py, e))?;
     let own = lazy::reopen(fd, reopen_path).ok().map(Arc::new);
-    let mut made = Made::new(py, &file, own.clone(), &fold.envelope_at);
-    let removed = made.removed(&notes)?;
-    let elided = made.elided(&notes)?;
-    let (grants_by_id, grants_ids, last_grants) = made.grants(&notes)?;
-    let (operations, op_ids) = made.operations(&notes, &grants_ids)?;
-    let problems = made.problems(&notes)?;
+    let mut b = Builder::new(py);
+    let mut last = LastLine::default();
+    // What the notes only point to: a remover's time, a grants snapshot.
+    let at = |event: usize| fold.events.get(event).copied().ok_or_else(lost);
+    let removal = named::REMOVAL.get(py)?;
+    let mut removals = Vec::with_capacity(notes.removers.len());
+    for r in &notes.removers {
+        let (id, ts) = header(&file, at(r.event)?)?;
+        let kind = if r.rewind { "rewind" } else { "compaction" };
+        removals.push(removal.call1((id, kind, ts))?.unbind());
+    }
+    let ids = &fold.envelope_at;
+    let id = |event: usize| -> PyResult<Bound<'py, PyString>> {
+        Ok(PyString::new(py, ids.id_at(event).ok_or_else(lost)?))
+    };
+    let elided = PyDict::new(py);
+    for &(entry, by) in &notes.elided {
+        let key = id(entry)?;
+        match elided.get_item(&key)? {
+            Some(list) => list.downcast::<PyList>()?.append(id(by)?)?,
+            None => elided.set_item(key, PyList::new(py, [id(by)?])?)?,
+        }
+    }
+    let grants_by_id = PyDict::new(py);
+    let mut grants = None;
+    for &(event, snapshot) in &notes.grants {
+        let (key, value) = (id(event)?, value_at(&mut b, &mut last, &file, snapshot)?);
+        grants_by_id.set_item(&key, &value)?;
+        grants = Some((key, value));
+    }
+    let problem = named::PROBLEM.get(py)?;
+    let problems = PyList::empty(py);
+    for p in &notes.problems {
+        problems.append(problem.call1((p.envelope, p.id.as_str(), &p.type_, &p.reason))?)?;
+    }
     let unanswered = PyDict::new(py);
     for (call_id, ops) in notes.unanswered() {
-        let ids = PyList::empty(py);
+        let waiting = PyList::empty(py);
         for &op in ops {
-            ids.append(op_ids.get(op).ok_or_else(lost)?)?;
+            waiting.append(id(notes.operations.get(op).ok_or_else(lost)?.event)?)?;
         }
-        unanswered.set_item(call_id, ids)?;
+        unanswered.set_item(call_id, waiting)?;
     }
-    drop(made);
     let envelope_at = Bound::new(py, EnvelopeIds::new(std::mem::take(&mut fold.envelope_at)))?;
-    let state = survivors::fold_state(py, &file, &mut fold, own, envelope_at.clone())?;
-    if let Some(grants) = last_grants {
+    let state = survivors::fold_state(py, &file, &mut fold, own.clone(), envelope_at.clone())?;
+    if let Some((_, grants)) = &grants {
         // The grants in force are the last grants envelope's snapshot, one object, as
         // the reference's fold leaves them.
         state.setattr(intern!(py, "grants"), grants)?;
     }
-    let seen = named::IDS_SINCE_READ.get(py)?.call1((envelope_at,))?;
-    let count = notes.count;
+    let read_mapping = named::READ_MAPPING.get(py)?;
+    let removed = RemovedRows::new(
+        envelope_at.clone().unbind(),
+        std::mem::take(&mut notes.removed),
+        removals,
+        fold.events.len(),
+    );
+    let removed = read_mapping.call1((Bound::new(py, removed)?,))?;
+    let rows = std::mem::take(&mut notes.operations);
+    let operations = match own {
+        Some(own) => {
+            let rows = OperationRows {
+                file: own,
+                ids: envelope_at.clone().unbind(),
+                rows,
+            };
+            read_mapping.call1((Bound::new(py, rows)?,))?
+        }
+        // No descriptor of our own to read them later by: every operation now.
+        None => {
+            let all = PyDict::new(py);
+            let mut turn = GilTurns::default();
+            for row in &rows {
+                turn.take(py);
+                let op = operation(&mut b, &file, envelope_at.get().table(), row)?;
+                all.set_item(op.getattr(intern!(py, "op_id"))?, op)?;
+            }
+            all.into_any()
+        }
+    };
+    let seen = named::IDS_SINCE_READ.get(py)?.call1((&envelope_at,))?;
+    let fed = notes.count;
     // What is left of the fold and the notes is freed without the GIL (see `replay`).
     py.allow_threads(move || drop((fold, notes)));
     call_kw!(
         py,
         named::HISTORY_READ.get(py)?,
         state = state,
-        fed = count,
+        fed = fed,
         removed = removed,
         elided = elided,
         operations = operations,
         grants_by_id = grants_by_id,
-        grants_id = grants_ids.last(),
+        grants_id = grants.map(|(id, _)| id),
         problems = problems,
         seen = seen,
         unanswered = unanswered,
     )
 }
 
-/// What builds the structures: the id table, the file, the descriptor lazy values
-/// read through (None: values are built now).
-struct Made<'py, 'a> {
-    py: Python<'py>,
-    file: &'a File,
-    own: Option<Arc<File>>,
-    ids: &'a IdTable,
-    b: Builder<'py>,
-    last: LastLine,
-    turn: GilTurns,
+fn lost() -> PyErr {
+    PyValueError::new_err("a history read's notes name an envelope it does not hold")
 }
 
-impl<'py, 'a> Made<'py, 'a> {
-    fn new(py: Python<'py>, file: &'a File, own: Option<Arc<File>>, ids: &'a IdTable) -> Self {
-        Made {
-            py,
-            file,
-            own,
-            ids,
-            b: Builder::new(py),
-            last: LastLine::default(),
-            turn: GilTurns::default(),
+fn changed(at: LineRef) -> PyErr {
+    PyValueError::new_err(format!(
+        "the transcript changed under a lazy read: the line at byte {} is not the envelope it was",
+        at.offset
+    ))
+}
+
+/// The id and ts of the envelope on the line at `at` (validated again).
+fn header(file: &File, at: LineRef) -> PyResult<(String, String)> {
+    let raw = read_line(file, at)?;
+    let env = parse_envelope_fields(&raw, at.offset, &mut Vec::new()).map_err(|_| changed(at))?;
+    Ok((env.id.into_owned(), env.ts.into_owned()))
+}
+
+/// The `Operation` of a row: its dispatch's and its settle's lines read again and
+/// validated (each must still be the envelope the read folded), the rest from the row.
+fn operation<'py>(
+    b: &mut Builder<'py>,
+    file: &File,
+    ids: &IdTable,
+    row: &Operation,
+) -> PyResult<Bound<'py, PyAny>> {
+    let py = b.py();
+    let id = |event: usize| ids.id_at(event).ok_or_else(lost);
+    let raw = read_line(file, row.line)?;
+    let mut fields = Vec::new();
+    let env =
+        parse_envelope_fields(&raw, row.line.offset, &mut fields).map_err(|_| changed(row.line))?;
+    if env.id != id(row.event)? {
+        return Err(changed(row.line));
+    }
+    let mut member = |key: &str| match json_view::get(&raw, &fields, key) {
+        Some(item) => b.value(&raw, item),
+        None => Ok(py.None().into_bound(py)),
+    };
+    let (call_id, tool, arguments) = (member("call-id")?, member("tool")?, member("arguments")?);
+    let (settled_id, settled_at, settle) = match row.settle {
+        Some(s) => {
+            let raw = read_line(file, s.line)?;
+            let mut fields = Vec::new();
+            let env = parse_envelope_fields(&raw, s.line.offset, &mut fields)
+                .map_err(|_| changed(s.line))?;
+            if env.id != id(s.event)? {
+                return Err(changed(s.line));
+            }
+            let payload = b.dict(&raw, &fields)?;
+            (
+                Some(env.id.into_owned()),
+                Some(env.ts.into_owned()),
+                payload,
+            )
         }
+        None => (None, None, PyDict::new(py)),
+    };
+    call_kw!(
+        py,
+        named::OPERATION.get(py)?,
+        op_id = env.id.as_ref(),
+        call_id = call_id,
+        tool = tool,
+        arguments = arguments,
+        dispatched_at = env.ts.as_ref(),
+        index = row.envelope,
+        grants_id = row.grants.map(id).transpose()?,
+        state = row.state(),
+        answered_by = row.answered_by.map(id).transpose()?,
+        settled_id = settled_id,
+        settled_at = settled_at,
+        settle = settle,
+    )
+}
+
+/// `History.operations` after a native read, under a `ReadMapping`: each operation
+/// in file order, built from its lines when first asked for (through a descriptor of
+/// its own; a file rewritten in place since gives `ValueError`).
+#[pyclass(frozen, module = "llm_agent_session._native")]
+pub struct OperationRows {
+    file: Arc<File>,
+    ids: Py<EnvelopeIds>,
+    /// In file order (of their dispatches' `event`).
+    rows: Vec<Operation>,
+}
+
+#[pymethods]
+impl OperationRows {
+    fn __len__(&self) -> usize {
+        self.rows.len()
     }
 
-    /// The id of the envelope at `event` (its index in the fold's `events`).
-    fn id(&self, event: usize) -> PyResult<Bound<'py, PyString>> {
-        let id = self
-            .ids
-            .id_at(event)
-            .ok_or_else(|| PyValueError::new_err("a history read lost an envelope's id"))?;
-        Ok(PyString::new(self.py, id))
+    /// Every op id, in file order.
+    fn keys<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyList>> {
+        let ids = self.ids.bind(py).get().table();
+        let keys = PyList::empty(py);
+        for row in &self.rows {
+            keys.append(ids.id_at(row.event).ok_or_else(lost)?)?;
+        }
+        Ok(keys)
     }
 
-    /// `removed`: entry id -> `Removal`, one `Removal` per compaction or rewind.
-    fn removed(&mut self, notes: &Notes) -> PyResult<Bound<'py, PyDict>> {
-        let py = self.py;
-        let removal = named::REMOVAL.get(py)?;
-        let mut removers = Vec::with_capacity(notes.removers.len());
-        for r in &notes.removers {
-            let kind = if r.rewind { "rewind" } else { "compaction" };
-            removers.push(removal.call1((self.id(r.event)?, kind, &*r.ts))?);
-        }
-        let removed = PyDict::new(py);
-        for &(entry, by) in &notes.removed {
-            self.turn.take(py);
-            let by = removers.get(by).ok_or_else(lost)?;
-            removed.set_item(self.id(entry)?, by)?;
-        }
-        Ok(removed)
+    /// Where the operation `op_id` is, if the read holds it.
+    fn find(&self, py: Python<'_>, op_id: &str) -> Option<usize> {
+        let event = self.ids.bind(py).get().table().get(op_id)?;
+        self.rows.binary_search_by_key(&event, |row| row.event).ok()
     }
 
-    /// `elided`: entry id -> the ids of the elisions that stubbed it, in order.
-    fn elided(&mut self, notes: &Notes) -> PyResult<Bound<'py, PyDict>> {
-        let py = self.py;
-        let elided = PyDict::new(py);
-        let mut elision: Option<(usize, Bound<'py, PyString>)> = None;
-        for &(entry, by) in &notes.elided {
-            let by = match &elision {
-                Some((at, id)) if *at == by => id.clone(),
-                _ => {
-                    let id = self.id(by)?;
-                    elision = Some((by, id.clone()));
-                    id
-                }
-            };
-            let key = self.id(entry)?;
-            match elided.get_item(&key)? {
-                Some(list) => list.downcast::<PyList>()?.append(by)?,
-                None => elided.set_item(key, PyList::new(py, [by])?)?,
+    /// The operation at `at` (from `find`), built now.
+    fn build<'py>(&self, py: Python<'py>, at: usize) -> PyResult<Bound<'py, PyAny>> {
+        let row = self.rows.get(at).ok_or_else(lost)?;
+        operation(
+            &mut Builder::new(py),
+            &self.file,
+            self.ids.bind(py).get().table(),
+            row,
+        )
+    }
+}
+
+/// `History.removed` after a native read, under a `ReadMapping`: each entry taken
+/// out of the live list, in the order they were taken out, with its `Removal` (one
+/// object for each compaction or rewind, as the reference's fold shares them).
+#[pyclass(frozen, module = "llm_agent_session._native")]
+pub struct RemovedRows {
+    ids: Py<EnvelopeIds>,
+    /// (entry, remover): the entry by its index in `events`, the remover in `removals`.
+    order: Vec<(usize, usize)>,
+    /// For each envelope by its index in `events`: where it is in `order` (or MAX).
+    at_event: Vec<usize>,
+    removals: Vec<Py<PyAny>>,
+}
+
+impl RemovedRows {
+    fn new(
+        ids: Py<EnvelopeIds>,
+        order: Vec<(usize, usize)>,
+        removals: Vec<Py<PyAny>>,
+        events: usize,
+    ) -> Self {
+        let mut at_event = vec![usize::MAX; events];
+        for (at, &(entry, _)) in order.iter().enumerate() {
+            if let Some(slot) = at_event.get_mut(entry) {
+                *slot = at;
             }
         }
-        Ok(elided)
-    }
-
-    /// `grants_by_id`, each grants envelope's id (in order), and the last snapshot.
-    #[allow(clippy::type_complexity)]
-    fn grants(
-        &mut self,
-        notes: &Notes,
-    ) -> PyResult<(
-        Bound<'py, PyDict>,
-        Vec<Bound<'py, PyString>>,
-        Option<Bound<'py, PyAny>>,
-    )> {
-        let by_id = PyDict::new(self.py);
-        let mut ids = Vec::with_capacity(notes.grants.len());
-        let mut last = None;
-        for &(event, value) in &notes.grants {
-            self.turn.take(self.py);
-            let id = self.id(event)?;
-            let grants = value_at(&mut self.b, &mut self.last, self.file, value)?;
-            by_id.set_item(&id, &grants)?;
-            ids.push(id);
-            last = Some(grants);
+        RemovedRows {
+            ids,
+            order,
+            at_event,
+            removals,
         }
-        Ok((by_id, ids, last))
-    }
-
-    /// A part of the line at `at`: deferred to first access, or built now.
-    fn part(&mut self, at: LineRef, part: Part) -> PyResult<Bound<'py, PyAny>> {
-        match &self.own {
-            Some(own) => Ok(Bound::new(self.py, Deferred::new(own.clone(), at, part))?.into_any()),
-            None => build_part(&mut self.b, self.file, at, part),
-        }
-    }
-
-    /// `operations`: op id -> `Operation`, in file order; and each one's id.
-    fn operations(
-        &mut self,
-        notes: &Notes,
-        grants_ids: &[Bound<'py, PyString>],
-    ) -> PyResult<(Bound<'py, PyDict>, Vec<Bound<'py, PyString>>)> {
-        let py = self.py;
-        let operations = PyDict::new(py);
-        let mut op_ids = Vec::with_capacity(notes.operations.len());
-        // A transcript calls a few tools many times: one string for each.
-        let mut tools: HashMap<&str, Bound<'py, PyString>> = HashMap::new();
-        let none = py.None().into_bound(py);
-        // Built now or on first access: which field of the instance holds it.
-        let (arguments_key, settle_key) = if self.own.is_some() {
-            (
-                intern!(py, "_deferred_arguments"),
-                intern!(py, "_deferred_settle"),
-            )
-        } else {
-            (intern!(py, "arguments"), intern!(py, "settle"))
-        };
-        let maker = maker(py, &OPERATION_MAKER, &named::OPERATION)?;
-        for op in &notes.operations {
-            self.turn.take(py);
-            let op_id = self.id(op.event)?;
-            let tool = tools
-                .entry(op.tool.as_ref())
-                .or_insert_with(|| PyString::new(py, &op.tool))
-                .clone();
-            let grants_id = match op.grants {
-                Some(g) => grants_ids.get(g).ok_or_else(lost)?.clone().into_any(),
-                None => none.clone(),
-            };
-            let answered_by = match op.answered_by {
-                Some(e) => self.id(e)?.into_any(),
-                None => none.clone(),
-            };
-            let (settled_id, settled_at, settle) = match &op.settle {
-                Some(s) => (
-                    self.id(s.event)?.into_any(),
-                    PyString::new(py, &s.ts).into_any(),
-                    (settle_key, self.part(s.line, Part::Payload)?),
-                ),
-                None => (
-                    none.clone(),
-                    none.clone(),
-                    (intern!(py, "settle"), PyDict::new(py).into_any()),
-                ),
-            };
-            let fields = [
-                (intern!(py, "op_id"), op_id.clone().into_any()),
-                (
-                    intern!(py, "call_id"),
-                    PyString::new(py, &op.call_id).into_any(),
-                ),
-                (intern!(py, "tool"), tool.into_any()),
-                (
-                    arguments_key,
-                    self.part(op.line, Part::Member("arguments"))?,
-                ),
-                (
-                    intern!(py, "dispatched_at"),
-                    PyString::new(py, &op.ts).into_any(),
-                ),
-                (
-                    intern!(py, "index"),
-                    op.envelope.into_pyobject(py)?.into_any(),
-                ),
-                (intern!(py, "grants_id"), grants_id),
-                (
-                    intern!(py, "state"),
-                    PyString::intern(py, op.state()).into_any(),
-                ),
-                (intern!(py, "answered_by"), answered_by),
-                (intern!(py, "settled_id"), settled_id),
-                (intern!(py, "settled_at"), settled_at),
-                settle,
-            ];
-            operations.set_item(&op_id, bare_instance(py, maker, fields)?)?;
-            op_ids.push(op_id);
-        }
-        Ok((operations, op_ids))
-    }
-
-    /// `problems`: a `Problem` for each envelope the fold refused.
-    fn problems(&mut self, notes: &Notes) -> PyResult<Bound<'py, PyList>> {
-        let problem = named::PROBLEM.get(self.py)?;
-        let problems = PyList::empty(self.py);
-        for p in &notes.problems {
-            problems.append(problem.call1((p.envelope, p.id.as_str(), &p.type_, &p.reason))?)?;
-        }
-        Ok(problems)
     }
 }
 
-fn lost() -> PyErr {
-    PyValueError::new_err("a history read's notes name an entry they do not hold")
+#[pymethods]
+impl RemovedRows {
+    fn __len__(&self) -> usize {
+        self.order.len()
+    }
+
+    /// Every entry's id, in the order they were taken out.
+    fn keys<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyList>> {
+        let ids = self.ids.bind(py).get().table();
+        let keys = PyList::empty(py);
+        for &(entry, _) in &self.order {
+            keys.append(ids.id_at(entry).ok_or_else(lost)?)?;
+        }
+        Ok(keys)
+    }
+
+    /// Where the entry `id` is, if the read took it out.
+    fn find(&self, py: Python<'_>, id: &str) -> Option<usize> {
+        let event = self.ids.bind(py).get().table().get(id)?;
+        self.at_event
+            .get(event)
+            .copied()
+            .filter(|&at| at != usize::MAX)
+    }
+
+    /// The `Removal` of the entry at `at` (from `find`).
+    fn build<'py>(&self, py: Python<'py>, at: usize) -> PyResult<Bound<'py, PyAny>> {
+        let &(_, by) = self.order.get(at).ok_or_else(lost)?;
+        let removal = self.removals.get(by).ok_or_else(lost)?;
+        Ok(removal.bind(py).clone())
+    }
 }

@@ -146,7 +146,7 @@ fn message_defaults(py: Python<'_>) -> PyResult<&[(MessageKey, Py<PyAny>)]> {
 }
 
 /// `object.__new__` and the arguments that make one instance of a class built here.
-pub(super) struct Maker {
+struct Maker {
     new: Py<PyAny>,
     args: Py<PyTuple>,
 }
@@ -155,11 +155,7 @@ static EVENT_MAKER: GILOnceCell<Maker> = GILOnceCell::new();
 static MESSAGE_MAKER: GILOnceCell<Maker> = GILOnceCell::new();
 
 /// The `Maker` of `name`'s class, looked up once (not once an instance).
-pub(super) fn maker<'a>(
-    py: Python<'_>,
-    cell: &'a GILOnceCell<Maker>,
-    name: &PyName,
-) -> PyResult<&'a Maker> {
+fn maker<'a>(py: Python<'_>, cell: &'a GILOnceCell<Maker>, name: &PyName) -> PyResult<&'a Maker> {
     cell.get_or_try_init(py, || {
         Ok(Maker {
             new: OBJECT.get(py)?.getattr(intern!(py, "__new__"))?.unbind(),
@@ -175,7 +171,7 @@ pub(super) fn maker<'a>(
 /// `PyObject_GenericSetAttr` is the plain attribute store that the frozen
 /// `__setattr__` refuses; it keeps the values in the instance itself, where a
 /// `__dict__` asked for and filled would make a dict for every instance.
-pub(super) fn bare_instance<'py, 'a>(
+fn bare_instance<'py, 'a>(
     py: Python<'py>,
     maker: &Maker,
     fields: impl IntoIterator<Item = (&'a Bound<'py, PyString>, Bound<'py, PyAny>)>,
@@ -341,12 +337,11 @@ fn new_event<'py>(
 
 /// Which part of a line a `Deferred` builds.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(super) enum Part {
+enum Part {
     /// An Event's payload dict.
     Payload,
-    /// A member of the payload (a Message's `content`, an operation's
-    /// `arguments`), or None where the payload has none.
-    Member(&'static str),
+    /// A Message's content (the payload's `content`, or None).
+    Content,
 }
 
 /// What an Event holds instead of its payload, or a peek Message instead of its
@@ -361,35 +356,21 @@ pub struct Deferred {
     part: Part,
 }
 
-impl Deferred {
-    pub(super) fn new(file: Arc<File>, at: LineRef, part: Part) -> Self {
-        Deferred { file, at, part }
-    }
-}
-
 #[pymethods]
 impl Deferred {
     fn build<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
-        build_part(&mut Builder::new(py), &self.file, self.at, self.part)
-    }
-}
-
-/// What a `Deferred` builds, built now: the line read again and validated in full.
-pub(super) fn build_part<'py>(
-    b: &mut Builder<'py>,
-    file: &File,
-    at: LineRef,
-    part: Part,
-) -> PyResult<Bound<'py, PyAny>> {
-    let raw = read_line(file, at)?;
-    let mut fields = Vec::new();
-    parse_envelope_fields(&raw, at.offset, &mut fields).map_err(|p| no_longer(at, &p))?;
-    match part {
-        Part::Payload => Ok(b.dict(&raw, &fields)?.into_any()),
-        Part::Member(key) => match json_view::get(&raw, &fields, key) {
-            Some(item) => b.value(&raw, item),
-            None => Ok(b.py().None().into_bound(b.py())),
-        },
+        let raw = read_line(&self.file, self.at)?;
+        let mut fields = Vec::new();
+        parse_envelope_fields(&raw, self.at.offset, &mut fields)
+            .map_err(|p| no_longer(self.at, &p))?;
+        let mut b = Builder::new(py);
+        match self.part {
+            Part::Payload => Ok(b.dict(&raw, &fields)?.into_any()),
+            Part::Content => match json_view::get(&raw, &fields, "content") {
+                Some(item) => b.value(&raw, item),
+                None => Ok(py.None().into_bound(py)),
+            },
+        }
     }
 }
 
@@ -428,7 +409,7 @@ fn deferred_message<'py>(
     let source = Deferred {
         file: file.clone(),
         at,
-        part: Part::Member("content"),
+        part: Part::Content,
     };
     slots.set_item(intern!(py, "_deferred_content"), Bound::new(py, source)?)?;
     Ok(message)
@@ -690,6 +671,10 @@ pub struct EnvelopeIds {
 impl EnvelopeIds {
     pub fn new(at: IdTable) -> Self {
         EnvelopeIds { at }
+    }
+
+    pub(super) fn table(&self) -> &IdTable {
+        &self.at
     }
 }
 

@@ -375,6 +375,8 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(replay, m)?)?;
     m.add_function(wrap_pyfunction!(scan, m)?)?;
     m.add_function(wrap_pyfunction!(history::history, m)?)?;
+    m.add_class::<history::OperationRows>()?;
+    m.add_class::<history::RemovedRows>()?;
     m.add_class::<LineIndex>()?;
     m.add_class::<lazy::LineIter>()?;
     m.add_class::<lazy::Deferred>()?;

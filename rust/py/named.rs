@@ -57,6 +57,7 @@ pub static REMOVAL: PyName = PyName::new("llm_agent_session._history_fold", "Rem
 pub static PROBLEM: PyName = PyName::new("llm_agent_session._history_fold", "Problem");
 pub static OPERATION: PyName = PyName::new("llm_agent_session._history_fold", "Operation");
 pub static IDS_SINCE_READ: PyName = PyName::new("llm_agent_session._history_fold", "IdsSinceRead");
+pub static READ_MAPPING: PyName = PyName::new("llm_agent_session._history_fold", "ReadMapping");
 // Refusals, and integers longer than an i64.
 pub static CORE_FAILURE: PyName = PyName::new("llm_agent_session.errors", "CoreFailure");
 pub static STR_TO_INT: PyName = PyName::new("llm_agent_session.canonical", "str_to_int");

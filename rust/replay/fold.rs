@@ -117,7 +117,7 @@ pub struct Fold {
     pub envelope_at: IdTable,
 }
 
-fn fail<X>(kind: FailureKind, rec: &Record<X>, reason: impl Into<String>) -> CoreFailure {
+fn fail(kind: FailureKind, rec: &Record, reason: impl Into<String>) -> CoreFailure {
     CoreFailure {
         kind,
         line: rec.line,
@@ -253,7 +253,7 @@ impl Fold {
 
     /// The first-line rule, then the id: `envelope_at` takes it, or refuses it as
     /// a duplicate (the reference adds the id before its fold check too).
-    pub(crate) fn admit<X>(&mut self, rec: &Record<X>, line: LineRef) -> Result<(), CoreFailure> {
+    pub(crate) fn admit(&mut self, rec: &Record, line: LineRef) -> Result<(), CoreFailure> {
         if self.events.is_empty() {
             if rec.type_ != "session-meta" {
                 return Err(fail(
@@ -288,7 +288,7 @@ impl Fold {
     }
 
     /// Fold in an admitted envelope that passed [`Fold::check`].
-    pub(crate) fn commit<X>(&mut self, rec: Record<X>, line: LineRef) {
+    pub(crate) fn commit(&mut self, rec: Record, line: LineRef) {
         self.events.push(line);
         self.slots.push(Slot::Nothing);
         self.apply(rec, line);
@@ -312,7 +312,7 @@ impl Fold {
     }
 
     /// Whether the state lets `rec` in (the reference's `FoldState.check`).
-    pub(crate) fn check<X>(&mut self, rec: &Record<X>) -> Result<(), CoreFailure> {
+    pub(crate) fn check(&mut self, rec: &Record) -> Result<(), CoreFailure> {
         let corrupt = |reason: &str| Err(fail(FailureKind::Corrupt, rec, reason));
         match &rec.body {
             Body::Message(Err(r))
@@ -398,7 +398,7 @@ impl Fold {
         }
     }
 
-    fn apply<X>(&mut self, rec: Record<X>, line: LineRef) {
+    fn apply(&mut self, rec: Record, line: LineRef) {
         let Record {
             id, payload, body, ..
         } = rec;

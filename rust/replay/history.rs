@@ -6,10 +6,11 @@
 //! envelope). Each envelope goes through load's [`Fold`] rules, but one the fold
 //! refuses (a duplicate id, a reference to nothing live, a settle of an unknown
 //! operation, a bad shape) is noted as a problem and skipped, where a load would
-//! stop. The notes are indices, not strings: an entry by its index in the fold's
+//! stop. The notes are indices, not strings: an envelope by its index in the fold's
 //! `events` (its id is in `envelope_at`), a tool operation by its place among the
 //! dispatches; `py/history.rs` turns them into the reference's structures
-//! (`_history_fold.HistoryFold`, whose `feed` this mirrors, note for note).
+//! (`_history_fold.HistoryFold`, whose `feed` this mirrors, note for note), reading
+//! what else they hold (a time, a payload) from the line when it is asked for.
 
 use std::collections::HashMap;
 
@@ -17,26 +18,23 @@ use crate::error::{CoreError, CoreFailure, CoreResult};
 use crate::file_io::Source;
 use crate::replay::fold::{Fold, LineRef, ValueRef};
 use crate::replay::id::{Id, IdKeys};
-use crate::replay::records::{BadLine, Body, Extra, Record};
+use crate::replay::records::{BadLine, Body, Record};
 use crate::replay::stream::{fold_lines, Folder, SPLIT_MIN};
 use crate::scan::end_of_last_line;
 
 /// What took entries out of the live list: a compaction or a rewind, by its index
 /// in `events`.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Remover {
     pub event: usize,
     pub rewind: bool,
-    pub ts: Box<str>,
 }
 
-/// A settle of a tool operation.
-#[derive(Clone, Debug, PartialEq, Eq)]
+/// A settle of a tool operation: its index in `events`, and its line.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Settle {
-    /// Its index in `events`, and its line (the payload is read from it).
     pub event: usize,
     pub line: LineRef,
-    pub ts: Box<str>,
     pub outcome: &'static str,
 }
 
@@ -48,10 +46,7 @@ pub struct Operation {
     pub event: usize,
     pub envelope: usize,
     pub line: LineRef,
-    pub call_id: Id,
-    pub tool: Box<str>,
-    pub ts: Box<str>,
-    /// The grants in force when it was dispatched: an index into `Notes::grants`.
+    /// The grants envelope in force when it was dispatched, by index in `events`.
     pub grants: Option<usize>,
     /// The first `tool` message with its call id after it, by index in `events`.
     pub answered_by: Option<usize>,
@@ -85,19 +80,19 @@ pub struct Problem {
 struct Unanswered {
     /// call id -> its place in `waiting`.
     at: HashMap<Id, usize>,
-    /// Each call id's operations (indices into `Notes::operations`), by when the
-    /// call id came in; None once a `tool` message answered them.
-    waiting: Vec<Option<Vec<usize>>>,
+    /// Each call id and its operations (indices into `Notes::operations`), by when
+    /// the call id came in; None once a `tool` message answered them.
+    waiting: Vec<Option<(Id, Vec<usize>)>>,
 }
 
 impl Unanswered {
     fn add(&mut self, call_id: &Id, op: usize) {
         let waiting = &mut self.waiting;
         let at = *self.at.entry(call_id.clone()).or_insert_with(|| {
-            waiting.push(Some(Vec::new()));
+            waiting.push(Some((call_id.clone(), Vec::new())));
             waiting.len() - 1
         });
-        if let Some(Some(ops)) = self.waiting.get_mut(at) {
+        if let Some(Some((_, ops))) = self.waiting.get_mut(at) {
             ops.push(op);
         }
     }
@@ -109,6 +104,7 @@ impl Unanswered {
         self.waiting
             .get_mut(at)
             .and_then(Option::take)
+            .map(|(_, ops)| ops)
             .unwrap_or_default()
     }
 }
@@ -126,7 +122,7 @@ pub struct Notes {
     /// (entry, elision): each item of each elision folded in, in order, by index
     /// in `events`.
     pub elided: Vec<(usize, usize)>,
-    /// Every `grants` envelope folded in: its index in `events` and its value.
+    /// Every `grants` envelope folded in: its index in `events` and its snapshot.
     pub grants: Vec<(usize, ValueRef)>,
     pub operations: Vec<Operation>,
     pub problems: Vec<Problem>,
@@ -137,10 +133,11 @@ impl Notes {
     /// The call ids whose operations no `tool` message answered yet, each with
     /// them (indices into `operations`), in the reference's order.
     pub fn unanswered(&self) -> impl Iterator<Item = (&str, &[usize])> {
-        self.unanswered.waiting.iter().flatten().filter_map(|ops| {
-            let call_id = self.operations.get(*ops.first()?)?.call_id.as_str();
-            Some((call_id, ops.as_slice()))
-        })
+        self.unanswered
+            .waiting
+            .iter()
+            .flatten()
+            .map(|(call_id, ops)| (call_id.as_str(), ops.as_slice()))
     }
 }
 
@@ -163,10 +160,9 @@ fn not_a_transcript(line: u64, offset: u64) -> CoreFailure {
 }
 
 impl Folder for HistoryFold {
-    type Keep = Option<Box<Extra>>;
     const STOPS_AT_BAD: bool = false;
 
-    fn feed(&mut self, rec: Record<Self::Keep>) -> Result<(), CoreFailure> {
+    fn feed(&mut self, rec: Record) -> Result<(), CoreFailure> {
         if self.notes.count == 0 && rec.type_ != "session-meta" {
             return Err(not_a_transcript(rec.line, rec.offset));
         }
@@ -217,7 +213,7 @@ pub fn read_split_from<S: Source + Sync + ?Sized>(
 impl HistoryFold {
     /// `HistoryFold.feed` of the reference: the duplicate check, the fold's check
     /// (a refusal is a problem, and the envelope is skipped), the notes, the fold.
-    fn fold_in(&mut self, mut rec: Record<Option<Box<Extra>>>) {
+    fn fold_in(&mut self, rec: Record) {
         let envelope = self.notes.count;
         self.notes.count += 1;
         let line = LineRef {
@@ -231,12 +227,11 @@ impl HistoryFold {
             self.fold.pass_over(line);
             return self.problem(envelope, rec, refused);
         }
-        let extra = rec.extra.take().map(|e| *e).unwrap_or_default();
-        self.note(&rec.body, extra, line, envelope);
+        self.note(&rec.body, line, envelope);
         self.fold.commit(rec, line);
     }
 
-    fn problem<X>(&mut self, envelope: usize, rec: Record<X>, refused: CoreFailure) {
+    fn problem(&mut self, envelope: usize, rec: Record, refused: CoreFailure) {
         self.notes.problems.push(Problem {
             envelope,
             id: rec.id,
@@ -247,9 +242,8 @@ impl HistoryFold {
 
     /// What folding in a record (admitted and checked, at `events.len()`) does
     /// besides the fold itself, noted before the fold changes the live list.
-    fn note(&mut self, body: &Body, extra: Extra, line: LineRef, envelope: usize) {
+    fn note(&mut self, body: &Body, line: LineRef, envelope: usize) {
         let event = self.fold.events.len();
-        let Extra { ts, tool } = extra;
         let fold = &self.fold;
         let notes = &mut self.notes;
         match body {
@@ -261,7 +255,6 @@ impl HistoryFold {
                 notes.removers.push(Remover {
                     event,
                     rewind: false,
-                    ts,
                 });
                 let through = fold.live.get(..=cut).unwrap_or_default();
                 notes
@@ -277,7 +270,6 @@ impl HistoryFold {
                 notes.removers.push(Remover {
                     event,
                     rewind: true,
-                    ts,
                 });
                 let cut = fold.live.get(keep..).unwrap_or_default();
                 notes.removed.extend(cut.iter().map(|m| (m.event, by)));
@@ -296,10 +288,7 @@ impl HistoryFold {
                     event,
                     envelope,
                     line,
-                    call_id: call_id.clone(),
-                    tool: tool.unwrap_or_default(),
-                    ts,
-                    grants: notes.grants.len().checked_sub(1),
+                    grants: notes.grants.last().map(|g| g.0),
                     answered_by: None,
                     settle: None,
                 });
@@ -314,7 +303,6 @@ impl HistoryFold {
                     op.settle = Some(Settle {
                         event,
                         line,
-                        ts,
                         outcome: s.outcome,
                     });
                 }
@@ -412,17 +400,13 @@ mod tests {
             .map(|&(e, by)| (h.fold.envelope_at.id_at(e).unwrap(), by))
             .collect();
         assert_eq!(removed, vec![("a", 0), ("b", 1)]);
-        assert_eq!(&*h.notes.removers[1].ts, "t-w");
         assert!(h.notes.removers[1].rewind && !h.notes.removers[0].rewind);
         let elided: Vec<usize> = h.notes.elided.iter().map(|e| e.0).collect();
         assert_eq!(ids(&h, elided), vec!["t", "t"]);
         let [done, open] = &h.notes.operations[..] else {
             panic!("two operations")
         };
-        assert_eq!(
-            (done.state(), &*done.tool, done.grants),
-            ("failed", "bash", Some(0))
-        );
+        assert_eq!((done.state(), done.grants), ("failed", Some(3)));
         assert_eq!(ids(&h, done.answered_by), vec!["t"]);
         assert_eq!((open.state(), open.envelope), ("dispatched", 11));
         let unanswered: Vec<(&str, Vec<usize>)> = h

@@ -15,10 +15,9 @@ use crate::json::view::{self as json_view, Entry, Item};
 use crate::message_rules::is_sticky;
 use crate::replay::id::{Id, IdKeys};
 
-/// One envelope line, reduced; `extra`: what the reader keeps beyond the fold's
-/// facts (a load nothing, `()`; a history read each line's [`Extra`]).
+/// One envelope line, reduced.
 #[derive(Clone, Debug)]
-pub struct Record<X = ()> {
+pub struct Record {
     /// 1-based line number (within the range read; the fold adds the offset).
     pub line: u64,
     /// Byte offset of the line's first byte, and its length without the `\n`.
@@ -32,45 +31,6 @@ pub struct Record<X = ()> {
     /// The payload object's span in the line.
     pub payload: Span,
     pub body: Body,
-    pub extra: X,
-}
-
-/// What a record keeps of its line beyond the fold's facts.
-pub trait Keep: Sized + Send {
-    fn of(raw: &[u8], env: &EnvelopeRef<'_>, fields: &[Entry]) -> Self;
-}
-
-/// A load's records keep nothing more (and are no bigger for the history read).
-impl Keep for () {
-    #[inline]
-    fn of(_: &[u8], _: &EnvelopeRef<'_>, _: &[Entry]) {}
-}
-
-/// A history read's records keep the [`Extra`] of the lines it reports the time of.
-impl Keep for Option<Box<Extra>> {
-    fn of(raw: &[u8], env: &EnvelopeRef<'_>, fields: &[Entry]) -> Self {
-        let tool = match env.type_.as_ref() {
-            "tool-dispatched" => {
-                json_view::get(raw, fields, "tool").and_then(|t| json_view::text(raw, t))
-            }
-            "tool-settled" | "compaction" | "rewind" => None,
-            _ => return None,
-        };
-        Some(Box::new(Extra {
-            ts: env.ts.as_ref().into(),
-            tool: tool.map(|t| t.as_ref().into()),
-        }))
-    }
-}
-
-/// What a history read (`replay::history`) needs of a line beyond what the fold
-/// looks at: the `ts` of the lines whose time it reports (a dispatch, a settle, a
-/// compaction or rewind that removes entries), and a dispatch's `tool`.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct Extra {
-    pub ts: Box<str>,
-    /// A `tool-dispatched` line's `tool`, when it is a string.
-    pub tool: Option<Box<str>>,
 }
 
 /// A line that is not an envelope: where, and why.
@@ -121,7 +81,7 @@ pub type ElisionItem = Option<(Id, Span)>;
 #[derive(Clone, Debug)]
 pub struct SettledFacts {
     pub op_id: Id,
-    /// One of [`OUTCOMES`].
+    /// One of `completed`, `failed`, `outcome-unknown`.
     pub outcome: &'static str,
     /// Why `artifact` is refused, checked after the operation is known pending.
     pub artifact_problem: Option<String>,
@@ -135,7 +95,7 @@ pub struct Section {
     pub text: Span,
 }
 
-pub const OUTCOMES: [&str; 3] = ["completed", "failed", "outcome-unknown"];
+const OUTCOMES: [&str; 3] = ["completed", "failed", "outcome-unknown"];
 const NAME_MAX: usize = 255;
 
 thread_local! {
@@ -163,12 +123,7 @@ fn known_type(type_: Cow<'_, str>) -> Cow<'static, str> {
 }
 
 /// Validate one non-blank line and reduce it to a record, its id hashed with `keys`.
-pub fn record_of<X: Keep>(
-    raw: &[u8],
-    line: u64,
-    offset: u64,
-    keys: &IdKeys,
-) -> Result<Record<X>, BadLine> {
+pub fn record_of(raw: &[u8], line: u64, offset: u64, keys: &IdKeys) -> Result<Record, BadLine> {
     with_fields(|fields| {
         let env = parse_envelope_fields(raw, offset, fields);
         reduced(raw, line, offset, keys, fields, env)
@@ -178,12 +133,12 @@ pub fn record_of<X: Keep>(
 /// [`record_of`] of the line at the start of `buf`, without a search for its end
 /// first, and the line's length; None where the caller must cut the line and call
 /// [`record_of`] (see `envelope::parse_envelope_fields_at_start`).
-pub fn record_at_start<X: Keep>(
+pub fn record_at_start(
     buf: &[u8],
     line: u64,
     offset: u64,
     keys: &IdKeys,
-) -> Option<(Result<Record<X>, BadLine>, usize)> {
+) -> Option<(Result<Record, BadLine>, usize)> {
     with_fields(|fields| {
         let (env, len) = parse_envelope_fields_at_start(buf, fields)?;
         let raw = buf.get(..len)?;
@@ -202,14 +157,14 @@ fn with_fields<T>(f: impl FnOnce(&mut Vec<Entry>) -> T) -> T {
 }
 
 /// The record of the line `raw` from its envelope, or why it is not one.
-fn reduced<X: Keep>(
+fn reduced(
     raw: &[u8],
     line: u64,
     offset: u64,
     keys: &IdKeys,
     fields: &[Entry],
     env: Result<EnvelopeRef<'_>, LineProblem>,
-) -> Result<Record<X>, BadLine> {
+) -> Result<Record, BadLine> {
     match env {
         Ok(env) => Ok(Record {
             line,
@@ -218,7 +173,6 @@ fn reduced<X: Keep>(
             id: Id::from(env.id.as_ref()),
             id_hash: keys.hash(&env.id),
             body: body_of(raw, &env.type_, fields),
-            extra: X::of(raw, &env, fields),
             type_: known_type(env.type_),
             payload: env.payload,
         }),
@@ -433,13 +387,8 @@ mod tests {
                     buf.extend_from_slice(end);
                     buf.extend_from_slice(next);
                     let cut = memchr::memchr(b'\n', &buf).unwrap_or(buf.len());
-                    let want = format!(
-                        "{:?}",
-                        record_of::<Option<Box<Extra>>>(&buf[..cut], 1, 0, &keys)
-                    );
-                    if let Some((got, len)) =
-                        record_at_start::<Option<Box<Extra>>>(&buf, 1, 0, &keys)
-                    {
+                    let want = format!("{:?}", record_of(&buf[..cut], 1, 0, &keys));
+                    if let Some((got, len)) = record_at_start(&buf, 1, 0, &keys) {
                         assert_eq!(len, cut, "line {i}");
                         assert_eq!(buf.get(len), Some(&b'\n'), "line {i}");
                         assert_eq!(format!("{got:?}"), want, "line {i}");

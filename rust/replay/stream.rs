@@ -13,7 +13,7 @@ use crate::file_io::{read_full, Source};
 use crate::json::grammar::is_blank;
 use crate::replay::fold::Fold;
 use crate::replay::id::IdKeys;
-use crate::replay::records::{record_at_start, record_of, BadLine, Keep, Record};
+use crate::replay::records::{record_at_start, record_of, BadLine, Record};
 
 /// Read size. On a 256 MB transcript 256 KiB, 1 MiB and 4 MiB reads replay within
 /// noise of each other (1.47-1.50 s for five replays); the smaller buffer is less
@@ -139,8 +139,8 @@ impl<'a, S: Source + ?Sized> LineReader<'a, S> {
 }
 
 /// What a range read in the second thread hands to the fold.
-enum Reduced<X> {
-    Record(Record<X>),
+enum Reduced {
+    Record(Record),
     Bad(BadLine),
 }
 
@@ -148,12 +148,10 @@ enum Reduced<X> {
 /// lenient fold of a history read (`replay::history`). The loop is generic over it,
 /// so a load's loop is the same code as before the lenient fold existed.
 pub trait Folder {
-    /// What its records keep beyond the fold's facts.
-    type Keep: Keep;
     /// Whether a line that is not an envelope ends the read.
     const STOPS_AT_BAD: bool;
     /// Fold in the next record; an error ends the read.
-    fn feed(&mut self, rec: Record<Self::Keep>) -> Result<(), CoreFailure>;
+    fn feed(&mut self, rec: Record) -> Result<(), CoreFailure>;
     /// The next line is not an envelope; an error ends the read.
     fn bad(&mut self, bad: BadLine) -> Result<(), CoreFailure>;
     /// Start fetching the id table's slot of the id with this hash.
@@ -161,7 +159,6 @@ pub trait Folder {
 }
 
 impl Folder for Fold {
-    type Keep = ();
     const STOPS_AT_BAD: bool = true;
 
     #[inline]
@@ -220,7 +217,7 @@ pub fn fold_lines<S: Source + Sync + ?Sized, F: Folder>(
     // The first part is folded as it is read; the second is validated and
     // reduced meanwhile and handed over in batches, which the first thread folds,
     // in order, as soon as its own part is done (while the second still reads).
-    let (batches, handed) = mpsc::channel::<Vec<Reduced<F::Keep>>>();
+    let (batches, handed) = mpsc::channel::<Vec<Reduced>>();
     let (folded, second) = std::thread::scope(|scope| {
         let second_keys = keys.clone();
         let second =
@@ -240,7 +237,7 @@ pub fn fold_lines<S: Source + Sync + ?Sized, F: Folder>(
 /// a failure).
 fn fold_handed<F: Folder>(
     folder: &mut F,
-    handed: mpsc::Receiver<Vec<Reduced<F::Keep>>>,
+    handed: mpsc::Receiver<Vec<Reduced>>,
     first_lines: u64,
 ) -> CoreResult<()> {
     for batch in handed {
@@ -277,7 +274,7 @@ fn fold_range<S: Source + ?Sized, F: Folder>(
     // the table, fetched when it was read, is in the cache by then. What is reported
     // stays the first failure in file order: the held record is folded before the
     // next line's failure (or read error) is.
-    let mut held: Option<Record<F::Keep>> = None;
+    let mut held: Option<Record> = None;
     loop {
         let next = next_record(&mut reader, keys);
         if let Ok(Some(Ok(rec))) = &next {
@@ -296,10 +293,10 @@ fn fold_range<S: Source + ?Sized, F: Folder>(
 
 /// The next line that is not blank, validated and reduced (`Err`: why it is not an
 /// envelope); None at the end of the range.
-fn next_record<S: Source + ?Sized, X: Keep>(
+fn next_record<S: Source + ?Sized>(
     reader: &mut LineReader<'_, S>,
     keys: &IdKeys,
-) -> CoreResult<Option<Result<Record<X>, BadLine>>> {
+) -> CoreResult<Option<Result<Record, BadLine>>> {
     // Most lines are parsed where they start in the buffer, their `\n` found by the
     // parse itself; a line that parse does not settle (malformed, blank, not all
     // read yet, ...) is cut at its `\n` and read alone, which gives every verdict.
@@ -325,7 +322,7 @@ fn reduce_range<S: Source + ?Sized, F: Folder>(
     start: u64,
     end: u64,
     keys: &IdKeys,
-    out: &mpsc::Sender<Vec<Reduced<F::Keep>>>,
+    out: &mpsc::Sender<Vec<Reduced>>,
 ) -> CoreResult<()> {
     let mut reader = LineReader::new(src, start, end);
     let mut sent = 0;
@@ -364,7 +361,7 @@ fn reduce_range<S: Source + ?Sized, F: Folder>(
 /// peak RSS rose from 57 to 63-68 MiB. Batches of 1.4 MB, each a page bigger than the
 /// last, are mapped and unmapped: 52-54 MiB, at the same speed.
 fn batch_size(n: usize) -> usize {
-    BATCH + n * (4096 / std::mem::size_of::<Reduced<()>>().max(1) + 1)
+    BATCH + n * (4096 / std::mem::size_of::<Reduced>().max(1) + 1)
 }
 
 /// The offset just past the first `\n` at or after `from` (or `end`).

@@ -202,7 +202,7 @@ fn operation<'py>(
         None => Ok(py.None().into_bound(py)),
     };
     let (call_id, tool, arguments) = (member("call-id")?, member("tool")?, member("arguments")?);
-    let (settled_id, settled_at, settle) = match row.settle {
+    let (state, settled_id, settled_at, settle) = match row.settle {
         Some(s) => {
             let raw = read_line(file, s.line)?;
             let mut fields = Vec::new();
@@ -212,13 +212,19 @@ fn operation<'py>(
                 return Err(changed(s.line));
             }
             let payload = b.dict(&raw, &fields)?;
-            (
-                Some(env.id.into_owned()),
-                Some(env.ts.into_owned()),
-                payload,
-            )
+            // The fold checked it is one of the three outcomes.
+            let outcome = payload
+                .get_item(intern!(py, "outcome"))?
+                .ok_or_else(|| changed(s.line))?;
+            let (id, ts) = (env.id.into_owned(), env.ts.into_owned());
+            (outcome, Some(id), Some(ts), payload)
         }
-        None => (None, None, PyDict::new(py)),
+        None => (
+            PyString::intern(py, row.pending_state()).into_any(),
+            None,
+            None,
+            PyDict::new(py),
+        ),
     };
     call_kw!(
         py,
@@ -230,7 +236,7 @@ fn operation<'py>(
         dispatched_at = env.ts.as_ref(),
         index = row.envelope,
         grants_id = row.grants.map(id).transpose()?,
-        state = row.state(),
+        state = state,
         answered_by = row.answered_by.map(id).transpose()?,
         settled_id = settled_id,
         settled_at = settled_at,

@@ -253,6 +253,7 @@ impl Fold {
 
     /// The first-line rule, then the id: `envelope_at` takes it, or refuses it as
     /// a duplicate (the reference adds the id before its fold check too).
+    #[inline(always)]
     pub(crate) fn admit(&mut self, rec: &Record, line: LineRef) -> Result<(), CoreFailure> {
         if self.events.is_empty() {
             if rec.type_ != "session-meta" {
@@ -288,6 +289,7 @@ impl Fold {
     }
 
     /// Fold in an admitted envelope that passed [`Fold::check`].
+    #[inline(always)]
     pub(crate) fn commit(&mut self, rec: Record, line: LineRef) {
         self.events.push(line);
         self.slots.push(Slot::Nothing);
@@ -312,6 +314,7 @@ impl Fold {
     }
 
     /// Whether the state lets `rec` in (the reference's `FoldState.check`).
+    #[inline(always)]
     pub(crate) fn check(&mut self, rec: &Record) -> Result<(), CoreFailure> {
         let corrupt = |reason: &str| Err(fail(FailureKind::Corrupt, rec, reason));
         match &rec.body {
@@ -398,6 +401,7 @@ impl Fold {
         }
     }
 
+    #[inline(always)]
     fn apply(&mut self, rec: Record, line: LineRef) {
         let Record {
             id, payload, body, ..

@@ -30,12 +30,12 @@ pub struct Remover {
     pub rewind: bool,
 }
 
-/// A settle of a tool operation: its index in `events`, and its line.
+/// A settle of a tool operation: its index in `events`, and its line (its outcome
+/// is read from there).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Settle {
     pub event: usize,
     pub line: LineRef,
-    pub outcome: &'static str,
 }
 
 /// One tool operation, from its `tool-dispatched` envelope on.
@@ -54,13 +54,12 @@ pub struct Operation {
 }
 
 impl Operation {
-    /// `Operation.state`: the outcome once settled, else `result-recorded` once a
-    /// `tool` message answered it, else `dispatched`.
-    pub fn state(&self) -> &'static str {
-        match (&self.settle, self.answered_by) {
-            (Some(settle), _) => settle.outcome,
-            (None, Some(_)) => "result-recorded",
-            (None, None) => "dispatched",
+    /// `Operation.state` while pending: `result-recorded` once a `tool` message
+    /// answered it, else `dispatched` (once settled: its settle's outcome).
+    pub fn pending_state(&self) -> &'static str {
+        match self.answered_by {
+            Some(_) => "result-recorded",
+            None => "dispatched",
         }
     }
 }
@@ -300,11 +299,7 @@ impl HistoryFold {
                     .pending_at(&s.op_id)
                     .and_then(|at| notes.operations.get_mut(at))
                 {
-                    op.settle = Some(Settle {
-                        event,
-                        line,
-                        outcome: s.outcome,
-                    });
+                    op.settle = Some(Settle { event, line });
                 }
             }
             Body::Message(Ok(m)) => {
@@ -406,9 +401,13 @@ mod tests {
         let [done, open] = &h.notes.operations[..] else {
             panic!("two operations")
         };
-        assert_eq!((done.state(), done.grants), ("failed", Some(3)));
+        assert!(done.settle.is_some());
+        assert_eq!(
+            (done.pending_state(), done.grants),
+            ("result-recorded", Some(3))
+        );
         assert_eq!(ids(&h, done.answered_by), vec!["t"]);
-        assert_eq!((open.state(), open.envelope), ("dispatched", 11));
+        assert_eq!((open.pending_state(), open.envelope), ("dispatched", 11));
         let unanswered: Vec<(&str, Vec<usize>)> = h
             .notes
             .unanswered()

@@ -81,8 +81,6 @@ pub type ElisionItem = Option<(Id, Span)>;
 #[derive(Clone, Debug)]
 pub struct SettledFacts {
     pub op_id: Id,
-    /// One of `completed`, `failed`, `outcome-unknown`.
-    pub outcome: &'static str,
     /// Why `artifact` is refused, checked after the operation is known pending.
     pub artifact_problem: Option<String>,
 }
@@ -269,10 +267,10 @@ fn settled(raw: &[u8], entries: &[Entry]) -> Result<SettledFacts, &'static str> 
     let op_id = get("op-id")
         .and_then(|i| json_view::text(raw, i))
         .ok_or("tool-settled has no string op-id")?;
-    let outcome = get("outcome")
-        .and_then(|i| json_view::text(raw, i))
-        .and_then(|o| OUTCOMES.into_iter().find(|known| *known == o))
-        .ok_or("tool-settled outcome is not completed, failed or outcome-unknown")?;
+    let outcome = get("outcome").and_then(|i| json_view::text(raw, i));
+    if !outcome.is_some_and(|o| OUTCOMES.contains(&o.as_ref())) {
+        return Err("tool-settled outcome is not completed, failed or outcome-unknown");
+    }
     let artifact_problem = match get("artifact") {
         None => None,
         Some(a) if a.kind == Kind::Null => None,
@@ -287,7 +285,6 @@ fn settled(raw: &[u8], entries: &[Entry]) -> Result<SettledFacts, &'static str> 
     };
     Ok(SettledFacts {
         op_id: id_of(op_id),
-        outcome,
         artifact_problem,
     })
 }

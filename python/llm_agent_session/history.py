@@ -18,6 +18,10 @@ its ``pending_tool_operations()`` (a differential test holds them together).
     history.removed.get(message_id)         # Removal(by, kind, ts), or None while live
     history.elided.get(message_id)          # ids of the elisions that stubbed it, in order
     history.operations[op_id].state         # dispatched, result-recorded, completed, ...
+
+On the native core ``read`` folds the file in Rust, at about the cost of a load, and
+``removed`` and ``operations`` are mappings that build an entry when first asked for
+(equal to the dicts the pure core gives, in the same order; ``feed`` adds to them).
 """
 
 from __future__ import annotations

@@ -373,11 +373,28 @@ def test_cli_writes_the_file_and_sends_the_same_spans(tmp_path: Any, backend_nam
     assert lines == list(otlp.trace(t.path).lines())
     assert [(path, body.decode() + "\n") for path, _, body in handler.received] == [("/v1/traces", line) for line in lines]
     assert all(h["Content-Type"] == "application/json" and h["x-api-key"] == "s=cret" for _, h, _ in handler.received)
-    # The collector refuses: exit 1, and it says why.
-    handler.answer = (503, b'{"message": "overloaded"}')
-    with pytest.raises(otlp.SendError, match="HTTP 503.*overloaded"):
-        otlp.send(lines, url + "/custom/path")
-    assert handler.received[-1][0] == "/custom/path"
+    # Protobuf, for collectors that take nothing else (Phoenix): the same requests.
+    otlp.send(otlp.trace(t.path), url + "/custom/path", protocol="http/protobuf")
+    path, headers, body = handler.received[-1]
+    assert (path, headers["Content-Type"]) == ("/custom/path", "application/x-protobuf")
+    assert trace_service.ExportTraceServiceRequest.FromString(body) == parse(lines[0])
+    # The collector refuses: it says why.
+    handler.answer = (415, b"Unsupported content type")
+    with pytest.raises(otlp.SendError, match="HTTP 415.*OTEL_EXPORTER_OTLP_PROTOCOL=http/protobuf"):
+        otlp.send(otlp.trace(t.path), url)
+
+
+def test_protobuf_form_is_the_protobuf_libraries_own(tmp_path: Any) -> None:
+    """Our dependency-free protobuf writer gives the bytes opentelemetry-proto serialises
+    from the parsed JSON: the two forms carry the same requests."""
+    from llm_agent_session.otlp.protobuf import request_bytes
+
+    t = build_transcript(str(tmp_path / "run.jsonl"))
+    corpus = hostile.build(str(tmp_path / "corpus"))
+    for path in (t.path, corpus.path, corpus.broken):
+        trace = otlp.trace(path, content=True)
+        for request, line in zip(trace.requests(batch=5), trace.lines(batch=5)):
+            assert request_bytes(request) == parse(line).SerializeToString(deterministic=True)
 
 
 def test_cli_exit_codes(tmp_path: Any, capsys: Any) -> None:

@@ -29,7 +29,8 @@ def run(args: argparse.Namespace, out: Out) -> int:
         out.stream.writelines(trace.lines())  # ASCII only: transcript text is escaped in it
     if args.endpoint is not None:
         try:
-            sent = otlp.send(trace.lines(), args.endpoint, headers=otlp.headers_from_environment())
+            sent = otlp.send(trace, args.endpoint, protocol=otlp.protocol_from_environment(),
+                             headers=otlp.headers_from_environment())
         except otlp.SendError as e:
             raise CliError(str(e), 1) from None
         _say(f"sent {spans:,} spans in {sent.requests:,} request(s) to {sent.url}")

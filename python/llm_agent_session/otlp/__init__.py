@@ -5,11 +5,13 @@
     trace = otlp.trace("run.jsonl")                  # one trace: otlp.Trace
     with open("run.otlp.jsonl", "x") as f:
         f.writelines(trace.lines())                  # one ExportTraceServiceRequest per line
-    otlp.send(trace.lines(), "http://localhost:4318")  # or to a collector, OTLP/HTTP JSON
+    otlp.send(trace, "http://localhost:4318")        # or to a collector: OTLP/HTTP, JSON
+    otlp.send(trace, "http://localhost:6006", protocol="http/protobuf")  # or protobuf
 
 ``trace(path, content=True)`` adds the messages (opt-in, as the conventions ask: they hold
 whatever the conversation held). Nothing here needs a dependency: the JSON is written by
-``encode.py`` following the OTLP/JSON rules, the HTTP by the standard library.
+``encode.py`` following the OTLP/JSON rules (``protobuf.py`` writes the same requests in
+protobuf for collectors that take nothing else), the HTTP by the standard library.
 """
 
 from __future__ import annotations
@@ -19,11 +21,11 @@ from typing import Any, Union
 
 from ..errors import NotATranscript
 from .names import SCHEMA_URL, SEMCONV_VERSION
-from .send import SendError, Sent, headers_from_environment, send
+from .send import SendError, Sent, headers_from_environment, protocol_from_environment, send
 from .spans import BATCH, Trace, from_envelopes
 
 __all__ = ["BATCH", "SCHEMA_URL", "SEMCONV_VERSION", "SendError", "Sent", "Trace", "from_envelopes",
-           "from_peek", "headers_from_environment", "send", "trace"]
+           "from_peek", "headers_from_environment", "protocol_from_environment", "send", "trace"]
 
 
 def trace(path: Union[str, "os.PathLike[str]"], *, content: bool = False) -> Trace:

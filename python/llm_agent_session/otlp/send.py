@@ -1,5 +1,7 @@
-"""Sending the export to a collector over OTLP/HTTP with JSON bodies (the standard library's
-``urllib``: no dependency), one ``POST`` per line of the export.
+"""Sending the export to a collector over OTLP/HTTP (the standard library's ``urllib``: no
+dependency), one ``POST`` per request of the export: JSON bodies by default, protobuf ones
+(``protobuf.py``) when ``OTEL_EXPORTER_OTLP_TRACES_PROTOCOL`` or ``OTEL_EXPORTER_OTLP_PROTOCOL``
+says ``http/protobuf``, as every OpenTelemetry SDK reads them (Phoenix takes only protobuf).
 
 The endpoint follows the OpenTelemetry exporter's rules: a URL with a path is used as it is
 (like ``OTEL_EXPORTER_OTLP_TRACES_ENDPOINT``); a bare ``scheme://host:port`` gets
@@ -15,10 +17,18 @@ import os
 import urllib.error
 import urllib.request
 from dataclasses import dataclass
-from typing import Dict, Iterable, Mapping, Optional
+from typing import TYPE_CHECKING, Dict, Mapping, Optional
 from urllib.parse import unquote, urlsplit
 
+from .encode import dumps
+from .protobuf import request_bytes
+
+if TYPE_CHECKING:
+    from .spans import Trace
+
 TRACES_PATH = "/v1/traces"
+JSON, PROTOBUF = "http/json", "http/protobuf"
+_CONTENT_TYPES = {JSON: "application/json", PROTOBUF: "application/x-protobuf"}
 _EXCERPT = 300
 
 
@@ -55,28 +65,43 @@ def headers_from_environment(environ: Optional[Mapping[str, str]] = None) -> Dic
     return headers
 
 
-def send(lines: Iterable[str], endpoint: str, *, headers: Optional[Mapping[str, str]] = None,
+def protocol_from_environment(environ: Optional[Mapping[str, str]] = None) -> str:
+    """``http/json`` unless the OpenTelemetry variables ask for ``http/protobuf``."""
+    env = os.environ if environ is None else environ
+    name = "OTEL_EXPORTER_OTLP_TRACES_PROTOCOL" if env.get("OTEL_EXPORTER_OTLP_TRACES_PROTOCOL") else "OTEL_EXPORTER_OTLP_PROTOCOL"
+    protocol = env.get(name) or JSON
+    if protocol not in _CONTENT_TYPES:
+        raise SendError(f"{name}={protocol}: this export sends {JSON} or {PROTOBUF} (gRPC needs a collector in between)")
+    return protocol
+
+
+def send(trace: "Trace", endpoint: str, *, protocol: str = JSON, headers: Optional[Mapping[str, str]] = None,
          timeout: float = 30.0) -> Sent:
-    """POST each line (one ``ExportTraceServiceRequest`` as JSON) to the collector at `endpoint`.
-    Stops at the first request that fails, with a SendError that names the URL and why."""
+    """POST each request of `trace` (as ``Trace.lines`` splits them) to the collector at
+    `endpoint`, as JSON or protobuf. Stops at the first request that fails, with a SendError
+    that names the URL and why."""
     url = traces_url(endpoint)
+    content_type = _CONTENT_TYPES[protocol]
     sent = Sent(url)
-    for line in lines:
-        body = line.rstrip("\n").encode("utf-8")
+    for request in trace.requests():
+        body = dumps(request).encode("ascii") if protocol == JSON else request_bytes(request)
         req = urllib.request.Request(url, data=body, method="POST",
-                                     headers={**(headers or {}), "Content-Type": "application/json"})
+                                     headers={**(headers or {}), "Content-Type": content_type})
         try:
             with urllib.request.urlopen(req, timeout=timeout) as response:
                 answer = response.read()
         except urllib.error.HTTPError as e:
             text = e.read()[:_EXCERPT].decode("utf-8", "replace")
+            hint = (f"; this collector wants protobuf: set OTEL_EXPORTER_OTLP_PROTOCOL={PROTOBUF}"
+                    if e.code == 415 and protocol == JSON else "")
             raise SendError(f"{url}: the collector answered HTTP {e.code} {e.reason} after {sent.requests} "
-                            f"request(s) went through: {text}") from None
+                            f"request(s) went through: {text}{hint}") from None
         except (urllib.error.URLError, OSError) as e:
             reason = getattr(e, "reason", e)
             raise SendError(f"{url}: cannot send ({reason}); is a collector listening there?") from None
         sent.requests += 1
-        _note_partial_success(sent, answer)
+        if protocol == JSON:
+            _note_partial_success(sent, answer)
     return sent
 
 

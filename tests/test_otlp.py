@@ -31,6 +31,7 @@ import import_fixtures as fx  # noqa: E402
 from cli_support import build_transcript, child_env, cli_argv  # noqa: E402
 
 from llm_agent_session import Session, _backend, otlp, tool_message  # noqa: E402
+from llm_agent_session.canonical import dumps, envelope_line  # noqa: E402
 from llm_agent_session.cli import main as cli_main  # noqa: E402
 from llm_agent_session.importers import claude_code, codex  # noqa: E402
 from llm_agent_session.otlp import names  # noqa: E402
@@ -245,6 +246,36 @@ def test_content_only_when_asked_and_each_message_once(tmp_path: Any) -> None:
         {"type": "tool_call", "id": "call_1", "name": "bash", "arguments": {"cmd": "pytest -x"}}]}]
 
 
+def test_unknown_figures_are_absent_and_usage_counts_as_the_conventions_count(tpath: Any) -> None:
+    with Session.create(tpath, {"agent": "a", "provider": "anthropic"}) as s:
+        s.append_message({"role": "user", "content": [{"type": "image_url", "image_url": {"url": "data:image/png;base64,iVBO"}}]})
+        s.append_message({"role": "assistant", "content": "one"}, extra={"model": "claude-x", "stop-reason": "end_turn", "usage": {
+            "input_tokens": 10, "output_tokens": 5, "cache_read_input_tokens": 100, "cache_creation_input_tokens": 20}})
+        s.append_message({"role": "assistant", "content": "two"}, extra={"usage": {
+            "prompt_tokens": 50, "completion_tokens": 7, "prompt_tokens_details": {"cached_tokens": 30}}})
+        last = s.append_message({"role": "assistant", "content": "three"}, extra={"usage": {"output_tokens": None}})
+    with open(tpath, "ab") as f:  # an imported compaction that does not know its token counts
+        f.write(envelope_line("c-null", "compaction", "2026-01-01T00:00:00.000000Z", dumps(
+            {"summary": "s", "replaces-through-id": last, "tokens-before": None, "tokens-after": None, "fallback": False})))
+    _, spans = export(tpath, content=True)
+    one, two, three = (attrs(s.attributes) for s in spans[1:])
+    usage = [names.USAGE_INPUT_TOKENS, names.USAGE_OUTPUT_TOKENS, names.USAGE_CACHE_READ_INPUT_TOKENS,
+             names.USAGE_CACHE_CREATION_INPUT_TOKENS]
+    assert [one.get(k) for k in usage] == [130, 5, 100, 20]  # Anthropic's input leaves the cache out
+    assert [two.get(k) for k in usage] == [50, 7, 30, None]
+    assert not set(usage) & set(three)
+    assert one[names.PROVIDER_NAME] == "anthropic" and one[names.RESPONSE_MODEL] == "claude-x"
+    assert spans[1].name == "chat claude-x" and spans[2].name == "chat"  # no model recorded: none guessed
+    assert json.loads(one[names.OUTPUT_MESSAGES])[0]["finish_reason"] == "stop"
+    assert "finish_reason" not in json.loads(two[names.OUTPUT_MESSAGES])[0]
+    assert json.loads(one[names.INPUT_MESSAGES]) == [{"role": "user", "parts": [
+        {"type": "blob", "modality": "image", "mime_type": "image/png", "content": "iVBO"}]}]
+    compaction, = spans[0].events
+    assert attrs(compaction.attributes) == {names.ENVELOPE_ID: "c-null", names.COMPACTION_REPLACES_THROUGH_ID: last,
+                                            names.COMPACTION_FALLBACK: False, names.REMOVED_MESSAGES: 4,
+                                            names.COMPACTION_SUMMARY: "s"}
+
+
 WRITER = """
 import sys
 from llm_agent_session import Session, assistant_message, user_message
@@ -397,7 +428,7 @@ def test_protobuf_form_is_the_protobuf_libraries_own(tmp_path: Any) -> None:
             assert request_bytes(request) == parse(line).SerializeToString(deterministic=True)
 
 
-def test_cli_exit_codes(tmp_path: Any, capsys: Any) -> None:
+def test_cli_exit_codes(tmp_path: Any, capsys: Any, monkeypatch: Any) -> None:
     t = build_transcript(str(tmp_path / "run.jsonl"))
     assert cli_main(["export", t.path, "--format", "otlp", "--content"]) == 0
     assert [parse(line) for line in capsys.readouterr().out.splitlines(keepends=True)]
@@ -408,3 +439,6 @@ def test_cli_exit_codes(tmp_path: Any, capsys: Any) -> None:
     not_one.write_text("hello\n")
     assert cli_main(["export", str(not_one), "--format", "otlp"]) == 3
     assert "not an http:// or https:// URL" in capsys.readouterr().err
+    monkeypatch.setenv("OTEL_EXPORTER_OTLP_PROTOCOL", "grpc")
+    assert cli_main(["export", t.path, "--format", "otlp", "--endpoint", "http://127.0.0.1:9"]) == 1
+    assert "OTEL_EXPORTER_OTLP_PROTOCOL=grpc" in capsys.readouterr().err

@@ -83,16 +83,20 @@ def span(s: Span, trace_id: bytes) -> Dict[str, Any]:
     if s.attributes:
         out["attributes"] = attributes(s.attributes)
     if s.events:
-        out["events"] = [
-            {"timeUnixNano": str(e.time), "name": e.name, **({"attributes": attributes(e.attributes)} if e.attributes else {})}
-            for e in s.events
-        ]
+        out["events"] = [_event(e) for e in s.events]
     status: Dict[str, Any] = {}
     if s.error:
         status["message"] = s.error
     if s.error is not None:
         status["code"] = names.STATUS_ERROR
     out["status"] = status
+    return out
+
+
+def _event(e: SpanEvent) -> Dict[str, Any]:
+    out: Dict[str, Any] = {"timeUnixNano": str(e.time), "name": e.name}
+    if e.attributes:
+        out["attributes"] = attributes(e.attributes)
     return out
 
 

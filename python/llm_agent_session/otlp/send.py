@@ -68,10 +68,13 @@ def headers_from_environment(environ: Optional[Mapping[str, str]] = None) -> Dic
 def protocol_from_environment(environ: Optional[Mapping[str, str]] = None) -> str:
     """``http/json`` unless the OpenTelemetry variables ask for ``http/protobuf``."""
     env = os.environ if environ is None else environ
-    name = "OTEL_EXPORTER_OTLP_TRACES_PROTOCOL" if env.get("OTEL_EXPORTER_OTLP_TRACES_PROTOCOL") else "OTEL_EXPORTER_OTLP_PROTOCOL"
+    name = "OTEL_EXPORTER_OTLP_TRACES_PROTOCOL"
+    if not env.get(name):
+        name = "OTEL_EXPORTER_OTLP_PROTOCOL"
     protocol = env.get(name) or JSON
     if protocol not in _CONTENT_TYPES:
-        raise SendError(f"{name}={protocol}: this export sends {JSON} or {PROTOBUF} (gRPC needs a collector in between)")
+        raise SendError(f"{name}={protocol}: this export sends {JSON} or {PROTOBUF} "
+                        "(for gRPC, put a collector in between)")
     return protocol
 
 

@@ -13,7 +13,7 @@
   outcome (never settled, or settled ``outcome-unknown``) is an error of type
   ``interrupted``: it ends at its settle, or, never settled, at the last time the transcript
   knows.
-* Message content only with ``content=True``, each message once (see ``_Content``).
+* Message content only with ``content=True``, each message once (see ``_Reading``).
 
 Records are read leniently, as peek reads them: a line load would refuse is left out, and
 what load would say about the file is on the root span (``problems``).
@@ -29,6 +29,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Dict, Iterable, Iterator, List, Mapping, Optional, Tuple
 
+from .. import __version__
 from ..canonical import dumps
 from ..history import History, Operation
 from ..messages import Event, message_extras
@@ -229,8 +230,6 @@ class Trace:
 
     def requests(self, batch: int = BATCH) -> Iterator[Dict[str, Any]]:
         """``ExportTraceServiceRequest``s of at most `batch` spans each, as JSON-ready dicts."""
-        from .. import __version__
-
         for start in range(0, len(self.spans), batch):
             yield request(self.trace_id, self.resource, __version__, self.spans[start: start + batch])
 
@@ -242,144 +241,165 @@ class Trace:
 
 @dataclass
 class _Chat:
-    event: Event
-    index: int
+    event: Event  # the assistant message
+    index: int  # its position in the file
     start: int
     end: int
     request_model: Optional[str]
-    inputs: List[Event]
-
-
-class _Content:
-    """Message content, each message once: a chat span carries the messages that arrived
-    since the previous assistant message (the conventions' ``input.messages`` would repeat
-    the whole conversation on every chat span, which makes a trace grow with the square of
-    the conversation) and its own assistant message as output; a tool message that answers
-    an operation is that execute_tool span's result instead; messages that no assistant
-    message followed are the root span's input."""
-
-    def __init__(self, answered: Dict[str, Any]) -> None:
-        self.answered = answered  # tool message id -> its payload, for the result attribute
-
-    def inputs(self, events: List[Event]) -> Optional[str]:
-        messages = [parts.message(e.payload) for e in events if e.id not in self.answered]
-        return dumps(messages) if messages else None
+    inputs: List[Event]  # with content: the messages since the previous assistant message
 
 
 def from_envelopes(envelopes: Iterable[Event], *, content: bool = False, warnings: Iterable[str] = (),
                    unfinished_bytes: int = 0) -> Trace:
     """The trace of a transcript's envelopes in file order (the first a ``session-meta``).
     `warnings` (what peek skipped) go on the root span with what the fold could not apply."""
-    history = History()
-    times: Dict[str, int] = {}  # envelope id -> time, for the records a tool span reads
-    chats: List[_Chat] = []
-    root_events: List[Tuple[Event, int]] = []
-    inputs: List[Event] = []
-    meta_event: Optional[Event] = None
-    last: Optional[int] = None  # the time of the previous record of the run
-    low: Optional[int] = None
-    high: Optional[int] = None
-    request_model: Optional[str] = None
+    reading = _Reading(content)
     for index, event in enumerate(envelopes):
-        refused = len(history.problems)
-        history.feed(event)
-        if len(history.problems) > refused:
-            continue
+        reading.feed(index, event)
+    return reading.trace(list(warnings), unfinished_bytes)
+
+
+class _Reading:
+    """One pass over the envelopes (the fold by ``History``, each record's time, the chats
+    and the root's events), then the spans.
+
+    Content, each message once: a chat span carries the messages that arrived since the
+    previous assistant message (the conventions' ``input.messages`` would repeat the whole
+    conversation on every chat span, which makes a trace grow with the square of the
+    conversation) and its own assistant message as output; a tool message that answers an
+    operation is that execute_tool span's result instead; messages that no assistant
+    message followed are the root span's input."""
+
+    def __init__(self, content: bool) -> None:
+        self.content = content
+        self.history = History()
+        self.meta_event: Optional[Event] = None
+        self.times: Dict[str, int] = {}  # envelope id -> time, for the records a tool span reads
+        self.chats: List[_Chat] = []
+        self.root_events: List[Tuple[Event, int]] = []
+        self.inputs: List[Event] = []  # with content: messages since the last assistant message
+        self.last: Optional[int] = None  # the time of the previous record of the run
+        self.low: Optional[int] = None  # the earliest time recorded
+        self.high: Optional[int] = None  # the latest, but for the meta's (an import's is its own time)
+        self.request_model: Optional[str] = None
+        # Set by trace(), once the whole file is read:
+        self.session = ""
+        self.conversation = ""
+        self.provider: Optional[str] = None
+        self.root_id = b""
+        self.answered: Dict[str, Any] = {}  # with content: tool message id -> its payload
+
+    def feed(self, index: int, event: Event) -> None:
+        refused = len(self.history.problems)
+        self.history.feed(event)
+        if len(self.history.problems) > refused:
+            return  # a record load would refuse: left out, and listed on the root span
         if index == 0:
             if event.type != "session-meta":
                 raise ValueError(f"the first envelope is a {event.type!r}, not a session-meta: not a transcript")
-            meta_event = event
-            request_model = _text(history.meta, "model")
+            self.meta_event = event
+            self.request_model = _text(self.history.meta, "model")
         if event.type == "import-checkpoint":
-            continue  # the import's own time, not the run's
+            return  # the import's own time, not the run's
         t = nanos(event.ts)
-        t = t if t is not None else (last if last is not None else 0)  # unknown: the time before
-        low = t if low is None else min(low, t)
+        t = t if t is not None else (self.last if self.last is not None else 0)  # unknown: the time before
+        self.low = t if self.low is None else min(self.low, t)
         if index > 0:
-            high = t if high is None else max(high, t)
+            self.high = t if self.high is None else max(self.high, t)
         kind, payload = event.type, event.payload
         if kind == "message":
             role = payload.get("role")
             if role == "assistant":
-                start = last if last is not None else t
-                chats.append(_Chat(event, index, min(start, t), t, request_model, inputs))
-                inputs = []
+                start = self.last if self.last is not None else t
+                self.chats.append(_Chat(event, index, min(start, t), t, self.request_model, self.inputs))
+                self.inputs = []
             else:
-                inputs.append(event)
+                if self.content:  # kept only to be written: without content, no message stays in memory
+                    self.inputs.append(event)
                 if role == "tool":
-                    times[event.id] = t
+                    self.times[event.id] = t
         elif kind in ("tool-dispatched", "tool-settled"):
-            times[event.id] = t
+            self.times[event.id] = t
         elif kind in ("compaction", "elision", "rewind", "grants"):
-            root_events.append((event, t))
+            self.root_events.append((event, t))
         elif kind == "run-context":
-            request_model = _model_fact(payload) or request_model
-        last = t
-    if meta_event is None:
-        raise ValueError("no session-meta envelope: not a transcript")
-    session = meta_event.id
-    tid = trace_id(session)
-    low = low if low is not None else 0
-    high = high if high is not None else low
-    meta = history.meta
-    conversation = conversation_id(meta, session)
-    provider = _text(meta, "provider", "model-provider")
-    answered: Dict[str, Any] = {}
-    if content:
-        by_id = {e.id: e for c in chats for e in c.inputs}
-        by_id.update((e.id, e) for e in inputs)
-        answered = {op.answered_by: by_id[op.answered_by].payload for op in history.operations.values()
-                    if op.answered_by in by_id}
-    text = _Content(answered) if content else None
-    root_id = span_id(session, names.INVOKE_AGENT, session)
+            self.request_model = _model_fact(payload) or self.request_model
+        self.last = t
 
-    root_attrs = agent_attributes(meta, session)
-    problems = list(warnings) + [f"{p.type} {p.id}: {p.reason}" for p in history.problems]
-    root_attrs.update(_clean({names.TRANSCRIPT_PROBLEMS: problems,
-                              names.TRANSCRIPT_UNFINISHED_BYTES: unfinished_bytes or None}))
-    if text is not None:
-        root_attrs.update(_clean({names.INPUT_MESSAGES: text.inputs(inputs)}))
-    agent = root_attrs.get(names.AGENT_NAME)
-    removed = Counter(r.by for r in history.removed.values())
-    root = Span(root_id, None, _named(names.INVOKE_AGENT, agent), names.KIND_INTERNAL, low, high, root_attrs,
-                [_record_event(e, t, removed, content) for e, t in root_events])
+    def trace(self, warnings: List[str], unfinished_bytes: int) -> Trace:
+        if self.meta_event is None:
+            raise ValueError("no session-meta envelope: not a transcript")
+        self.session = self.meta_event.id
+        self.low = self.low if self.low is not None else 0
+        self.high = self.high if self.high is not None else self.low
+        meta = self.history.meta
+        self.conversation = conversation_id(meta, self.session)
+        self.provider = _text(meta, "provider", "model-provider")
+        self.root_id = span_id(self.session, names.INVOKE_AGENT, self.session)
+        if self.content:  # each tool message that answers an operation, for that span's result
+            by_id = {e.id: e for c in self.chats for e in c.inputs}
+            by_id.update((e.id, e) for e in self.inputs)
+            self.answered = {op.answered_by: by_id[op.answered_by].payload
+                             for op in self.history.operations.values() if op.answered_by in by_id}
+        problems = warnings + [f"{p.type} {p.id}: {p.reason}" for p in self.history.problems]
+        root = self._root(meta, problems, unfinished_bytes)
+        children = [(c.index, self._chat(c)) for c in self.chats]
+        children += [(op.index, self._tool(op)) for op in self.history.operations.values()]
+        children.sort(key=lambda pair: pair[0])
+        agent = root.attributes.get(names.AGENT_NAME)
+        resource = {names.SERVICE_NAME: agent if isinstance(agent, str) else names.DEFAULT_SERVICE_NAME}
+        return Trace(trace_id(self.session), resource, [root] + [span for _, span in children], problems,
+                     unfinished_bytes)
 
-    children: List[Tuple[int, Span]] = []
-    for chat in chats:
+    def _messages(self, events: List[Event]) -> Optional[str]:
+        """With content: `events` as the conventions' messages (JSON text), tool results left to their spans."""
+        if not self.content:
+            return None
+        messages = [parts.message(e.payload) for e in events if e.id not in self.answered]
+        return dumps(messages) if messages else None
+
+    def _root(self, meta: Mapping[str, Any], problems: List[str], unfinished_bytes: int) -> Span:
+        attrs = agent_attributes(meta, self.session)
+        attrs.update(_clean({names.TRANSCRIPT_PROBLEMS: problems,
+                             names.TRANSCRIPT_UNFINISHED_BYTES: unfinished_bytes or None,
+                             names.INPUT_MESSAGES: self._messages(self.inputs)}))
+        removed = Counter(r.by for r in self.history.removed.values())
+        events = [_record_event(e, t, removed, self.content) for e, t in self.root_events]
+        assert self.low is not None and self.high is not None
+        return Span(self.root_id, None, _named(names.INVOKE_AGENT, attrs.get(names.AGENT_NAME)), names.KIND_INTERNAL,
+                    self.low, self.high, attrs, events)
+
+    def _chat(self, chat: _Chat) -> Span:
         extras = message_extras(chat.event.payload)
-        attrs = chat_attributes(extras, chat.request_model, provider, conversation, chat.event.id)
-        if text is not None:
+        attrs = chat_attributes(extras, chat.request_model, self.provider, self.conversation, chat.event.id)
+        if self.content:
             output = parts.output_message(chat.event.payload, _text(extras, "finish-reason", "stop-reason"))
-            attrs.update(_clean({names.INPUT_MESSAGES: text.inputs(chat.inputs),
+            attrs.update(_clean({names.INPUT_MESSAGES: self._messages(chat.inputs),
                                  names.OUTPUT_MESSAGES: dumps([output])}))
         model = attrs.get(names.REQUEST_MODEL) or attrs.get(names.RESPONSE_MODEL)
-        children.append((chat.index, Span(span_id(session, names.CHAT, chat.event.id), root_id,
-                                          _named(names.CHAT, model), names.KIND_CLIENT, chat.start, chat.end, attrs)))
-    for op in history.operations.values():
-        start = times[op.op_id]
+        return Span(span_id(self.session, names.CHAT, chat.event.id), self.root_id, _named(names.CHAT, model),
+                    names.KIND_CLIENT, chat.start, chat.end, attrs)
+
+    def _tool(self, op: Operation) -> Span:
+        start = self.times[op.op_id]
+        # Never settled: open as far as the transcript knows, so it ends with the run.
+        end = self.times[op.settled_id] if op.settled_id is not None else self.high
+        assert end is not None
+        attrs = tool_attributes(op, self.conversation)
         error_type, message = tool_error(op)
-        if op.settled_id is not None:
-            end = max(times[op.settled_id], start)
-        else:
-            end = max(high, start)
-        attrs = tool_attributes(op, conversation)
         if error_type is not None:
             attrs[names.ERROR_TYPE] = error_type
         events = []
         if op.answered_by is not None:
-            events.append(SpanEvent(names.EVENT_TOOL_RESULT, times[op.answered_by], {names.ENVELOPE_ID: op.answered_by}))
-        if text is not None:
-            result = answered.get(op.answered_by or "", {}).get("content")
-            attrs.update(_clean({
-                names.TOOL_CALL_ARGUMENTS: _as_text(op.arguments),
-                names.TOOL_CALL_RESULT: _as_text(result),
-            }))
-        children.append((op.index, Span(span_id(session, names.EXECUTE_TOOL, op.op_id), root_id,
-                                        _named(names.EXECUTE_TOOL, attrs.get(names.TOOL_NAME)), names.KIND_INTERNAL,
-                                        start, end, attrs, events, None if error_type is None else message)))
-    children.sort(key=lambda pair: pair[0])
-    resource = {names.SERVICE_NAME: agent if isinstance(agent, str) else names.DEFAULT_SERVICE_NAME}
-    return Trace(tid, resource, [root] + [s for _, s in children], problems, unfinished_bytes)
+            events.append(SpanEvent(names.EVENT_TOOL_RESULT, self.times[op.answered_by],
+                                    {names.ENVELOPE_ID: op.answered_by}))
+        if self.content:
+            result = self.answered.get(op.answered_by or "", {}).get("content")
+            attrs.update(_clean({names.TOOL_CALL_ARGUMENTS: _as_text(op.arguments),
+                                 names.TOOL_CALL_RESULT: _as_text(result)}))
+        return Span(span_id(self.session, names.EXECUTE_TOOL, op.op_id), self.root_id,
+                    _named(names.EXECUTE_TOOL, attrs.get(names.TOOL_NAME)), names.KIND_INTERNAL, start,
+                    max(end, start), attrs, events, None if error_type is None else message)
 
 
 def _named(operation: str, what: Any) -> str:

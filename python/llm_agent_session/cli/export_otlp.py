@@ -13,7 +13,7 @@ import sys
 from typing import Iterable
 
 from .. import otlp
-from .advice import command
+from .advice import PROG, command
 from .output import CliError, Out, human_bytes, visible
 from .reading import peek_transcript, require_file
 
@@ -65,4 +65,4 @@ def _write_new(path: str, lines: Iterable[str]) -> int:
 
 
 def _say(text: str) -> None:
-    print(visible(f"llm-agent-session export: {text}"), file=sys.stderr)
+    print(visible(f"{PROG} export: {text}"), file=sys.stderr)

@@ -62,8 +62,10 @@ class Operation:
     ``state`` is ``dispatched`` or ``result-recorded`` while pending (as
     ``Session.pending_tool_operations()`` says), else the settle's outcome.
     ``answered_by`` is the first ``tool`` message with the operation's call id after the
-    dispatch (whether it came before or after the settle). ``grants_id`` names the
-    ``grants`` envelope in force when it was dispatched (``None``: none had been written).
+    dispatch (whether it came before or after the settle), ``answered_at`` its time.
+    ``grants_id`` names the ``grants`` envelope in force when it was dispatched (``None``:
+    none had been written). ``dispatch`` and ``settle`` are the two records' payloads
+    (``idempotency``, ``run-id`` and ``round`` are in ``dispatch``).
     """
 
     op_id: str
@@ -75,6 +77,8 @@ class Operation:
     grants_id: Optional[str]
     state: str = "dispatched"
     answered_by: Optional[str] = None
+    answered_at: Optional[str] = None
+    dispatch: Dict[str, Any] = field(default_factory=dict)
     settled_id: Optional[str] = None
     settled_at: Optional[str] = None
     settle: Dict[str, Any] = field(default_factory=dict)
@@ -168,6 +172,7 @@ class History:
                 dispatched_at=ts,
                 index=index,
                 grants_id=self.grants_id,
+                dispatch=payload,
             )
             self._unanswered.setdefault(call_id, []).append(id_)
         elif type_ == "tool-settled":
@@ -179,7 +184,7 @@ class History:
             if isinstance(call_id, str):
                 for op_id in self._unanswered.pop(call_id, ()):
                     op = self.operations[op_id]
-                    op.answered_by = id_
+                    op.answered_by, op.answered_at = id_, ts
                     if op.state == "dispatched":
                         op.state = "result-recorded"
         state.apply(id_, type_, ts, payload)

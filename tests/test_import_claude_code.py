@@ -77,8 +77,13 @@ def test_live_branch_merged_messages_tools_and_compaction(tmp_path):
     assert first["request-id"] == "req_msg_1" and first["usage"]["output_tokens"] == 40
     assert first["source-uuids"] == ["a1", "a2", "a3", "a4"]
     assert events[3].payload["arguments"] == {"file_path": "/home/dev/proj/dates.py"}
-    # Every message keeps the source's own timestamp.
-    assert all("source-ts" in ev.payload for ev in events if ev.type == "message")
+    # Every envelope carries its source line's time (a dispatch: the line of its tool_use);
+    # only the checkpoint has the import's own.
+    t = "2025-08-20T09:00:{:02d}.000000Z".format
+    assert [ev.ts for ev in events[:6]] == [t(0), t(0), t(1), t(3), t(4), t(6)]
+    assert events[11].ts == t(14) and events[-2].ts == t(19)
+    assert not events[-1].ts.startswith("2025-08-20")
+    assert not any("source-ts" in ev.payload for ev in events)
     read_result = events[5].payload
     assert read_result["content"][1]["type"] == "image_url"
     assert read_result["content"][1]["image_url"]["url"].startswith("data:image/png;base64,")
@@ -89,6 +94,7 @@ def test_live_branch_merged_messages_tools_and_compaction(tmp_path):
     compaction = events[11].payload
     assert compaction["replaces-through-id"] == events[10].id
     assert compaction["tokens-before"] == 155000
+    assert "tokens-after" not in compaction  # Claude Code does not record it: unknown, never 0
     assert compaction["summary"].startswith("This session is being continued")
     assert [p.call_id for p in pending] == ["toolu_again"] and pending[0].state == "dispatched"
     assert messages[0].role == "user" and messages[0].content == compaction["summary"]

@@ -345,3 +345,31 @@ def test_a_parallel_result_written_after_the_import_still_answers_its_call(tmp_p
     assert tool_outcomes(out) == {"tA": "completed", "tB": "completed"}
     assert event_kinds(out).count("message:tool:tA") == 1
     assert [m["role"] for m in conversation(out)] == ["user", "assistant", "tool", "tool", "assistant"]
+
+
+def test_sidechains_whose_names_sanitise_alike_get_files_of_their_own(tmp_path):
+    t = "2025-06-01T08:00:{:02d}.000Z".format
+    long = "x" * 64
+    roots = ["side/one", "side.one", "sideone", long + "-a", long + "-b"]
+    recs = [cc_user("m1", None, "go", t(0))]
+    for n, root in enumerate(roots):
+        recs += [cc_user(root, None, f"task {n}", t(n + 1), isSidechain=True),
+                 cc_assistant(f"{root}/answer", root, f"msg_{n}", {"type": "text", "text": f"done {n}"}, t(n + 1),
+                              isSidechain=True)]
+    src, out, report = _import(tmp_path, jsonl(recs))
+    paths = [r["out"] for r in report["transcripts"]]
+    assert [r["status"] for r in report["transcripts"]] == ["imported"] * 5
+    assert len(set(paths)) == 5
+    assert os.path.basename(paths[2]) == "sideone.jsonl"  # a plain name stays as it is
+    for n, path in enumerate(paths):
+        with Session.load(path) as s:
+            assert s.meta["parent"]["sidechain-root"] == roots[n]
+            assert [m.content for m in s.messages] == [f"task {n}", f"done {n}"]
+    # The same files on the next run (unchanged), and after the source grew.
+    again = import_transcript(src, out)
+    assert [(r["out"], r["status"]) for r in again["transcripts"]] == [(p, "unchanged") for p in paths]
+    write(src, jsonl(recs + [cc_assistant("m2", "m1", "msg_m", {"type": "text", "text": "ok"}, t(9))]))
+    grown = import_transcript(src, out)
+    assert grown["status"] == "appended"
+    assert [r["out"] for r in grown["transcripts"]] == paths  # (each checkpointed past the new line)
+    assert [r["written"] for r in grown["transcripts"]] == [1] * 5

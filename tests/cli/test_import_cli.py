@@ -96,3 +96,17 @@ def test_works_without_rich(backend_name, tmp_path):
                           capture_output=True, text=True, timeout=60)
     assert done.returncode == 0, done.stderr
     assert "1 transcript(s): 1 imported" in done.stdout and "\x1b[" not in done.stdout
+
+
+def test_a_fifo_in_the_tree_fails_without_a_traceback_or_a_hang(cli, tmp_path):
+    if not hasattr(os, "mkfifo"):
+        return
+    root = tmp_path / "sessions"
+    write(str(root / "2025" / "rollout-1.jsonl"), codex_rollout())
+    write(str(root / "rollout-2.jsonl"), codex_rollout())
+    os.mkfifo(root / "fifo.jsonl")
+    done = cli("import", "codex", str(root), str(tmp_path / "out"))
+    assert done.returncode == 1
+    assert "Traceback" not in done.stderr + done.stdout
+    assert "fifo.jsonl: " in done.stdout and "a FIFO, not a regular file" in done.stdout
+    assert done.stdout.splitlines()[-1] == "3 transcript(s): 2 imported, 1 failed"

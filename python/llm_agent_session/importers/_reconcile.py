@@ -18,7 +18,7 @@ whole source leaves."""
 
 from __future__ import annotations
 
-from typing import Dict, List, Optional, Sequence
+from typing import Dict, List, Sequence, Tuple
 
 from .. import Session
 from ..messages import Message, PendingToolOperation
@@ -87,35 +87,43 @@ def _live_messages(session: Session, after: Sequence[Record], model: Model, writ
 
 
 def _operations(session: Session, after: Sequence[Record], k: int, model: Model, writer: LineWriter) -> Dict[int, str]:
-    """Match OUT's open operations with the plan's; answer which dispatches past ``k``
-    take over an open one (position -> op id). The others are settled as abandoned."""
-    free: Dict[str, List[PendingToolOperation]] = {}
-    for op in session.pending_tool_operations():
-        free.setdefault(op.call_id, []).append(op)
+    """Match OUT's open operations with the plan's dispatches that are pending where the
+    plans part or come after it; write the dispatches among the first that found none,
+    settle as abandoned the open operations nothing took, and answer the dispatches past
+    ``k`` that take over an open operation (position -> op id).
 
-    def take(record: Record) -> Optional[str]:
-        ops = free.get(record.body[0])
-        if not ops:
-            return None
-        payload = writer.dispatched_payload(record.body)
-        for i, op in enumerate(ops):
-            if op.tool == payload["tool"] and op.arguments_digest == payload["arguments-digest"]:
-                return ops.pop(i).op_id
-        return None
-
+    Pending operations are listed in file order, so an operation still pending at the
+    end of the plan takes over an open one only while they come in the plan's order;
+    after the first that cannot, the rest are dispatched anew (in order)."""
+    free: Dict[str, List[Tuple[int, PendingToolOperation]]] = {}
+    for n, op in enumerate(session.pending_tool_operations()):  # (file order)
+        free.setdefault(op.call_id, []).append((n, op))
+    final = folded(after, len(after)).pending
+    last = -1  # the file place of the last open operation a still-pending one took over
+    in_order = True
+    reuse: Dict[int, str] = {}
+    for at in sorted(model.pending) + [at for at in range(k, len(after)) if after[at].type == DISPATCHED]:
+        stays = at in final
+        if stays and not in_order:
+            continue
+        ops = free.get(after[at].body[0], [])
+        payload = writer.dispatched_payload(after[at].body) if ops else None
+        match = next((i for i, (n, op) in enumerate(ops) if (n > last or not stays) and payload is not None
+                      and op.tool == payload["tool"] and op.arguments_digest == payload["arguments-digest"]), None)
+        if match is None:
+            in_order = in_order and not stays
+            continue
+        n, op = ops.pop(match)
+        if stays:
+            last = n
+        reuse[at] = op.op_id
+    for ops in free.values():
+        for _, op in ops:
+            writer.settle(op.op_id, "outcome-unknown", ABANDONED)
     for at in sorted(model.pending):
-        taken = take(after[at])
+        taken = reuse.pop(at, None)
         if taken is not None:
             writer.ids[at] = taken
-        else:  # settled in OUT since (on a branch the source left): open it again
+        else:  # settled in OUT since (on a branch the source left), or out of order: anew
             writer.write(at, after[at])
-    reuse: Dict[int, str] = {}
-    for at in range(k, len(after)):
-        if after[at].type == DISPATCHED:
-            taken = take(after[at])
-            if taken is not None:
-                reuse[at] = taken
-    for ops in free.values():
-        for op in ops:
-            writer.settle(op.op_id, "outcome-unknown", ABANDONED)
     return reuse

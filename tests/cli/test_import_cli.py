@@ -44,6 +44,7 @@ def test_tree_import_lines_exit_codes_and_json(cli, tmp_path):
     assert done.returncode == 0, done.stderr
     reports = [json.loads(line) for line in done.stdout.splitlines()]
     assert [r["status"] for r in reports] == ["unchanged", "imported"]
+    assert not [k for r in reports for k in r if k.startswith("_")]  # (an importer's own notes stay inside)
     assert reports[1]["malformed"] == [{"line": 1, "offset": 0, "reason": "Expecting value: line 1 column 1 (char 0)"}]
     assert cli("check", str(out / "p" / "s1.jsonl")).returncode == 0
 

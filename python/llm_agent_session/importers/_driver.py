@@ -12,9 +12,9 @@ import contextlib
 import gc
 import os
 import traceback
-from typing import Any, Callable, Dict, Iterator, List, Protocol, Sequence, Tuple
+from typing import Any, Callable, Dict, Iterator, List, Protocol, Sequence, Tuple, cast
 
-from .. import Session, TranscriptError, __version__, _backend
+from .. import Session, TranscriptError, __version__, _backend, _platform
 from .._files import publish_new
 from ._bulk import LineWriter, storable
 from ._checkpoint import CHECKPOINT, last_checkpoint, source_digest
@@ -97,7 +97,7 @@ def _checkpoint(src: str, fmt: str, data: bytes, parsed: Parsed, job: Job) -> Di
         "importer": f"llm-agent-session {__version__}",
     }
     payload.update(job.checkpoint)
-    return storable(payload)  # type: ignore[no-any-return]
+    return cast(Dict[str, Any], storable(payload))
 
 
 def _create(data: bytes, src: str, out: str, fmt: str, plan: Plan, report: ImportReport) -> None:
@@ -139,15 +139,14 @@ def _append_new(data: bytes, src: str, out: str, fmt: str, plan: Plan, report: I
                 f"the part of {src} imported into {out} before (its first {done} bytes) has changed since; "
                 "import into a new OUT"
             )
-        report["_checkpoint"] = cp
         if done == len(data):
-            report["status"] = "unchanged"
+            _unchanged(report, cp)
             return
         now = ImportReport(src, out, fmt)
         parsed = parse_lines(data, 0, 1, now)
         if parsed.end <= done:
             report["pending_tail"] = now["pending_tail"]
-            report["status"] = "unchanged"  # only an unfinished last line: nothing whole yet
+            _unchanged(report, cp)  # only an unfinished last line: nothing whole yet
             return
         # What the last import read, planned again (the plan of a source depends on it alone).
         was = ImportReport(src, out, fmt)
@@ -164,11 +163,23 @@ def _append_new(data: bytes, src: str, out: str, fmt: str, plan: Plan, report: I
         report["status"] = "appended"
 
 
+_CHECKPOINT_KEYS = ("format", "source", "bytes", "lines", "digest", "importer", "resume")
+
+
+def _unchanged(report: ImportReport, cp: Dict[str, Any]) -> None:
+    """Nothing to import: the format's own checkpoint fields (a Job's ``checkpoint``) come
+    back as the report's ``_<name>`` keys, which the format's import reads and removes."""
+    report["status"] = "unchanged"
+    for key, value in cp.items():
+        if key not in _CHECKPOINT_KEYS:
+            report["_" + key] = value
+
+
 def _write_at_end(out: str, session: Session, report: ImportReport, parsed: Parsed,
                   write: Callable[[LineWriter], None]) -> None:
     """Run ``write`` on a writer at the end of ``out`` (which ``session`` holds locked);
     if anything fails, cut the file back to where it ended."""
-    fd = os.open(out, os.O_WRONLY | os.O_APPEND | getattr(os, "O_CLOEXEC", 0))
+    fd = os.open(out, os.O_WRONLY | os.O_APPEND | _platform.O_CLOEXEC)
     try:
         end = os.fstat(fd).st_size
         try:
@@ -241,4 +252,3 @@ def mirror_files(src_dir: str, pick: Callable[[str], bool]) -> List[str]:
             if pick(rel):
                 found.append(rel)
     return found
-

@@ -44,21 +44,20 @@ _TITLES = {"summary": "summary", "ai-title": "aiTitle", "custom-title": "customT
 
 def import_transcript(src: Any, out: Any) -> ImportReport:
     """Import one Claude Code session file ``src`` into the transcript ``out`` (a new file,
-    or one an earlier import made: then only what is new is appended). Its sidechains and
+    or one an earlier import made: then what brings it to what one import of the whole
+    file gives is appended, usually just what is new). Its sidechains and
     its ``subagents/`` files, when there are any, become transcripts beside ``out``; their
     reports are in ``report["transcripts"]``."""
     src, out = os.fspath(src), os.fspath(out)
     report = run_import(src, out, FORMAT, lambda lines, rep, first: _Job(src, lines, rep, first, None))
-    roots = report.pop("_sidechains", None)
-    checkpoint = report.pop("_checkpoint", None) or {}
+    roots = report.pop("_sidechains", None)  # from the plan, or (unchanged) from the checkpoint
     if report["status"] == "failed":
         return report
-    if roots is None:  # not planned again (unchanged): the sidechains the last import found
-        roots = checkpoint.get("sidechains")
-        if not isinstance(roots, list):  # a checkpoint of a version that did not keep them
-            side_dir = os.path.join(_stem_dir(out), "sidechains")
-            names = sorted(os.listdir(side_dir)) if os.path.isdir(side_dir) else []
-            roots = [n[: -len(".jsonl")] for n in names if n.endswith(".jsonl")]
+    if not isinstance(roots, list):
+        roots = []
+        side_dir = os.path.join(_stem_dir(out), "sidechains")
+        if report["status"] == "unchanged" and os.path.isdir(side_dir):  # since a version that did not keep them
+            roots = [n[: -len(".jsonl")] for n in sorted(os.listdir(side_dir)) if n.endswith(".jsonl")]
     for root in roots:
         if isinstance(root, str):
             path = sidechain_path(out, root)

@@ -43,7 +43,8 @@ _TURN_EDGES = ("task_started", "task_complete", "turn_started", "turn_complete",
 
 def import_transcript(src: Any, out: Any) -> ImportReport:
     """Import one Codex rollout ``src`` into the transcript ``out`` (a new file, or one an
-    earlier import made: then only what the rollout gained since is appended)."""
+    earlier import made: then what brings it to what one import of the whole rollout
+    gives is appended, usually just what the rollout gained since)."""
     src, out = os.fspath(src), os.fspath(out)
     return run_import(src, out, FORMAT, lambda lines, rep, first: _Job(src, lines, rep))
 

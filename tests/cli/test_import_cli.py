@@ -8,6 +8,8 @@ import os
 import subprocess
 import sys
 
+import pytest
+
 from cli_support import child_env
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(__file__)))
@@ -101,7 +103,7 @@ def test_works_without_rich(backend_name, tmp_path):
 
 def test_a_fifo_in_the_tree_fails_without_a_traceback_or_a_hang(cli, tmp_path):
     if not hasattr(os, "mkfifo"):
-        return
+        pytest.skip("no FIFOs on this platform")
     root = tmp_path / "sessions"
     write(str(root / "2025" / "rollout-1.jsonl"), codex_rollout())
     write(str(root / "rollout-2.jsonl"), codex_rollout())

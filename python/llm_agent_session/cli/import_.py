@@ -16,9 +16,10 @@ from .output import CliError, Out
 
 DESCRIPTION = """Import another agent's session files into transcripts. SRC is one file
 (then OUT is the new transcript) or a directory tree (then OUT is a directory that mirrors
-it, one transcript per session file). Importing into an OUT an earlier import made appends
-only what the source gained since (a session still running), so this can run every few
-minutes; a file whose imported part changed is refused, never rewritten. OUT may not be
+it, one transcript per session file). Importing into an OUT an earlier import made reads
+the source again and appends what brings OUT to what one import of the whole source gives
+(usually what a session still running gained since), so this can run every few minutes;
+a file whose imported part changed is refused, never rewritten. OUT may not be
 inside SRC. A file that is not a regular file (a FIFO, a device), or that passes the
 importers' bounds (1 GiB decompressed, 10 million lines, a line of 256 MiB), fails with
 a reason and the others are imported."""

@@ -170,7 +170,9 @@ class Planner:
             payload.setdefault("source-ts", ts)  # the source's text, which is not a time
         return self._add(Record(MESSAGE, payload, when, kind))
 
-    def assistant(self, kind: str, content: Any, calls: Sequence[Call], extra: Mapping[str, Any], ts: Any = None) -> Optional[int]:
+    def assistant(
+        self, kind: str, content: Any, calls: Sequence[Call], extra: Mapping[str, Any], ts: Any = None
+    ) -> Optional[int]:
         """An assistant message with its tool calls, each then dispatched (at its own source
         time): a call nothing answers stays pending in state ``dispatched``."""
         msg: Dict[str, Any] = {"role": "assistant", "content": content}
@@ -213,7 +215,8 @@ class Planner:
         message. A token count the source does not state is None (left out when written)."""
         through = self.last_message_id
         if through is None:
-            return self.message(kind, {"role": "user", "content": summary}, dict(extra, **{"compact-summary": True}), ts)
+            extra = dict(extra, **{"compact-summary": True})
+            return self.message(kind, {"role": "user", "content": summary}, extra, ts)
         return self._add(Record(COMPACTION, (summary, through, tokens_before, tokens_after), self._time(ts), kind))
 
     def rewind(self, kind: str, to_id: Optional[int], ts: Any = None) -> Optional[int]:
@@ -229,8 +232,11 @@ class Planner:
                 for call in record.body.get("tool_calls") or () if isinstance(call, dict)}
         at = self._add(Record(REWIND, to_id, self._time(ts), kind))
         for call_id in [c for c in self.pending if c in made]:
-            self._add(Record(SETTLED, (self.pending.pop(call_id), "outcome-unknown", ROLLED_BACK), self.records[at].ts, kind))
+            settle = (self.pending.pop(call_id), "outcome-unknown", ROLLED_BACK)
+            self._add(Record(SETTLED, settle, self.records[at].ts, kind))
         return at
 
-    def run_context(self, kind: str, sections: List[Tuple[str, str]], facts: List[Tuple[str, Any]], ts: Any = None) -> int:
+    def run_context(
+        self, kind: str, sections: List[Tuple[str, str]], facts: List[Tuple[str, Any]], ts: Any = None
+    ) -> int:
         return self._add(Record(RUN_CONTEXT, (sections, facts), self._time(ts), kind))

@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
+from typing import Any, Callable, Dict, Iterable, List, Optional, Sequence, Tuple
 
 from .. import Event, Message
 from ..history import Removal
@@ -155,13 +155,14 @@ def compaction_tokens(payload: Dict[str, Any]) -> str:
     return f"{tokens(payload.get('tokens-before'))} → {tokens(payload.get('tokens-after'))} tokens"
 
 
-def time_span(entries: Sequence[Entry], code: Callable[[str], str] = str) -> str:
-    """``from <first ts> to <last ts>`` of the entries (their envelopes' times); "" if none.
-    `code` marks up a value taken from the file (Markdown: a code span)."""
-    times = sorted(e.ts for e in entries if e.ts)
-    if not times:
+def time_span(times: Iterable[Optional[str]], code: Callable[[str], str] = str) -> str:
+    """``from <earliest> to <latest>`` of envelope times; "" if there are none. `code`
+    marks up a value taken from the file (Markdown: a code span)."""
+    known = [t for t in times if t]
+    if not known:
         return ""
-    return f"from {code(times[0])} to {code(times[-1])}" if times[0] != times[-1] else f"at {code(times[0])}"
+    first, last = min(known), max(known)
+    return f"from {code(first)} to {code(last)}" if first != last else f"at {code(first)}"
 
 
 def removal_note(removed: Removal, code: Callable[[str], str] = str) -> str:

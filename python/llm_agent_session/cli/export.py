@@ -2,7 +2,8 @@
 
 Without ``--all`` an export is the live conversation (replay applied: what the model
 would be sent next); with ``--all`` (html, markdown) it is the whole history in file
-order (``whole_history.py``). Each format is one entry of :data:`FORMATS`: what its
+order (``whole_history.py``), written as it is rendered, a row at a time, so its memory
+does not grow with the file. Each format is one entry of :data:`FORMATS`: what its
 ``--help`` says, whether it can write the whole history, and the function that renders it.
 """
 
@@ -11,18 +12,18 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-from typing import Any, Callable, Dict, List, NamedTuple, Optional
+from typing import Any, Callable, Dict, Iterable, List, NamedTuple, Optional
 
 from .. import Session
-from .conversation import Entry, RewoundGroup, annotate, rewound_groups
 from .arguments import whole_number
+from .conversation import Entry, RewoundGroup, annotate, rewound_groups
 from .exit_codes import FAILED, OK, READS_TRANSCRIPT, USAGE
 from .output import CliError, Out, visible
 from .reading import open_read_only, peek_transcript, require_file
 
 
 class Exported(NamedTuple):
-    text: str
+    text: Iterable[str]  # the export, in pieces to write one after the other
     messages: int  # how many messages it holds (for the line on stderr)
     note: Optional[str] = None  # why it was read from a private copy, if it was
 
@@ -46,10 +47,10 @@ def read_live(path: str, annotated: bool = True) -> Live:
 
 
 def _whole(path: str) -> Any:
-    from .whole_history import whole_history
+    from .whole_history import WholeHistory
 
     require_file(path)
-    return whole_history(peek_transcript(path)["envelopes"])
+    return WholeHistory.read(peek_transcript(path)["envelopes"])
 
 
 def _limit(args: argparse.Namespace) -> int:
@@ -61,7 +62,7 @@ def html(args: argparse.Namespace) -> Exported:
 
     if args.all:
         whole = _whole(args.file)
-        return Exported(render_all(args.file, whole, _limit(args)), sum(1 for r in whole.rows if r.entry))
+        return Exported(render_all(args.file, whole, _limit(args)), whole.messages)
     live = read_live(args.file)
     rewound: List[RewoundGroup] = []
     # What rewinds cut stays on the page, marked: nothing is ever deleted from a transcript.
@@ -69,7 +70,7 @@ def html(args: argparse.Namespace) -> Exported:
     if "survey" in view and "error" not in view:
         rewound = rewound_groups(view["envelopes"], view["survey"]["rewound"])
     text = render(args.file, live.meta, live.entries, live.pending, _limit(args), rewound)
-    return Exported(text, len(live.entries), live.note)
+    return Exported([text], len(live.entries), live.note)
 
 
 def markdown(args: argparse.Namespace) -> Exported:
@@ -77,16 +78,17 @@ def markdown(args: argparse.Namespace) -> Exported:
 
     if args.all:
         whole = _whole(args.file)
-        return Exported(render_all(args.file, whole, _limit(args)), sum(1 for r in whole.rows if r.entry))
+        return Exported(render_all(args.file, whole, _limit(args)), whole.messages)
     live = read_live(args.file)
-    return Exported(render(args.file, live.meta, live.entries, _limit(args), live.pending), len(live.entries), live.note)
+    text = render(args.file, live.meta, live.entries, _limit(args), live.pending)
+    return Exported([text], len(live.entries), live.note)
 
 
 def openai(args: argparse.Namespace) -> Exported:
     from .export_openai import render
 
     live = read_live(args.file, annotated=False)
-    return Exported(render(live.messages), len(live.messages), live.note)
+    return Exported([render(live.messages)], len(live.messages), live.note)
 
 
 class Format(NamedTuple):
@@ -130,17 +132,33 @@ def run(args: argparse.Namespace, out: Out) -> int:
                        f"not {args.format}", USAGE)
     exported = chosen.render(args)
     if args.output in (None, "-"):
-        out.stream.write(exported.text)
+        for piece in exported.text:
+            out.stream.write(piece)
     else:
-        try:
-            with open(args.output, "x", encoding="utf-8") as f:
-                f.write(exported.text)
-        except FileExistsError:
-            raise CliError(f"{args.output}: already exists; name a new file (export never overwrites)", FAILED) from None
-        except OSError as e:
-            raise CliError(f"{args.output}: cannot write it ({e.strerror})", FAILED) from None
+        write_new_file(args.output, exported.text)
         print(visible(f"wrote {args.output} ({os.path.getsize(args.output):,} bytes, {exported.messages:,} messages)"),
               file=sys.stderr)
     if exported.note:
         print(visible(f"llm-agent-session export: {exported.note}"), file=sys.stderr)
     return OK
+
+
+def write_new_file(path: str, pieces: Iterable[str]) -> None:
+    """Write `pieces` to the new file `path` (never over an existing one); if writing
+    fails part-way (or is interrupted), the partial file is removed."""
+    try:
+        f = open(path, "x", encoding="utf-8")
+    except FileExistsError:
+        raise CliError(f"{path}: already exists; name a new file (export never overwrites)", FAILED) from None
+    except OSError as e:
+        raise CliError(f"{path}: cannot write it ({e.strerror})", FAILED) from None
+    try:
+        with f:
+            for piece in pieces:
+                f.write(piece)
+    except OSError as e:
+        os.unlink(path)
+        raise CliError(f"{path}: cannot write it ({e.strerror}); the partial file was removed", FAILED) from None
+    except BaseException:
+        os.unlink(path)
+        raise

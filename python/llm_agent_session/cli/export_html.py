@@ -12,7 +12,7 @@ from __future__ import annotations
 import base64
 import hashlib
 from html import escape
-from typing import Any, Dict, List, Sequence
+from typing import Any, Dict, Iterator, List, Sequence, Tuple
 
 from .conversation import (
     Entry,
@@ -219,9 +219,14 @@ def _pending(pending: Sequence[Any]) -> List[str]:
             + ["</ul></div>"])
 
 
-def _page(path: str, meta: Dict[str, Any], what: str, body: List[str]) -> str:
+def _page(path: str, meta: Dict[str, Any], what: str) -> Tuple[str, str]:
+    """The page around the body: (everything before it, everything after it)."""
     title = f"Transcript {path}"
     head = [
+        '<!DOCTYPE html>\n<html lang="en">\n<head>\n<meta charset="utf-8">',
+        '<meta name="viewport" content="width=device-width, initial-scale=1">',
+        f'<meta http-equiv="Content-Security-Policy" content="{escape(CSP)}">',
+        f"<title>{esc(title)}</title>\n<style>{CSS}</style>\n</head>\n<body>",
         "<header>",
         f"<h1>{esc(title)}</h1>",
         f'<div class="sub">{esc(what)}</div>',
@@ -229,14 +234,7 @@ def _page(path: str, meta: Dict[str, Any], what: str, body: List[str]) -> str:
         "</header>",
         "<main>",
     ]
-    return (
-        '<!DOCTYPE html>\n<html lang="en">\n<head>\n<meta charset="utf-8">\n'
-        '<meta name="viewport" content="width=device-width, initial-scale=1">\n'
-        f'<meta http-equiv="Content-Security-Policy" content="{escape(CSP)}">\n'
-        f"<title>{esc(title)}</title>\n<style>{CSS}</style>\n</head>\n<body>\n"
-        + "\n".join(head + body + ["</main>"])
-        + f"\n<script>{SCRIPT}</script>\n</body>\n</html>\n"
-    )
+    return "\n".join(head) + "\n", f"</main>\n<script>{SCRIPT}</script>\n</body>\n</html>\n"
 
 
 def render(
@@ -248,7 +246,7 @@ def render(
     rewound: Sequence[RewoundGroup] = (),
 ) -> str:
     """The live conversation, with what rewinds cut beside it (marked)."""
-    span = time_span(entries)
+    span = time_span(e.ts for e in entries)
     what = f"{len(entries):,} messages, as the model would be sent them next" + (f"; {span}" if span else "")
     body: List[str] = []
     # A rewind's group goes right after the message the conversation went back to, when that
@@ -269,13 +267,19 @@ def render(
         body.append(render_entry(e, limit))
         body += [render_rewound(g, limit) for g in after.get(e.id, ())]
     body += [render_rewound(g, limit) for g in last]
-    return _page(path, meta, what, body + _pending(pending))
+    top, bottom = _page(path, meta, what)
+    return top + "\n".join(body + _pending(pending)) + "\n" + bottom
 
 
-def render_all(path: str, whole: WholeHistory, limit: int) -> str:
-    """The whole history in file order (``export --all``)."""
-    span = time_span([r.entry for r in whole.rows if r.entry is not None])
-    what = (f"the whole history: {whole.envelopes:,} lines in file order, {whole.live:,} messages live at the end"
+def render_all(path: str, whole: WholeHistory, limit: int) -> Iterator[str]:
+    """The whole history in file order (``export --all``), a row at a time."""
+    span = time_span((whole.first_ts, whole.last_ts))
+    what = (f"the whole history: {len(whole.envelopes):,} lines in file order, {whole.live:,} messages live at the end"
             + (f"; {span}" if span else "")
             + (f"; {whole.problems:,} line(s) a load would refuse" if whole.problems else ""))
-    return _page(path, whole.meta, what, [render_row(r, limit) for r in whole.rows] + _pending(whole.pending))
+    top, bottom = _page(path, whole.meta, what)
+    yield top
+    for row in whole.rows():
+        yield render_row(row, limit) + "\n"
+    yield "\n".join(_pending(whole.pending))
+    yield bottom

@@ -11,7 +11,7 @@ through ``visible`` too, since the export is often printed to a terminal.
 from __future__ import annotations
 
 import re
-from typing import Any, Dict, List, Sequence
+from typing import Any, Dict, Iterator, List, Sequence
 
 from .conversation import (
     Entry,
@@ -141,29 +141,32 @@ def _pending(pending: Sequence[Any]) -> List[str]:
     ] + [""]
 
 
-def _document(path: str, meta: Dict[str, Any], what: str, body: List[str]) -> str:
-    out = [f"# Transcript {inline(path)}", "", what, "", fenced(json_text(meta, indent=2, sort_keys=True), "json"), ""]
-    # Every piece is already visible; this pass guards the whole document.
-    return visible("\n".join(out + body), multiline=True)
+def _header(path: str, meta: Dict[str, Any], what: str) -> List[str]:
+    return [f"# Transcript {inline(path)}", "", what, "", fenced(json_text(meta, indent=2, sort_keys=True), "json"), ""]
+
+
+def _shown(lines: List[str]) -> str:
+    # Every piece is already visible; this pass guards the whole of it.
+    return visible("\n".join(lines), multiline=True)
 
 
 def render(path: str, meta: Dict[str, Any], entries: List[Entry], limit: int, pending: Sequence[Any] = ()) -> str:
     """The live conversation."""
-    span = time_span(entries, inline)
+    span = time_span((e.ts for e in entries), inline)
     what = f"{count(len(entries))} messages, as the model would be sent them next" + (f"; {span}" if span else "")
-    body: List[str] = []
+    out = _header(path, meta, what)
     for entry in entries:
-        body += render_entry(entry, limit)
-    return _document(path, meta, what, body + _pending(pending))
+        out += render_entry(entry, limit)
+    return _shown(out + _pending(pending))
 
 
-def render_all(path: str, whole: WholeHistory, limit: int) -> str:
-    """The whole history in file order (``export --all``)."""
-    span = time_span([r.entry for r in whole.rows if r.entry is not None], inline)
-    what = (f"The whole history: {whole.envelopes:,} lines in file order, {whole.live:,} messages live at the end"
+def render_all(path: str, whole: WholeHistory, limit: int) -> Iterator[str]:
+    """The whole history in file order (``export --all``), a row at a time."""
+    span = time_span((whole.first_ts, whole.last_ts), inline)
+    what = (f"The whole history: {len(whole.envelopes):,} lines in file order, {whole.live:,} messages live at the end"
             + (f"; {span}" if span else "")
             + (f"; {whole.problems:,} line(s) a load would refuse" if whole.problems else "") + ".")
-    body: List[str] = []
-    for row in whole.rows:
-        body += render_row(row, limit)
-    return _document(path, whole.meta, what, body + _pending(whole.pending))
+    yield _shown(_header(path, whole.meta, what)) + "\n"
+    for row in whole.rows():
+        yield _shown(render_row(row, limit)) + "\n"
+    yield _shown(_pending(whole.pending))

@@ -12,8 +12,8 @@ checkpoints, types this version does not know) as what it did. The facts come fr
 from __future__ import annotations
 
 from collections import Counter
-from dataclasses import dataclass, field
-from typing import Any, Dict, List, Optional, Sequence
+from dataclasses import dataclass
+from typing import Any, Dict, Iterator, List, Optional, Sequence
 
 from .. import Event, Message, PendingToolOperation
 from ..history import History, Operation
@@ -41,48 +41,80 @@ class Row:
     problem: Optional[str] = None  # why the fold could not apply it (a load refuses the file here)
 
 
-@dataclass
 class WholeHistory:
-    meta: Dict[str, Any]
-    rows: List[Row]
-    envelopes: int  # lines read, the session-meta included
-    live: int  # messages in the live conversation at the end
-    pending: List[PendingToolOperation] = field(default_factory=list)
-    problems: int = 0
+    """What became of each envelope, from a first pass over them (:meth:`read`); the rows
+    are made in a second pass, one at a time (:meth:`rows`), so an export of a large file
+    holds the facts (ids, operations, stubs), never every row, in memory."""
 
+    def __init__(self, envelopes: Sequence[Event]) -> None:
+        self.envelopes = envelopes
+        self.history = History()
+        self.stubs: Dict[str, Any] = {}  # message id -> the stub in effect (the last applied elision naming it)
+        self.answered: Dict[str, Operation] = {}  # tool message id -> the latest operation it answers
+        self.removed_by: "Counter[str]" = Counter()  # compaction or rewind id -> how many messages it removed
+        self.refused: Dict[int, str] = {}  # envelope index -> why the fold could not apply it
+        self.messages = 0  # message and summary rows
+        self.first_ts: Optional[str] = None  # the earliest and latest time of those
+        self.last_ts: Optional[str] = None
 
-def whole_history(envelopes: Sequence[Event]) -> WholeHistory:
-    """Fold `envelopes` (every envelope of a file, in order), then describe each."""
-    history = History()
-    stubs: Dict[str, Any] = {}  # message id -> the stub in effect (the last applied elision naming it)
-    for event in envelopes:
-        problems = len(history.problems)
-        history.feed(event)
-        if event.type == "elision" and len(history.problems) == problems:
-            for item in event.payload["items"]:
-                stubs[item["id"]] = item["stub"]
-    answered: Dict[str, Operation] = {}  # tool message id -> the latest operation it answers
-    for op in history.operations.values():
-        if op.answered_by is not None:
-            answered[op.answered_by] = op
-    removed_by = Counter(removal.by for removal in history.removed.values())
-    refused = {p.index: p.reason for p in history.problems}
-    rows: List[Row] = []
-    for i in range(len(envelopes)):
-        e = envelopes[i]
-        if i == 0 and e.type == "session-meta":
-            continue  # the header shows the meta
-        row = Row(i + 1, e, problem=refused.get(i))
-        if e.type in ("message", "compaction") and row.problem is None:
-            row.entry = _entry(i + 1, e, history, stubs, answered.get(e.id))
-            if e.type == "compaction":
-                row.note = f"replaced {removed_by[e.id]:,} message(s) of the conversation with this summary"
-        else:
-            row.note = _note(e, history, removed_by)
-            if e.type not in SAID_BY_THE_NOTE or row.problem is not None:
-                row.payload = json_text(e.payload, indent=2, sort_keys=True)
-        rows.append(row)
-    return WholeHistory(history.meta, rows, len(envelopes), len(history.live_ids), history.pending(), len(history.problems))
+    @classmethod
+    def read(cls, envelopes: Sequence[Event]) -> "WholeHistory":
+        """Fold `envelopes` (every envelope of a file, in order) and note what became of each."""
+        whole = cls(envelopes)
+        history = whole.history
+        for event in envelopes:
+            problems = len(history.problems)
+            history.feed(event)
+            if len(history.problems) != problems:
+                continue
+            if event.type == "elision":
+                for item in event.payload["items"]:
+                    whole.stubs[item["id"]] = item["stub"]
+            elif event.type in ("message", "compaction"):
+                whole.messages += 1
+                ts = event.ts
+                whole.first_ts = ts if whole.first_ts is None else min(whole.first_ts, ts)
+                whole.last_ts = ts if whole.last_ts is None else max(whole.last_ts, ts)
+        for op in history.operations.values():
+            if op.answered_by is not None:
+                whole.answered[op.answered_by] = op
+        whole.removed_by.update(removal.by for removal in history.removed.values())
+        whole.refused = {p.index: p.reason for p in history.problems}
+        return whole
+
+    @property
+    def meta(self) -> Dict[str, Any]:
+        return self.history.meta
+
+    @property
+    def live(self) -> int:
+        """Messages in the live conversation at the end."""
+        return len(self.history.state.ids)
+
+    @property
+    def pending(self) -> List[PendingToolOperation]:
+        return self.history.pending()
+
+    @property
+    def problems(self) -> int:
+        return len(self.history.problems)
+
+    def rows(self) -> Iterator[Row]:
+        """Every envelope but the session-meta (the header shows it), in file order."""
+        for i in range(len(self.envelopes)):
+            e = self.envelopes[i]
+            if i == 0 and e.type == "session-meta":
+                continue
+            row = Row(i + 1, e, problem=self.refused.get(i))
+            if e.type in ("message", "compaction") and row.problem is None:
+                row.entry = _entry(i + 1, e, self.history, self.stubs, self.answered.get(e.id))
+                if e.type == "compaction":
+                    row.note = f"replaced {self.removed_by[e.id]:,} message(s) of the conversation with this summary"
+            else:
+                row.note = _note(e, self.history, self.removed_by)
+                if e.type not in SAID_BY_THE_NOTE or row.problem is not None:
+                    row.payload = json_text(e.payload, indent=2, sort_keys=True)
+            yield row
 
 
 def _entry(number: int, e: Event, history: History, stubs: Dict[str, Any], op: Optional[Operation]) -> Entry:

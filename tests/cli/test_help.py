@@ -9,12 +9,13 @@ suite: the ``cli`` fixture (conftest.py) checks each exit status against them.""
 from __future__ import annotations
 
 import argparse
-import os
+import contextlib
+import io
 import re
 
 import pytest
 
-from llm_agent_session.cli import build_parser
+from llm_agent_session.cli import build_parser, main
 from llm_agent_session.cli import exit_codes as codes
 
 ROW = re.compile(r"^ +(\d+)  ([^:]+): (.+)$")
@@ -82,7 +83,18 @@ def test_every_subcommand_help_states_the_output_rules(cli, name):
     assert ("snake_case" in r.stdout) == has_json, name  # the --json note only where there is --json
 
 
-def test_usage_errors_print_the_commands_usage(cli, tmp_path):
+def run_in_process(*argv: str):
+    """``main(argv)`` here (argparse exits for its own errors): (exit code, stderr)."""
+    err = io.StringIO()
+    with contextlib.redirect_stderr(err), contextlib.redirect_stdout(io.StringIO()):
+        try:
+            code = main(list(argv))
+        except SystemExit as e:
+            code = e.code
+    return code, err.getvalue()
+
+
+def test_usage_errors_print_the_commands_usage(tmp_path):
     src = tmp_path / "src"
     src.mkdir()
     (tmp_path / "out.jsonl").write_text("")
@@ -94,10 +106,9 @@ def test_usage_errors_print_the_commands_usage(cli, tmp_path):
         (["export", "x.jsonl", "--format", "openai", "--all"], "export", "--all is for html, markdown"),
         (["import", "codex", str(src), str(tmp_path / "out.jsonl")], "import", "OUT must be a directory"),
     ]:
-        r = cli(*argv)
-        assert r.returncode == codes.USAGE, (argv, r.stderr)
-        assert r.stderr.startswith(f"usage: llm-agent-session {command} "), (argv, r.stderr)
-        assert f"llm-agent-session {command}: error: " in r.stderr and says in r.stderr, (argv, r.stderr)
-    r = cli("frobnicate")  # no command: the top level's usage
-    assert r.returncode == codes.USAGE and r.stderr.startswith("usage: llm-agent-session [-h]")
-    assert not os.path.exists("x.jsonl")
+        code, stderr = run_in_process(*argv)
+        assert code == codes.USAGE, (argv, stderr)
+        assert stderr.startswith(f"usage: llm-agent-session {command} "), (argv, stderr)
+        assert f"llm-agent-session {command}: error: " in stderr and says in stderr, (argv, stderr)
+    code, stderr = run_in_process("frobnicate")  # no command: the top level's usage
+    assert code == codes.USAGE and stderr.startswith("usage: llm-agent-session [-h]")

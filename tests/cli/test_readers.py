@@ -88,7 +88,7 @@ def test_show_times_failed_mark_unknown_tokens_and_collapsed_extras(imported):
     assert "extras: source-uuids, thinking, usage (--extras shows them)" in out
     assert "extras: tool-use-result (--extras shows them)" in out
     assert SIGNATURE not in out and "input_tokens" not in out and "END-OF-RESULT" not in out
-    assert "pending tool operation op2: bash [call_2] is dispatched, dispatched at 2025-03-01T10:06:00.000000Z" in out
+    assert "pending tool operation op2: bash [call_2] is dispatched (dispatched at 2025-03-01T10:06:00.000000Z)" in out
 
     code, out, _ = run("show", imported, "--extras", "--max-chars", "200")
     assert '"input_tokens": 1200' in out and "uuid-a1b" in out and "SIG-xxx" in out

@@ -200,15 +200,15 @@ def outcome_mark(outcome: Optional[str]) -> Optional[str]:
     return {"failed": "failed", "outcome-unknown": "outcome unknown"}.get(outcome or "")
 
 
-def extras_shown(extras: Dict[str, Any], limit: int) -> List[Tuple[str, str, int]]:
-    """Each extra as (key, its JSON, how many chars were cut to `limit`): a long extra
-    (the source's copy of a tool result, thinking, ...) is shortened as a tool result is,
-    so nothing shortened is repeated in full through an extra."""
-    shown = []
+def extras_text(extras: Dict[str, Any], limit: int, hint: str = "") -> str:
+    """Each extra on a line of its own, ``key = <its JSON>``, shortened to `limit` chars
+    as a tool result is (`hint` follows the count of chars cut): a long extra (the
+    source's copy of a tool result, thinking, ...) never repeats in full what was shortened."""
+    lines = []
     for key, value in sorted(extras.items()):
         text, cut = shorten(json_text(value, sort_keys=True), limit)
-        shown.append((key, text, cut))
-    return shown
+        lines.append(f"{key} = {text}" + (f" … {cut:,} more chars{hint}" if cut else ""))
+    return "\n".join(lines)
 
 
 def sticky_marks(message: Message) -> List[str]:

@@ -20,6 +20,7 @@ from .conversation import Entry, RewoundGroup, annotate, rewound_groups
 from .exit_codes import FAILED, OK, READS_TRANSCRIPT, USAGE
 from .output import CliError, Out, visible
 from .reading import open_read_only, peek_transcript, require_file
+from .whole_history import WholeHistory
 
 
 class Exported(NamedTuple):
@@ -46,9 +47,7 @@ def read_live(path: str, annotated: bool = True) -> Live:
         return Live(s.meta, entries, messages, s.pending_tool_operations(), opened.note)
 
 
-def _whole(path: str) -> Any:
-    from .whole_history import WholeHistory
-
+def _whole(path: str) -> WholeHistory:
     require_file(path)
     return WholeHistory.read(peek_transcript(path)["envelopes"])
 

@@ -19,7 +19,7 @@ from .conversation import (
     RewoundGroup,
     compaction_tokens,
     content_text,
-    extras_shown,
+    extras_text,
     outcome_mark,
     pretty_arguments,
     removal_note,
@@ -171,11 +171,9 @@ def render_entry(entry: Entry, limit: int, note: str = "") -> str:
             f'<span class="id">{esc(call_id)}</span>{_pre(pretty_arguments(args))}</div>'
         )
     if entry.extras:
-        shown_extras = extras_shown(entry.extras, limit)
-        body = "\n".join(f"{key} = {value}" + (f" … {cut:,} more chars" if cut else "") for key, value, cut in shown_extras)
         parts.append(
-            f'<details class="extras"><summary>extras: {esc(", ".join(k for k, _, _ in shown_extras))}</summary>'
-            f"{_pre(body)}</details>"
+            f'<details class="extras"><summary>extras: {esc(", ".join(sorted(entry.extras)))}</summary>'
+            f"{_pre(extras_text(entry.extras, limit))}</details>"
         )
     parts.append("</article>")
     return "\n".join(parts)

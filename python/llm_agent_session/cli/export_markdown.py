@@ -17,7 +17,7 @@ from .conversation import (
     Entry,
     compaction_tokens,
     content_text,
-    extras_shown,
+    extras_text,
     outcome_mark,
     pretty_arguments,
     removal_note,
@@ -112,9 +112,8 @@ def render_entry(entry: Entry, limit: int, note: str = "") -> List[str]:
         call_id, name, args = tool_call_parts(call)
         out += [f"**→ call {inline(name)}** {inline(call_id)}", "", fenced(pretty_arguments(args), "json"), ""]
     if entry.extras:
-        shown_extras = extras_shown(entry.extras, limit)
-        body = "\n".join(f"{key} = {value}" + (f" … {cut:,} more chars" if cut else "") for key, value, cut in shown_extras)
-        out += [f"<details><summary>extras: {len(shown_extras):,}</summary>", "", fenced(body, "text"), "", "</details>", ""]
+        out += [f"<details><summary>extras: {len(entry.extras):,}</summary>", "",
+                fenced(extras_text(entry.extras, limit), "text"), "", "</details>", ""]
     return out
 
 

@@ -19,7 +19,7 @@ from .conversation import (
     annotate,
     compaction_tokens,
     content_text,
-    extras_shown,
+    extras_text,
     outcome_mark,
     pretty_arguments,
     sticky_marks,
@@ -99,9 +99,7 @@ def render_entry(out: Out, entry: Entry, limit: int, extras: bool = False) -> No
     if not extras:
         out.line("   ", (f"extras: {', '.join(sorted(entry.extras))} (--extras shows them)", "extra"))
         return
-    for key, value, cut in extras_shown(entry.extras, limit):
-        more = f" … {cut:,} more chars (--full shows everything)" if cut else ""
-        out.block(f"{key} = {value}{more}", "extra", "   ")
+    out.block(extras_text(entry.extras, limit, " (--full shows everything)"), "extra", "   ")
 
 
 def show_conversation(args: argparse.Namespace, out: Out) -> int:
@@ -120,8 +118,8 @@ def show_conversation(args: argparse.Namespace, out: Out) -> int:
     for entry in entries:
         render_entry(out, entry, limit, args.extras)
     for op in pending:
-        out.line((f"# pending tool operation {op.op_id}: {op.tool} [{op.call_id}] is {op.state}, "
-                  f"dispatched at {op.dispatched_at}", "warn"))
+        out.line((f"# pending tool operation {op.op_id}: {op.tool} [{op.call_id}] is {op.state} "
+                  f"(dispatched at {op.dispatched_at})", "warn"))
     return 0
 
 

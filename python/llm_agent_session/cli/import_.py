@@ -12,6 +12,7 @@ from types import ModuleType
 from typing import Any, Callable, List
 
 from .arguments import whole_number
+from .exit_codes import FAILED, OK, USAGE
 from .output import CliError, Out
 
 DESCRIPTION = """Import another agent's session files into transcripts. SRC is one file
@@ -37,7 +38,8 @@ examples:
   llm-agent-session import codex ~/.codex/sessions ~/transcripts/codex"""
 
 
-EXIT_CODES = ("0  every file imported or unchanged", "1  at least one file failed (its line says why)")
+EXIT_CODES = {OK: "every file imported or unchanged",
+              FAILED: "at least one file failed (its line says why), or SRC does not exist"}
 
 
 def add_parser(add: Callable[..., argparse.ArgumentParser], common: argparse.ArgumentParser) -> None:
@@ -94,7 +96,7 @@ def run(args: argparse.Namespace, out: Out) -> int:
     src, dst = os.path.expanduser(args.src), os.path.expanduser(args.out)
     if not os.path.exists(src):
         raise CliError(f"{src}: no such file or directory (the default location is "
-                       f"{importer.DEFAULT_SOURCE})", 1)
+                       f"{importer.DEFAULT_SOURCE})", FAILED)
 
     def show(report: Any) -> None:
         if args.json:
@@ -104,11 +106,11 @@ def run(args: argparse.Namespace, out: Out) -> int:
 
     if os.path.isdir(src):
         if os.path.exists(dst) and not os.path.isdir(dst):
-            raise CliError(f"{dst}: SRC is a directory, so OUT must be a directory (it is a file)", 2)
+            raise CliError(f"{dst}: SRC is a directory, so OUT must be a directory (it is a file)", USAGE)
         try:
             refuse_out_inside(src, dst)
         except ValueError as e:
-            raise CliError(str(e), 2) from None
+            raise CliError(str(e), USAGE) from None
         with Progress(f"importing {src}") as bar:
             def on_file(report: Any, done: int, total: int) -> None:
                 bar.update(done, total, f"importing {done}/{total}")
@@ -124,4 +126,4 @@ def run(args: argparse.Namespace, out: Out) -> int:
     counts = {s: sum(1 for r in flat if r["status"] == s) for s in ("imported", "appended", "unchanged", "failed")}
     if not args.json:
         out.line(("", None), f"{len(flat)} transcript(s): " + ", ".join(f"{n} {s}" for s, n in counts.items() if n))
-    return 1 if counts["failed"] else 0
+    return FAILED if counts["failed"] else OK

@@ -160,6 +160,9 @@ def build_parser() -> argparse.ArgumentParser:
     from . import import_  # the import command keeps its parser in its own module
 
     import_.add_parser(add_parser, common)
+    from . import view  # so does view
+
+    view.add_parser(add_parser, common)
     return parser
 
 
@@ -196,6 +199,7 @@ COMMANDS: Dict[str, Handler] = {
         ("stats", "stats"),
         ("export", "export"),
         ("import", "import_"),
+        ("view", "view"),
     )
 }
 

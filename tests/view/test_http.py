@@ -7,7 +7,7 @@ import os
 import shutil
 
 import pytest
-from conftest import PORT, TOKEN, client_for
+from view_support import PORT, TOKEN, client_for
 
 from llm_agent_session import Session, user_message
 from llm_agent_session.view.security import CSP

@@ -236,6 +236,8 @@ def api_locate(request: Request) -> Any:
     t = _transcript(request)
     q = request.query_params
     if "id" in q:
+        if t.history is None and not t.ready["index"]:
+            return {"i": None, "wait": True}  # the offsets the id's line is placed by: a moment
         i = t.index_of_id(q["id"])
         live = None
         state = t.live()

@@ -53,6 +53,7 @@
   // ---------------------------------------------------------------- the shelf
 
   function openShelf() {
+    $("reader").remove();   // one page at a time: its search box is then the page's only one
     $("shelf").hidden = false;
     document.title = "Transcripts: llm-agent-session view";
     const rows = [];
@@ -138,10 +139,11 @@
   // ---------------------------------------------------------------- a transcript
 
   function openReader(link) {
+    $("shelf").remove();
     $("reader").hidden = false;
     const T = {
       link, info: null, generation: -1, mode: "history", count: 0,
-      cache: new Map(), heights: new Map(), nodes: new Map(), loading: new Set(),
+      cache: new Map(), heights: new Map(), nodes: new Map(), loading: new Set(), stale: new Set(),
       anchor: { index: 0, offset: 0 }, atEnd: false,
       lastY: 0, suppress: null, input: 0, idle: null, avg: EST,
       hits: [], hitSet: new Set(), hitAt: -1, hitTotal: 0, searchDone: true, searchAbort: null, query: "",
@@ -164,7 +166,7 @@
         .then((got) => {
           if (mode !== T.mode || gen !== T.generation) return;
           if (mode === "live" && !got.ready) { status("computing the live conversation…"); setTimeout(() => { T.loading.delete(k); render(); }, 500); return; }
-          for (const item of got.items) T.cache.set(key(item.i), item);
+          for (const item of got.items) { T.cache.set(key(item.i), item); T.stale.delete(item.i); }
           if (got.count !== null && got.count !== undefined && got.count !== T.count && mode === "live") { T.count = got.count; sizeSpacer(); }
           T.loading.delete(k);
           render();
@@ -179,9 +181,8 @@
         if (Math.abs(i - a) > KEEP) T.cache.delete(k);
       }
     }
-    function forget(from) {   // drop what was fetched from `from` on (new badges, new data)
-      for (const k of [...T.cache.keys()]) if (Number(k.slice(k.indexOf(":") + 1)) >= from) T.cache.delete(k);
-      for (const [i, node] of T.nodes) if (i >= from) { node.remove(); T.nodes.delete(i); }
+    function forget(from) {   // fetch again what was fetched from `from` on (new badges); shown until then
+      for (const k of T.cache.keys()) { const i = Number(k.slice(k.indexOf(":") + 1)); if (i >= from) T.stale.add(i); }
       T.loading.clear();
     }
 
@@ -325,13 +326,14 @@
       let prev = null;
       for (let i = first; i <= last; i++) {
         let node = T.nodes.get(i);
-        const has = T.cache.has(key(i));
-        if (node && node.classList.contains("loading") && has) { node.remove(); node = null; }
+        const item = T.cache.get(key(i));
+        if (node && node.item !== item) { node.remove(); node = null; }
         if (!node) {
           node = envelopeNode(i);
+          node.item = item;
           T.nodes.set(i, node);
-          if (!has) fetchWindow(i);
         }
+        if (!item || T.stale.has(i)) fetchWindow(i);
         if (prev === null ? items.firstChild !== node : prev.nextSibling !== node) {
           if (prev === null) items.prepend(node); else prev.after(node);
         }
@@ -348,7 +350,10 @@
       }
       if (measured > 5) {
         const avg = Math.max(40, Math.round(sum / measured));
-        if (Math.abs(avg - T.avg) > T.avg * 0.25) { T.avg = avg; sizeSpacer(); }
+        if (Math.abs(avg - T.avg) > T.avg * 0.25) {
+          // A new spacer height moves (and may clamp) the scrollbar: set it for the place shown.
+          T.avg = avg; sizeSpacer(); syncScrollbar();
+        }
       }
       items.style.transform = "translateY(" + (-(anchorY + T.anchor.offset)) + "px)";
       trimCache();
@@ -431,6 +436,7 @@
     async function goToId(id) {
       try {
         const got = await getJSON(url("/api/locate", { t: link, id }));
+        if (got.wait) { status("still reading the index…"); await new Promise((r) => setTimeout(r, 250)); return goToId(id); }
         if (got.i === null) { status("no envelope " + id + " in this transcript" + (T.ready.history ? "" : " (or the index is still being read)")); return false; }
         if (T.mode !== "history") setMode("history");
         jumpTo(got.i, true);
@@ -524,7 +530,7 @@
     function setMode(mode) {
       T.mode = mode;
       $("mode-live").checked = mode === "live";
-      T.cache.clear(); T.heights.clear(); T.loading.clear();
+      T.cache.clear(); T.heights.clear(); T.loading.clear(); T.stale.clear();
       for (const node of T.nodes.values()) node.remove();
       T.nodes.clear();
       T.anchor = { index: 0, offset: 0 }; T.target = null;

@@ -17,11 +17,9 @@ import webbrowser
 from typing import List, Optional, TextIO
 from urllib.parse import quote
 
-import uvicorn
-
-from .app import Viewer, app
+from ..cli.output import visible
 from .security import Policy
-from .shelf import Roots
+from .shelf import Roots, Shelf
 
 
 def bind(host: str, port: int) -> socket.socket:
@@ -39,13 +37,11 @@ def url_of(host: str, port: int, path: str, token: str) -> str:
     return f"http://{shown}:{port}{path}?token={token}"
 
 
-def start_path(viewer: Viewer, single: Optional[str]) -> str:
+def start_path(shelf: Shelf, single: Optional[str]) -> str:
     """The page to open first: the transcript itself when there is one, else the shelf."""
     if single is None:
         return "/"
-    from ..cli.output import visible
-
-    link = single if visible(single) == single else viewer.shelf.alias(single)
+    link = single if visible(single) == single else shelf.alias(single)
     return "/t/" + quote(link, safe="/~")
 
 
@@ -77,12 +73,20 @@ def serve(paths: List[str], host: str, port: int, browser: bool, single: Optiona
     sock = bind(host, port)
     port = sock.getsockname()[1]
     policy = Policy(port, token=token, host=host)
-    viewer = Viewer(Roots(paths))
-    url = url_of(host, port, start_path(viewer, single), policy.token)
-    out.write(url + "\n")
+    shelf = Shelf(Roots(paths))
+    url = url_of(host, port, start_path(shelf, single), policy.token)
+    out.write(url + "\n")  # first, before the server's packages are imported
     out.flush()
     if single is None:
-        viewer.shelf.start()  # rows are read while the browser starts
+        shelf.start()  # rows are read while the browser starts
+    import uvicorn
+
+    from .app import Viewer, app
+
+    viewer = Viewer(shelf.roots, shelf)
+    if single is not None:  # read it while the browser starts
+        link = single if visible(single) == single else next(k for k, v in shelf.aliases.items() if v == single)
+        threading.Thread(target=viewer.transcript, args=(link,), daemon=True).start()
     config = uvicorn.Config(app(viewer, policy), log_level="warning", lifespan="off",
                             timeout_graceful_shutdown=1, access_log=False)
     server = uvicorn.Server(config)

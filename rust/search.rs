@@ -137,13 +137,31 @@ fn line_start_from(data: &[u8], stop: usize) -> usize {
 mod tests {
     use super::*;
 
-    fn lines_of(data: &[u8], needle: &[u8], start: u64, end: u64, ic: bool, limit: usize, block: usize) -> Found {
+    fn lines_of(
+        data: &[u8],
+        needle: &[u8],
+        start: u64,
+        end: u64,
+        ic: bool,
+        limit: usize,
+        block: usize,
+    ) -> Found {
         find_lines_in_blocks(data, needle, start, end, ic, limit, block).unwrap()
     }
 
     /// The obvious answer, line by line.
-    fn reference(data: &[u8], needle: &[u8], start: u64, end: u64, ic: bool, limit: usize) -> Found {
-        let mut out = Found { lines: vec![], next: start };
+    fn reference(
+        data: &[u8],
+        needle: &[u8],
+        start: u64,
+        end: u64,
+        ic: bool,
+        limit: usize,
+    ) -> Found {
+        let mut out = Found {
+            lines: vec![],
+            next: start,
+        };
         if needle.is_empty() || limit == 0 || start >= end {
             return out;
         }
@@ -154,8 +172,14 @@ mod tests {
         };
         let mut at = start as usize;
         while at < end as usize && at < hay.len() {
-            let line_end = hay[at..].iter().position(|&b| b == b'\n').map_or(hay.len(), |p| at + p + 1);
-            if hay[at..line_end].windows(needle.len()).any(|w| w == &needle[..]) {
+            let line_end = hay[at..]
+                .iter()
+                .position(|&b| b == b'\n')
+                .map_or(hay.len(), |p| at + p + 1);
+            if hay[at..line_end]
+                .windows(needle.len())
+                .any(|w| w == &needle[..])
+            {
                 out.lines.push(at as u64);
                 if out.lines.len() >= limit {
                     out.next = line_end as u64;
@@ -170,7 +194,8 @@ mod tests {
 
     #[test]
     fn agrees_with_the_line_by_line_answer_at_every_block_size_and_range() {
-        let data = b"{\"a\":\"Hello\"}\nnothing here\nhello hello\n\nHELLO\nlast hello without newline";
+        let data =
+            b"{\"a\":\"Hello\"}\nnothing here\nhello hello\n\nHELLO\nlast hello without newline";
         for block in [1, 2, 3, 5, 8, 13, 64, 4096] {
             for ic in [false, true] {
                 for start in [0u64, 14, 27, 39, 40] {
@@ -178,7 +203,10 @@ mod tests {
                         for limit in [1, 2, usize::MAX] {
                             let got = lines_of(data, b"hello", start, end, ic, limit, block);
                             let want = reference(data, b"hello", start, end, ic, limit);
-                            assert_eq!(got, want, "block {block} ic {ic} start {start} end {end} limit {limit}");
+                            assert_eq!(
+                                got, want,
+                                "block {block} ic {ic} start {start} end {end} limit {limit}"
+                            );
                         }
                     }
                 }
@@ -189,13 +217,22 @@ mod tests {
     #[test]
     fn a_needle_with_a_newline_or_nothing_matches_nothing() {
         let data = b"a\nb\n";
-        assert_eq!(lines_of(data, b"a\nb", 0, 4, false, 10, 4).lines, Vec::<u64>::new());
-        assert_eq!(lines_of(data, b"", 0, 4, false, 10, 4).lines, Vec::<u64>::new());
+        assert_eq!(
+            lines_of(data, b"a\nb", 0, 4, false, 10, 4).lines,
+            Vec::<u64>::new()
+        );
+        assert_eq!(
+            lines_of(data, b"", 0, 4, false, 10, 4).lines,
+            Vec::<u64>::new()
+        );
     }
 
     #[test]
     fn only_ascii_letters_fold() {
         let data = "CAFÉ\ncafé\n".as_bytes();
-        assert_eq!(lines_of(data, "café".as_bytes(), 0, 100, true, 10, 3).lines, vec![6]);
+        assert_eq!(
+            lines_of(data, "café".as_bytes(), 0, 100, true, 10, 3).lines,
+            vec![6]
+        );
     }
 }

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import os
+import queue
 import threading
 from collections import OrderedDict
 from typing import Any, Dict, Iterator, List, Optional, Tuple
@@ -307,15 +308,40 @@ def api_search(request: Request) -> Any:
     if b"\n" in needle:
         raise Problem(400, "q holds a newline, which no line holds")
 
-    def stream() -> Iterator[bytes]:
-        fd = os.open(t.path, os.O_RDONLY)
+    def scan(found: "queue.Queue[Any]") -> None:
+        """The byte scan, in its own thread (the core releases the GIL): it runs at the
+        scan's speed while the hits it found are placed and classified."""
         try:
-            end = t.end
-            at, total, sent, candidates = start, 0, 0, 0
-            chunk = FIRST_CHUNK
-            while at < end:
+            fd = os.open(t.path, os.O_RDONLY)
+        except OSError as e:
+            found.put(e)
+            return
+        try:
+            end, at, chunk = t.end, start, FIRST_CHUNK
+            while at < end and not stop.is_set():
                 lines, at = text_search.find_lines(fd, needle, at, min(at + chunk, end), ignore_case)
                 chunk = min(chunk * 2, SEARCH_CHUNK)
+                found.put((lines, at, end))
+            found.put(None)
+        except Exception as e:  # reported in the stream
+            found.put(e)
+        finally:
+            os.close(fd)
+
+    def stream() -> Iterator[bytes]:
+        found: "queue.Queue[Any]" = queue.Queue(maxsize=64)
+        threading.Thread(target=scan, args=(found,), name="view-search", daemon=True).start()
+        total = sent = candidates = scanned = 0
+        size = t.end
+        try:
+            while True:
+                item = found.get()
+                if item is None:
+                    break
+                if isinstance(item, Exception):
+                    yield (json.dumps({"error": visible(str(item))}) + "\n").encode()
+                    return
+                lines, scanned, size = item
                 candidates += len(lines)
                 hits: List[Any] = []
                 for offset in lines:
@@ -328,11 +354,14 @@ def api_search(request: Request) -> Any:
                         if sent < MAX_HITS:
                             hits.append([i, sorted(groups)])
                             sent += 1
-                yield (json.dumps({"hits": hits, "total": total, "lines": candidates, "scanned": at, "size": end}) + "\n").encode()
-            yield (json.dumps({"done": True, "total": total, "lines": candidates, "scanned": end, "size": end}) + "\n").encode()
+                yield (json.dumps({"hits": hits, "total": total, "lines": candidates, "scanned": scanned,
+                                   "size": size}) + "\n").encode()
+            yield (json.dumps({"done": True, "total": total, "lines": candidates, "scanned": size,
+                               "size": size}) + "\n").encode()
         finally:
-            os.close(fd)
+            stop.set()
 
+    stop = threading.Event()
     if not t.ready["index"]:  # the hits are placed by the index: ask again in a moment
         return Response(b'{"wait": true}\n', media_type="application/x-ndjson", headers={"cache-control": "no-store"})
     return StreamingResponse(stream(), media_type="application/x-ndjson", headers={"cache-control": "no-store"})

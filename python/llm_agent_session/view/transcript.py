@@ -21,7 +21,9 @@ under a new ``generation``.
 from __future__ import annotations
 
 import bisect
+import ctypes
 import os
+import sys
 import threading
 from array import array
 from typing import Any, Dict, List, Optional, Sequence, Tuple
@@ -88,6 +90,7 @@ class Transcript:
         self.warnings: List[str] = []
         self.offsets = array("q")  # each envelope's byte offset (filled by the index)
         self.times = array("q")  # the running maximum of time_key(ts): bisectable
+        self.id_hashes = array("q")  # hash(id) of each envelope: an id found with no dict of ids
         self.jumps: Dict[str, "array[int]"] = {kind: array("q") for kind in TYPE_JUMPS}
         self.indexed = 0  # envelopes in the index so far
         self.history: Optional[History] = None
@@ -174,13 +177,15 @@ class Transcript:
                 start, stop = self.indexed, self.count
                 parts = [(s, max(start - s.base, 0), min(stop - s.base, len(s.envelopes)))
                          for s in self.segments if s.base + len(s.envelopes) > start and s.base < stop]
-            offsets, times, jumps = array("q"), array("q"), {k: array("q") for k in TYPE_JUMPS}
+            offsets, times, hashes = array("q"), array("q"), array("q")
+            jumps: Dict[str, "array[int]"] = {k: array("q") for k in TYPE_JUMPS}
             latest = self.times[-1] if self.times else -1
             kinds = {t: k for k, t in TYPE_JUMPS.items()}
             index = start
             for segment, lo, hi in parts:
                 for (_, offset, _), event in zip(_slice(segment.spans, lo, hi), _slice(segment.envelopes, lo, hi)):
                     offsets.append(offset)
+                    hashes.append(hash(event.id))
                     latest = max(latest, time_key(event.ts))
                     times.append(latest)
                     kind = kinds.get(event.type)
@@ -192,6 +197,7 @@ class Transcript:
                     return
                 self.offsets.extend(offsets)
                 self.times.extend(times)
+                self.id_hashes.extend(hashes)
                 for kind, found in jumps.items():
                     self.jumps[kind].extend(found)
                 self.indexed = stop
@@ -205,13 +211,14 @@ class Transcript:
                     return
                 if fed >= self.count:
                     self.history = history  # from now on refresh() feeds it
-                    return
+                    break
                 stop = self.count
                 parts = [(s, max(fed - s.base, 0), min(stop - s.base, len(s.envelopes)))
                          for s in self.segments if s.base + len(s.envelopes) > fed and s.base < stop]
             for segment, lo, hi in parts:
                 history.feed_all(_slice(segment.envelopes, lo, hi))
             fed = stop
+        _release_freed_memory()
 
     # -- answers ------------------------------------------------------------------------
 
@@ -242,11 +249,24 @@ class Transcript:
             os.close(fd)
 
     def index_of_id(self, envelope_id: str, scan: bool = True) -> Optional[int]:
-        """The position of the envelope `envelope_id` (live or not). From the history once
-        it is read; before, with `scan`, by a search of the file for the line that starts
-        ``{"id":"<id>",`` (ids are the first key of every line)."""
+        """The position of the envelope `envelope_id` (live or not): by the index's id
+        hashes (a C-speed pass over 8 bytes an envelope, no dict of every id), or the
+        history's own table; before either, with `scan`, by a search of the file for the
+        line that starts ``{"id":"<id>",`` (ids are the first key of every line)."""
         with self.lock:
-            history = self.history
+            history, hashes, indexed = self.history, self.id_hashes, self.indexed
+        if indexed:
+            wanted_hash, at = hash(envelope_id), 0
+            while True:
+                try:
+                    at = _find(hashes, wanted_hash, at)
+                except ValueError:
+                    break
+                if self.envelope(at).id == envelope_id:
+                    return at
+                at += 1
+            if indexed >= self.count:
+                return None
         if history is not None:
             return history.index_of(envelope_id)
         if not scan or self.indexed < self.count or not envelope_id:
@@ -308,6 +328,24 @@ class Transcript:
     def ready(self) -> Dict[str, bool]:
         return {"index": self.indexed >= self.count, "verdict": self.verdict is not None,
                 "history": self.history is not None}
+
+
+def _release_freed_memory() -> None:
+    """Hand back to the system the heap that building the history freed: glibc keeps it
+    otherwise (52 MB of the 412 MB a 1 GB transcript's viewer held, measured)."""
+    if sys.platform.startswith("linux"):
+        try:
+            ctypes.CDLL(None).malloc_trim(0)
+        except (OSError, AttributeError):  # not glibc
+            pass
+
+
+def _find(values: "array[int]", value: int, start: int) -> int:
+    """``values.index(value, start)`` (its start parameter is Python 3.10's)."""
+    try:
+        return values.index(value, start)
+    except TypeError:
+        return start + values[start:].index(value)
 
 
 def _slice(seq: Sequence[Any], lo: int, hi: int) -> Sequence[Any]:

@@ -14,7 +14,7 @@
 "use strict";
 (() => {
   const $ = (id) => document.getElementById(id);
-  const WINDOW = 40;            // envelopes a fetch asks for
+  const WINDOW = 24;            // envelopes a fetch asks for
   const EST = 140;              // height of an envelope not measured yet (px)
   const MAX_HEIGHT = 8000000;   // the spacer's largest height (browsers stop near 16-33M px)
   const MAX_RENDERED = 200;     // envelope elements in the page at any time

@@ -45,11 +45,12 @@ JUMP_BY_INPUT = """async ([input, value, done]) => {
   while (!document.querySelector(done)) await new Promise(r => setTimeout(r, 1));
   return performance.now() - t0;
 }"""
-JUMP_BY_SCROLL = """async (fraction) => {
+JUMP_BY_SCROLL = """async ([fraction, count]) => {
+  const max = document.documentElement.scrollHeight - innerHeight;
   const t0 = performance.now();
-  window.scrollTo(0, (document.documentElement.scrollHeight - innerHeight) * fraction);
-  await new Promise(r => setTimeout(r, 1));
-  while (document.querySelector('article.env.loading') || !document.querySelector('article.env'))
+  window.scrollTo(0, Math.round(max * fraction));
+  const want = Math.min(count - 1, Math.floor((window.scrollY / max) * count));
+  while (!document.querySelector(`article.env[data-envelope-id][data-i="${want}"]`))
     await new Promise(r => setTimeout(r, 1));
   return performance.now() - t0;
 }"""
@@ -120,7 +121,7 @@ def jump_round(page: Any, name: str, count: int, rng: random.Random, jumps: int,
         times["by id"].append(page.evaluate(JUMP_BY_INPUT, ["#jump-id", item["id"],
                                                             f"[data-envelope-id='{item['id']}'].target"]))
         page.fill("#jump-id", "")
-        times["by position"].append(page.evaluate(JUMP_BY_SCROLL, rng.random()))
+        times["by position"].append(page.evaluate(JUMP_BY_SCROLL, [0.02 + 0.96 * rng.random(), count]))
         item = api(page, f"/api/envelope?t={name}&i={rng.randrange(count)}")
         times["by time"].append(page.evaluate(JUMP_BY_INPUT, ["#jump-time", item["ts"], "article.target"]))
         page.fill("#jump-time", "")

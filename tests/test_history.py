@@ -44,6 +44,9 @@ def test_what_became_of_each_line(tpath: Any) -> None:
     failed = history.operations[done]
     assert (failed.state, failed.outcome, failed.answered_by, failed.grants_id) == ("failed", "failed", answer, grants)
     assert failed.settle["error"] == "exit 2" and history.grants_for(failed) == {"bash": "allow"}
+    events = {e.id: e for e in Session.peek(tpath)["envelopes"]}
+    assert failed.answered_at == events[answer].ts and failed.dispatch == events[done].payload
+    assert failed.dispatch["arguments"] == {"cmd": "ls"} and "idempotency" in failed.dispatch
     pending = history.operations[open_op]
     assert (pending.state, pending.pending, pending.answered_by) == ("dispatched", True, None)
     assert [op.op_id for op in history.pending()] == [open_op]

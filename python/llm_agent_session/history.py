@@ -75,9 +75,11 @@ class Operation:
     ``state`` is ``dispatched`` or ``result-recorded`` while pending (as
     ``Session.pending_tool_operations()`` says), else the settle's outcome.
     ``answered_by`` is the first ``tool`` message with the operation's call id after the
-    dispatch (whether it came before or after the settle). ``grants_id`` names the
-    ``grants`` envelope in force when it was dispatched (``None``: none had been written).
-    ``arguments`` is ``None`` and ``settle`` empty in a ``History(keep_payloads=False)``.
+    dispatch (whether it came before or after the settle), ``answered_at`` its time.
+    ``grants_id`` names the ``grants`` envelope in force when it was dispatched (``None``:
+    none had been written). ``dispatch`` and ``settle`` are the two records' payloads
+    (``idempotency``, ``run-id`` and ``round`` are in ``dispatch``). ``arguments`` is
+    ``None`` and ``dispatch`` and ``settle`` are empty in a ``History(keep_payloads=False)``.
     """
 
     op_id: str
@@ -89,6 +91,8 @@ class Operation:
     grants_id: Optional[str]
     state: str = "dispatched"
     answered_by: Optional[str] = None
+    answered_at: Optional[str] = None
+    dispatch: Dict[str, Any] = field(default_factory=dict)
     settled_id: Optional[str] = None
     settled_at: Optional[str] = None
     settle: Dict[str, Any] = field(default_factory=dict)
@@ -185,6 +189,7 @@ class History:
                 dispatched_at=ts,
                 index=index,
                 grants_id=self.grants_id,
+                dispatch=payload if self.keep_payloads else {},
             )
             self._unanswered.setdefault(call_id, []).append(id_)
             self.calls.setdefault(call_id, []).append(id_)
@@ -199,7 +204,7 @@ class History:
             if isinstance(call_id, str):
                 for op_id in self._unanswered.pop(call_id, ()):
                     op = self.operations[op_id]
-                    op.answered_by = id_
+                    op.answered_by, op.answered_at = id_, ts
                     self.answers.setdefault(id_, op_id)
                     if op.state == "dispatched":
                         op.state = "result-recorded"

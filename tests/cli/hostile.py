@@ -118,7 +118,7 @@ def commands(path: str, out_dir: str, through: str) -> List[List[str]]:
         ["stats", path], ["stats", path, "--json"],
         ["check", path], ["check", path, "--json"],
         ["export", path, "--format", "markdown"], ["export", path, "--format", "openai"],
-        ["export", path, "--format", "html"],
+        ["export", path, "--format", "html"], ["export", path, "--format", "otlp", "--content"],
         ["salvage", path, new("salvaged")], ["fork", path, new("fork"), "--through", through],
         ["fork", path, new("fork2"), "--through", "no" + SHORT],
         ["repair", path],  # last: it changes the file

@@ -146,16 +146,23 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--json", action="store_true", help="print the report as JSON")
 
     p = add_parser(
-        "export", ("0  written", "1  it does not load, or OUT exists or cannot be written", NOT_A_TRANSCRIPT_EXIT),
-        parents=[common], help="the conversation as html, markdown or an openai messages array",
+        "export", ("0  written", "1  it does not load (otlp exports what parses and records what a load would refuse), "
+                   "or OUT exists or cannot be written, or the --endpoint collector refused", NOT_A_TRANSCRIPT_EXIT),
+        parents=[common], help="the conversation as html, markdown or an openai messages array, or the run as otlp spans",
     )
     p.add_argument("file", metavar="FILE", help=FILE_HELP)
-    p.add_argument("--format", required=True, choices=("html", "markdown", "openai"),
-                   help="html: one self-contained page; markdown; openai: a chat-completions messages array (JSON)")
+    p.add_argument("--format", required=True, choices=("html", "markdown", "openai", "otlp"),
+                   help="html: one self-contained page; markdown; openai: a chat-completions messages array (JSON); "
+                   "otlp: OpenTelemetry GenAI spans, one OTLP/JSON request per line (docs/otlp.md)")
     p.add_argument("-o", "--output", metavar="OUT", help="write to this new file instead of stdout")
     p.add_argument("--max-chars", type=whole_number(0), default=100_000, metavar="N",
                    help="shorten each tool result to N chars (default 100000; not for openai)")
     p.add_argument("--full", action="store_true", help="do not shorten tool results")
+    p.add_argument("--content", action="store_true",
+                   help="otlp: put the messages in the spans (opt-in: they hold whatever the conversation held)")
+    p.add_argument("--endpoint", metavar="URL",
+                   help="otlp: also send the spans to this OTLP/HTTP collector (e.g. http://localhost:4318); "
+                   "nothing goes to stdout then unless -o - is given")
 
     from . import import_  # the import command keeps its parser in its own module
 

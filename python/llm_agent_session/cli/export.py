@@ -1,4 +1,5 @@
-"""``export``: the conversation (replay applied) as HTML, Markdown or an OpenAI messages array."""
+"""``export``: the conversation (replay applied) as HTML, Markdown or an OpenAI messages array;
+the whole run as OpenTelemetry spans (``--format otlp``, in ``export_otlp.py``)."""
 
 from __future__ import annotations
 
@@ -13,6 +14,12 @@ from .reading import open_read_only
 
 
 def run(args: argparse.Namespace, out: Out) -> int:
+    if args.format == "otlp":  # read as peek reads (a file load refuses still exports): its own module
+        from .export_otlp import run as run_otlp
+
+        return run_otlp(args, out)
+    if args.content or args.endpoint:
+        raise CliError("--content and --endpoint are for --format otlp", 2)
     with open_read_only(args.file) as opened:
         s = opened.session
         messages, ids = s.messages, s.message_ids

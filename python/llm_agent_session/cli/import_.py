@@ -16,9 +16,13 @@ from .output import CliError, Out
 
 DESCRIPTION = """Import another agent's session files into transcripts. SRC is one file
 (then OUT is the new transcript) or a directory tree (then OUT is a directory that mirrors
-it, one transcript per session file). Importing into an OUT an earlier import made appends
-only what the source gained since (a session still running), so this can run every few
-minutes; a file whose imported part changed is refused, never rewritten."""
+it, one transcript per session file). Importing into an OUT an earlier import made reads
+the source again and appends what brings OUT to what one import of the whole source gives
+(usually what a session still running gained since), so this can run every few minutes;
+a file whose imported part changed is refused, never rewritten. OUT may not be
+inside SRC. A file that is not a regular file (a FIFO, a device), or that passes the
+importers' bounds (1 GiB decompressed, 10 million lines, a line of 256 MiB), fails with
+a reason and the others are imported."""
 
 EPILOG = """where the sources are by default:
   claude-code  ~/.claude/projects/<project>/<session-uuid>.jsonl
@@ -84,6 +88,7 @@ def run(args: argparse.Namespace, out: Out) -> int:
     from .progress import Progress
 
     from ..importers import claude_code, codex
+    from ..importers._driver import refuse_out_inside
 
     importer: ModuleType = claude_code if args.source_format == "claude-code" else codex
     src, dst = os.path.expanduser(args.src), os.path.expanduser(args.out)
@@ -100,6 +105,10 @@ def run(args: argparse.Namespace, out: Out) -> int:
     if os.path.isdir(src):
         if os.path.exists(dst) and not os.path.isdir(dst):
             raise CliError(f"{dst}: SRC is a directory, so OUT must be a directory (it is a file)", 2)
+        try:
+            refuse_out_inside(src, dst)
+        except ValueError as e:
+            raise CliError(str(e), 2) from None
         with Progress(f"importing {src}") as bar:
             def on_file(report: Any, done: int, total: int) -> None:
                 bar.update(done, total, f"importing {done}/{total}")

@@ -50,6 +50,15 @@ def test_what_became_of_each_line(tpath: Any) -> None:
     pending = history.operations[open_op]
     assert (pending.state, pending.pending, pending.answered_by) == ("dispatched", True, None)
     assert [op.op_id for op in history.pending()] == [open_op]
+    assert history.answers == {answer: done} and history.calls == {"call_0": [done, open_op]}
+    assert history.index_of(grants) == 3 and history.index_of("nothing") is None
+
+    # Without payloads: the same facts, no tool values and no run-context texts kept.
+    lean = History.read(tpath, keep_payloads=False)
+    assert (lean.live_ids, lean.removed, lean.elided, lean.answers) == (
+        history.live_ids, history.removed, history.elided, history.answers)
+    assert [(op.op_id, op.state, op.answered_by, op.arguments, op.settle) for op in lean.operations.values()] == [
+        (done, "failed", answer, None, {}), (open_op, "dispatched", None, None, {})]
 
 
 def test_a_reference_to_nothing_live_is_a_problem_and_the_rest_is_read(tpath: Any) -> None:

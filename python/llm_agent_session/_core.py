@@ -122,3 +122,10 @@ class Core(Protocol):
 
     def identical_prefix(self, a: List[Any], b: List[Any]) -> int:
         """How many leading items of `a` and `b` are the very same objects (``is``)."""
+
+    def find_lines(
+        self, fd: int, needle: bytes, start: int, end: int, ignore_case: bool = False, limit: int = ...
+    ) -> Tuple[List[int], int]:
+        """The start offsets of the lines starting in ``[start, end)`` that contain
+        `needle` (ASCII letters folded with `ignore_case`; at most `limit`), and the start
+        of the first line not examined (the search of ``llm_agent_session.search``)."""

@@ -13,6 +13,7 @@ __all__ = [
     "new_id",
     "append_size",
     "identical_prefix",
+    "find_lines",
     "SourceReader",
     "replay",
     "scan",
@@ -58,6 +59,11 @@ def append_size(fd: int, path: str) -> int:
 
 def identical_prefix(a: List[Any], b: List[Any]) -> int:
     """How many leading items of ``a`` and ``b`` are the very same objects."""
+
+def find_lines(
+    fd: int, needle: bytes, start: int, end: int, ignore_case: bool = False, limit: int = ...
+) -> Tuple[List[int], int]:
+    """The lines of ``[start, end)`` holding ``needle``, and where to go on (``_pure.search.find_lines``)."""
 
 @final
 class SourceReader:

@@ -13,13 +13,13 @@ from typing import Optional
 from . import _platform
 from ._core import AppendSize, EncodeEnvelope, Replayed, Scanned
 from ._native import append_size as _append_size
-from ._native import copy_prefix, identical_prefix, tail_check
+from ._native import copy_prefix, find_lines, identical_prefix, tail_check
 from ._native import encode_envelope as _encode_envelope
 from ._native import replay as _replay
 from ._native import scan as _scan
 
 __all__ = ["name", "tail_check", "copy_prefix", "replay", "scan", "encode_envelope", "append_size",
-           "identical_prefix"]
+           "identical_prefix", "find_lines"]
 
 name = "native"
 encode_envelope: Optional[EncodeEnvelope] = _encode_envelope

@@ -17,8 +17,11 @@ def describe(line: int, offset: int, numbered: bool) -> str:
 
 
 def peek(
-    path: str, *, offset: int = 0, identity: Optional[Tuple[int, int]] = None, survey: bool = False
+    path: str, *, offset: int = 0, identity: Optional[Tuple[int, int]] = None, survey: bool = False,
+    spans: bool = False,
 ) -> Dict[str, Any]:
+    """``Session.peek``; with `spans` (the viewer's) the result also has ``spans``: the
+    ``(line, byte offset, length)`` of each envelope, lines counted from where it read."""
     survey = bool(survey)  # any truthy value, on both cores
     if not isinstance(offset, int) or isinstance(offset, bool) or offset < 0:
         raise ValueError(f"offset must be an int >= 0, not {offset!r}")
@@ -41,6 +44,8 @@ def peek(
     }
     if survey:
         result["survey"] = _survey_of(None, [], [])
+    if spans:
+        result["spans"] = []
     try:
         # O_NONBLOCK: opening a FIFO planted at the path must not hang the viewer.
         fd = os.open(path, os.O_RDONLY | _platform.O_CLOEXEC | _platform.O_NONBLOCK | _platform.O_BINARY)
@@ -79,6 +84,8 @@ def peek(
         notes.append((off, f"{describe(line, off, numbered)}: message payload has no string role; skipped"))
     notes.sort(key=lambda n: n[0])
     result["envelopes"] = found.events
+    if spans:
+        result["spans"] = found.spans
     result["messages"] = found.messages
     result["warnings"] = [text for _, text in notes]
     if survey:

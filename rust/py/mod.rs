@@ -13,6 +13,7 @@ mod encode;
 mod import;
 mod lazy;
 mod named;
+mod search;
 mod survivors;
 
 use std::io;
@@ -390,6 +391,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<import::SourceReader>()?;
     m.add_function(wrap_pyfunction!(append_size, m)?)?;
     m.add_function(wrap_pyfunction!(identical_prefix, m)?)?;
+    m.add_function(wrap_pyfunction!(search::find_lines, m)?)?;
     let line_problem = py.get_type::<LineProblem>();
     line_problem.setattr("__module__", "llm_agent_session._native")?;
     m.add("LineProblem", line_problem)?;

@@ -153,6 +153,9 @@ def build_parser() -> CommandParser:
 
     export.add_parser(add_parser, common)
     import_.add_parser(add_parser, common)
+    from . import view  # so does view
+
+    view.add_parser(add_parser, common)
     return parser
 
 
@@ -189,6 +192,7 @@ COMMANDS: Dict[str, Handler] = {
         ("stats", "stats"),
         ("export", "export"),
         ("import", "import_"),
+        ("view", "view"),
     )
 }
 

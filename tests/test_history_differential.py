@@ -1,13 +1,14 @@
 """``History.read`` on the native core against the pure reference.
 
 The native core folds the file in Rust (``rust/replay/history.rs``) and builds the
-structures at once (``rust/py/history.rs``); the pure one feeds every envelope peek lists
-to ``HistoryFold.feed``. Both must leave a ``History`` equal in every field, in order
-(removals, elisions, operations with their arguments and settles, grants, problems, the
-call ids still waiting, the ``FoldState``, which ids count as seen), and ``feed`` must go
-on from either alike. Inputs: generated transcripts, damaged ones (the fold refuses
-lines), hostile lines, a transcript big enough for two threads, and the native build
-without a descriptor of its own (everything built at once).
+structures from its notes (``rust/py/history.rs``; the big mappings entry by entry, when
+asked for); the pure one feeds every envelope peek lists to ``HistoryFold.feed``. Both
+must leave a ``History`` equal in every field, in order (removals, elisions, operations
+with their payloads, answers, calls, grants, problems, the call ids still waiting, the
+``FoldState``, each id's position), with payloads kept or not, and ``feed`` must go on
+from either alike. Inputs: generated transcripts, damaged ones (the fold refuses lines),
+hostile lines, a transcript big enough for two threads, and the native build without a
+descriptor of its own (operations built at once).
 """
 
 from __future__ import annotations
@@ -43,21 +44,24 @@ def backend_name() -> str:
 
 
 def history_view(h: History, ids: List[str]) -> Tuple[Any, ...]:
-    """Everything a History holds, in order; `ids`: the envelope ids to ask `_seen` about."""
+    """Everything a History holds, in order; `ids`: the envelope ids to ask `index_of` about."""
     state = h.state
     return (
+        h.keep_payloads,
         h.count,
         h.meta,
         h.meta is state.meta,
         list(h.removed.items()),
         list(h.elided.items()),
         list(h.operations.items()),
+        list(h.answers.items()),
+        list(h.calls.items()),
         list(h.grants_by_id.items()),
         h.grants_id,
         h.grants_id is None or state.grants is h.grants_by_id[h.grants_id],
         h.problems,
         list(h._unanswered.items()),
-        [i in h._seen for i in ids],
+        [h.index_of(i) for i in ids],
         h.live_ids,
         h.pending(),
         state.messages,
@@ -73,18 +77,18 @@ def ids_of(path: Any) -> List[str]:
     return [e.id for e in Session.peek(path)["envelopes"]] + ["nope", ""]
 
 
-def read_outcome(path: Any) -> Any:
+def read_outcome(path: Any, keep_payloads: bool) -> Any:
     try:
-        h = History.read(path)
+        h = History.read(path, keep_payloads)
     except Exception as e:  # noqa: BLE001 - class and text are what we compare
         return error_outcome(e)
     return history_view(h, ids_of(path))
 
 
-def read_then_feed(path: Any, data: bytes, cut: int) -> Any:
+def read_then_feed(path: Any, data: bytes, cut: int, keep_payloads: bool) -> Any:
     """Read the first `cut` bytes, then feed the envelopes the rest adds."""
     path.write_bytes(data[:cut])
-    h = History.read(path)
+    h = History.read(path, keep_payloads)
     path.write_bytes(data)
     h.feed_all(list(Session.peek(path)["envelopes"])[h.count :])
     return history_view(h, ids_of(path))
@@ -92,13 +96,14 @@ def read_then_feed(path: Any, data: bytes, cut: int) -> Any:
 
 def assert_same_history(tmp_path: Any, data: bytes, cuts: List[int] = ()) -> None:
     path = tmp_path / "h.jsonl"
-    path.write_bytes(data)
-    want = on_backend("pure", lambda: read_outcome(path))
-    assert on_backend("native", lambda: read_outcome(path)) == want, data[-300:]
-    for cut in cuts:
-        # feed() goes on from a read: to what reading the whole file gives.
-        for backend in ("native", "pure"):
-            assert on_backend(backend, lambda: read_then_feed(path, data, cut)) == want, (backend, cut)
+    for keep in (True, False):
+        path.write_bytes(data)
+        want = on_backend("pure", lambda: read_outcome(path, keep))
+        assert on_backend("native", lambda: read_outcome(path, keep)) == want, (keep, data[-300:])
+        for cut in cuts:
+            # feed() goes on from a read: to what reading the whole file gives.
+            for backend in ("native", "pure"):
+                assert on_backend(backend, lambda: read_then_feed(path, data, cut, keep)) == want, (backend, cut)
 
 
 def line_ends(data: bytes) -> List[int]:
@@ -177,6 +182,8 @@ def test_hostile_lines_agree(tmp_path: Any) -> None:
     assert len(h.problems) == 11 and h.live_ids == ["m3"]
     assert h.operations["t3"].arguments == {"a": [2]} and h.operations["t3"].tool == "grep"
     assert h.operations["t3"].state == "completed" and h.operations["t4"].answered_by == "m1"
+    assert h.answers["m1"] == "t3" and h.calls["c9"] == ["t3", "t4", "t5"]
+    assert h.index_of("d1") == 3 and h.index_of("m3") == h.count - 2 and h.index_of("nope") is None
     ends = line_ends(data)
     assert_same_history(tmp_path, data, ends[2:5] + ends[-8:-4])
 
@@ -200,13 +207,14 @@ def test_without_a_descriptor_of_its_own_operations_are_built_at_once(tmp_path: 
     fd = os.open(path, os.O_RDONLY)
     try:
         size = os.fstat(fd).st_size
-        lazy, now = _native.history(fd, size, str(path)), _native.history(fd, size, str(other))
+        lazy, now = _native.history(fd, size, True, str(path)), _native.history(fd, size, True, str(other))
     finally:
         os.close(fd)
     assert lazy is not None and now is not None
     assert type(now.operations) is dict and type(lazy.operations) is not dict
     assert list(now.operations.items()) == list(lazy.operations.items())
     assert list(now.removed.items()) == list(lazy.removed.items())
+    assert list(now.calls.items()) == list(lazy.calls.items())
 
 
 def test_a_lazy_mapping_reads_and_changes_like_a_dict(tmp_path: Any) -> None:
@@ -214,7 +222,8 @@ def test_a_lazy_mapping_reads_and_changes_like_a_dict(tmp_path: Any) -> None:
     path.write_bytes(representative())
     h = on_backend("native", lambda: History.read(path))
     want = on_backend("pure", lambda: History.read(path))
-    for got, ref in ((h.operations, dict(want.operations)), (h.removed, dict(want.removed))):
+    for got, ref in ((h.operations, dict(want.operations)), (h.removed, dict(want.removed)),
+                     (h.answers, dict(want.answers)), (h.calls, dict(want.calls))):
         assert got == ref and list(got) == list(ref) and len(got) == len(ref) and repr(got) == repr(ref)
         first = next(iter(ref))
         assert got[first] is got[first] and first in got and "nope" not in got and 7 not in got

@@ -89,6 +89,8 @@ class HistoryRead(NamedTuple):
     removed: MutableMapping[str, Removal]
     elided: Dict[str, List[str]]
     operations: MutableMapping[str, Operation]
+    answers: MutableMapping[str, str]
+    calls: MutableMapping[Any, List[str]]
     grants_by_id: Dict[str, Dict[str, Any]]
     grants_id: Optional[str]
     problems: List[FoldedProblem]
@@ -130,10 +132,13 @@ class Core(Protocol):
         """Parse what parses in bytes ``[start, size)`` (lenient, no fold); line numbers
         count from `start`; bytes after the last ``\\n`` are parsed only if `final_line`."""
 
-    def history(self, fd: int, size: int, path: Optional[str] = None) -> Optional[HistoryRead]:
+    def history(
+        self, fd: int, size: int, keep_payloads: bool = True, path: Optional[str] = None
+    ) -> Optional[HistoryRead]:
         """Fold the envelopes a scan of bytes ``[0, size)`` lists (peek's: up to the
-        last ``\\n``, malformed lines skipped) as ``HistoryFold.feed`` does, one after
-        another; None when the first line is not a session-meta envelope (peek's error)."""
+        last ``\\n``, malformed lines skipped) as ``HistoryFold(keep_payloads).feed``
+        does, one after another; None when the first line is not a session-meta envelope
+        (peek's error)."""
 
     @property
     def encode_envelope(self) -> Optional[EncodeEnvelope]:
@@ -145,3 +150,10 @@ class Core(Protocol):
 
     def identical_prefix(self, a: List[Any], b: List[Any]) -> int:
         """How many leading items of `a` and `b` are the very same objects (``is``)."""
+
+    def find_lines(
+        self, fd: int, needle: bytes, start: int, end: int, ignore_case: bool = False, limit: int = ...
+    ) -> Tuple[List[int], int]:
+        """The start offsets of the lines starting in ``[start, end)`` that contain
+        `needle` (ASCII letters folded with `ignore_case`; at most `limit`), and the start
+        of the first line not examined (the search of ``llm_agent_session.search``)."""

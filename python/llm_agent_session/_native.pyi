@@ -13,12 +13,12 @@ __all__ = [
     "new_id",
     "append_size",
     "identical_prefix",
+    "find_lines",
     "SourceReader",
     "replay",
     "scan",
     "history",
-    "OperationRows",
-    "RemovedRows",
+    "HistoryRows",
     "LineIndex",
     "LineIter",
     "Deferred",
@@ -62,6 +62,11 @@ def append_size(fd: int, path: str) -> int:
 def identical_prefix(a: List[Any], b: List[Any]) -> int:
     """How many leading items of ``a`` and ``b`` are the very same objects."""
 
+def find_lines(
+    fd: int, needle: bytes, start: int, end: int, ignore_case: bool = False, limit: int = ...
+) -> Tuple[List[int], int]:
+    """The lines of ``[start, end)`` holding ``needle``, and where to go on (``_pure.search.find_lines``)."""
+
 @final
 class SourceReader:
     """An importer's source read once (``importers._source``): ``lines`` holds, for each line
@@ -72,7 +77,9 @@ class SourceReader:
     def __new__(cls, data: bytes, offset: int) -> SourceReader: ...
     @property
     def lines(self) -> List[Optional[Dict[str, Any]]]: ...
-    def encode(self, type_: str, payload: Dict[str, Any], id: Optional[str] = None) -> Optional[Tuple[str, bytes]]: ...
+    def encode(
+        self, type_: str, payload: Dict[str, Any], id: Optional[str] = None, ts: Optional[str] = None
+    ) -> Optional[Tuple[str, bytes]]: ...
 
 @final
 class LineIndex:
@@ -152,27 +159,21 @@ def scan(
     their own can be opened, as for ``replay``)."""
 
 @final
-class OperationRows:
-    """``History.operations`` of a native read (a ``ReadMapping`` wraps it): each
-    ``Operation`` built from its lines when asked for."""
+class HistoryRows:
+    """One of a native history read's big mappings (``removed``, ``operations``,
+    ``answers``, ``calls``; a ``ReadMapping`` wraps it): its keys in order, each value
+    built when asked for."""
 
     def __len__(self) -> int: ...
     def keys(self) -> List[str]: ...
-    def find(self, op_id: str) -> Optional[int]: ...
+    def find(self, key: str) -> Optional[int]: ...
     def build(self, at: int) -> Any: ...
 
-@final
-class RemovedRows:
-    """``History.removed`` of a native read (a ``ReadMapping`` wraps it)."""
-
-    def __len__(self) -> int: ...
-    def keys(self) -> List[str]: ...
-    def find(self, id: str) -> Optional[int]: ...
-    def build(self, at: int) -> Any: ...
-
-def history(fd: int, size: int, reopen_path: Optional[str] = None) -> Optional[HistoryRead]:
+def history(
+    fd: int, size: int, keep_payloads: bool = True, reopen_path: Optional[str] = None
+) -> Optional[HistoryRead]:
     """``History.read``'s fold of the envelopes a scan of ``[0, size)`` lists
     (``_pure.core.history``), or None when the first line is not a session-meta
-    envelope. ``removed`` and ``operations`` are ``ReadMapping``s over ``RemovedRows``
-    and ``OperationRows`` (``operations`` a dict, built now, where no descriptor of its
+    envelope. ``removed``, ``operations``, ``answers`` and ``calls`` are ``ReadMapping``s
+    over ``HistoryRows`` (``operations`` a dict, built now, where no descriptor of its
     own can be opened: see ``replay``)."""

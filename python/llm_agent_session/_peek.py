@@ -35,7 +35,7 @@ def open_to_read(path: str) -> Union[Tuple[int, os.stat_result], str]:
     return fd, st
 
 
-def read_history(path: str) -> Optional[HistoryRead]:
+def read_history(path: str, keep_payloads: bool = True) -> Optional[HistoryRead]:
     """``History.read``: the history of the envelopes ``peek(path)`` lists, folded by the
     core; None where peek lists none (its ``error``)."""
     opened = open_to_read(path)
@@ -43,14 +43,17 @@ def read_history(path: str) -> Optional[HistoryRead]:
         return None
     fd, st = opened
     try:
-        return _backend.core.history(fd, st.st_size, path=path)
+        return _backend.core.history(fd, st.st_size, keep_payloads, path=path)
     finally:
         os.close(fd)
 
 
 def peek(
-    path: str, *, offset: int = 0, identity: Optional[Tuple[int, int]] = None, survey: bool = False
+    path: str, *, offset: int = 0, identity: Optional[Tuple[int, int]] = None, survey: bool = False,
+    spans: bool = False,
 ) -> Dict[str, Any]:
+    """``Session.peek``; with `spans` (the viewer's) the result also has ``spans``: the
+    ``(line, byte offset, length)`` of each envelope, lines counted from where it read."""
     survey = bool(survey)  # any truthy value, on both cores
     if not isinstance(offset, int) or isinstance(offset, bool) or offset < 0:
         raise ValueError(f"offset must be an int >= 0, not {offset!r}")
@@ -73,6 +76,8 @@ def peek(
     }
     if survey:
         result["survey"] = _survey_of(None, [], [])
+    if spans:
+        result["spans"] = []
     opened = open_to_read(path)
     if isinstance(opened, str):
         result["error"] = opened
@@ -106,6 +111,8 @@ def peek(
         notes.append((off, f"{describe(line, off, numbered)}: message payload has no string role; skipped"))
     notes.sort(key=lambda n: n[0])
     result["envelopes"] = found.events
+    if spans:
+        result["spans"] = found.spans
     result["messages"] = found.messages
     result["warnings"] = [text for _, text in notes]
     if survey:

@@ -18,10 +18,18 @@ its ``pending_tool_operations()`` (a differential test holds them together).
     history.removed.get(message_id)         # Removal(by, kind, ts), or None while live
     history.elided.get(message_id)          # ids of the elisions that stubbed it, in order
     history.operations[op_id].state         # dispatched, result-recorded, completed, ...
+    history.answers.get(message_id)         # the operation a tool message answered, or None
+    history.calls.get(call_id)              # the operations dispatched for a call id, in order
+    history.index_of(envelope_id)           # its position among the envelopes fed
+
+``History(keep_payloads=False)`` keeps the facts and leaves the values in the file: no tool
+arguments, no settle payloads and no run-context texts (on a 1 GB transcript those are about
+half a GB in memory; a viewer reads them from the lines it shows).
 
 On the native core ``read`` folds the file in Rust, at about the cost of a load, and
-``removed`` and ``operations`` are mappings that build an entry when first asked for
-(equal to the dicts the pure core gives, in the same order; ``feed`` adds to them).
+``removed``, ``operations``, ``answers`` and ``calls`` are mappings that build an entry
+when it is first asked for (equal to the dicts the pure core gives, in the same order;
+``feed`` adds to them).
 """
 
 from __future__ import annotations
@@ -40,13 +48,13 @@ class History(HistoryFold):
     """The fold of a transcript's envelopes, fed in file order, with what became of each."""
 
     @classmethod
-    def read(cls, path: Union[str, "os.PathLike[str]"]) -> "History":
+    def read(cls, path: Union[str, "os.PathLike[str]"], keep_payloads: bool = True) -> "History":
         """The history of every envelope of the file at `path` that parses, read as peek
         reads it (no lock, nothing written; malformed lines are skipped and are in peek's
         warnings, not here). On the native core the file is folded in Rust, at about the
         cost of a load; ``feed`` goes on from there."""
-        history = cls()
-        found = _peek.read_history(os.fspath(path))
+        history = cls(keep_payloads)
+        found = _peek.read_history(os.fspath(path), keep_payloads)
         if found is not None:
             history.state = found.state
             history.meta = found.state.meta
@@ -54,6 +62,8 @@ class History(HistoryFold):
             history.removed = found.removed
             history.elided = found.elided
             history.operations = found.operations
+            history.answers = found.answers
+            history.calls = found.calls
             history.grants_by_id = found.grants_by_id
             history.grants_id = found.grants_id
             history.problems = found.problems
@@ -67,6 +77,11 @@ class History(HistoryFold):
     def live_ids(self) -> List[str]:
         """The ids of the live conversation, as ``Session.load(path).message_ids``."""
         return list(self.state.ids)
+
+    def index_of(self, envelope_id: str) -> Optional[int]:
+        """The position of the envelope `envelope_id` among those fed (0 = the first);
+        None when none was fed with that id (a duplicate is the first one's)."""
+        return self._seen.get(envelope_id)
 
     def is_live(self, entry_id: str) -> bool:
         """Whether the message (or compaction summary) `entry_id` is in the live conversation."""

@@ -14,6 +14,7 @@ mod history;
 mod import;
 mod lazy;
 mod named;
+mod search;
 mod survivors;
 
 use std::io;
@@ -375,8 +376,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(replay, m)?)?;
     m.add_function(wrap_pyfunction!(scan, m)?)?;
     m.add_function(wrap_pyfunction!(history::history, m)?)?;
-    m.add_class::<history::OperationRows>()?;
-    m.add_class::<history::RemovedRows>()?;
+    m.add_class::<history::HistoryRows>()?;
     m.add_class::<LineIndex>()?;
     m.add_class::<lazy::LineIter>()?;
     m.add_class::<lazy::Deferred>()?;
@@ -394,6 +394,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<import::SourceReader>()?;
     m.add_function(wrap_pyfunction!(append_size, m)?)?;
     m.add_function(wrap_pyfunction!(identical_prefix, m)?)?;
+    m.add_function(wrap_pyfunction!(search::find_lines, m)?)?;
     let line_problem = py.get_type::<LineProblem>();
     line_problem.setattr("__module__", "llm_agent_session._native")?;
     m.add("LineProblem", line_problem)?;

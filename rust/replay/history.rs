@@ -12,12 +12,10 @@
 //! (`_history_fold.HistoryFold`, whose `feed` this mirrors, note for note), reading
 //! what else they hold (a time, a payload) from the line when it is asked for.
 
-use std::collections::HashMap;
-
 use crate::error::{CoreError, CoreFailure, CoreResult};
 use crate::file_io::Source;
 use crate::replay::fold::{Fold, LineRef, ValueRef};
-use crate::replay::id::{Id, IdKeys};
+use crate::replay::id::{Id, IdKeys, IdTable};
 use crate::replay::records::{BadLine, Body, Record};
 use crate::replay::stream::{fold_lines, Folder, SPLIT_MIN};
 use crate::scan::end_of_last_line;
@@ -38,6 +36,14 @@ pub struct Settle {
     pub line: LineRef,
 }
 
+/// The `tool` message that answered an operation: its index in `events`, and its
+/// line (its time is read from there).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Answer {
+    pub event: usize,
+    pub line: LineRef,
+}
+
 /// One tool operation, from its `tool-dispatched` envelope on.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Operation {
@@ -46,10 +52,13 @@ pub struct Operation {
     pub event: usize,
     pub envelope: usize,
     pub line: LineRef,
+    /// Its call id, by index in `Notes::calls`; the next operation with the same one.
+    pub call: usize,
+    pub next_in_call: Option<usize>,
     /// The grants envelope in force when it was dispatched, by index in `events`.
     pub grants: Option<usize>,
-    /// The first `tool` message with its call id after it, by index in `events`.
-    pub answered_by: Option<usize>,
+    /// The first `tool` message with its call id after it.
+    pub answered_by: Option<Answer>,
     pub settle: Option<Settle>,
 }
 
@@ -77,31 +86,30 @@ pub struct Problem {
 /// (settled ones too), in the order the reference's dict holds the call ids.
 #[derive(Debug, Default)]
 struct Unanswered {
-    /// call id -> its place in `waiting`.
-    at: HashMap<Id, usize>,
-    /// Each call id and its operations (indices into `Notes::operations`), by when
-    /// the call id came in; None once a `tool` message answered them.
-    waiting: Vec<Option<(Id, Vec<usize>)>>,
+    /// By call (index in `Notes::calls`): when it came in (an order) and its
+    /// operations; None while none waits.
+    waiting: Vec<Option<(u64, Vec<usize>)>>,
+    next: u64,
 }
 
 impl Unanswered {
-    fn add(&mut self, call_id: &Id, op: usize) {
-        let waiting = &mut self.waiting;
-        let at = *self.at.entry(call_id.clone()).or_insert_with(|| {
-            waiting.push(Some((call_id.clone(), Vec::new())));
-            waiting.len() - 1
-        });
-        if let Some(Some((_, ops))) = self.waiting.get_mut(at) {
-            ops.push(op);
+    fn add(&mut self, call: usize, op: usize) {
+        if self.waiting.len() <= call {
+            self.waiting.resize(call + 1, None);
+        }
+        match self.waiting.get_mut(call) {
+            Some(Some((_, ops))) => ops.push(op),
+            Some(slot) => {
+                *slot = Some((self.next, vec![op]));
+                self.next += 1;
+            }
+            None => {}
         }
     }
 
-    fn take(&mut self, call_id: &str) -> Vec<usize> {
-        let Some(at) = self.at.remove(call_id) else {
-            return Vec::new();
-        };
+    fn take(&mut self, call: usize) -> Vec<usize> {
         self.waiting
-            .get_mut(at)
+            .get_mut(call)
             .and_then(Option::take)
             .map(|(_, ops)| ops)
             .unwrap_or_default()
@@ -113,6 +121,9 @@ impl Unanswered {
 pub struct Notes {
     /// How many envelopes were read (duplicates and refused ones included).
     pub count: usize,
+    /// How many envelopes had been folded (`events.len()`) when each duplicate came:
+    /// what turns an index in `events` into a position among the envelopes read.
+    pub duplicates: Vec<usize>,
     /// (entry, remover): each entry (a message or summary, by its index in `events`)
     /// taken out of the live list, in the order they were taken out; the remover
     /// is an index into `removers`.
@@ -124,6 +135,14 @@ pub struct Notes {
     /// Every `grants` envelope folded in: its index in `events` and its snapshot.
     pub grants: Vec<(usize, ValueRef)>,
     pub operations: Vec<Operation>,
+    /// (message, operation): each `tool` message that answered operations (by index
+    /// in `events`) and the first of them (in `operations`), in file order.
+    pub answers: Vec<(usize, usize)>,
+    /// Every call id dispatched, in the order each first came.
+    pub calls: IdTable,
+    /// The first operation of each call (`Operation::next_in_call` links the rest).
+    pub call_first: Vec<usize>,
+    call_last: Vec<usize>,
     pub problems: Vec<Problem>,
     unanswered: Unanswered,
 }
@@ -131,13 +150,28 @@ pub struct Notes {
 impl Notes {
     /// The call ids whose operations no `tool` message answered yet, each with
     /// them (indices into `operations`), in the reference's order.
-    pub fn unanswered(&self) -> impl Iterator<Item = (&str, &[usize])> {
-        self.unanswered
-            .waiting
-            .iter()
-            .flatten()
-            .map(|(call_id, ops)| (call_id.as_str(), ops.as_slice()))
+    pub fn unanswered(&self) -> Vec<(&str, &[usize])> {
+        let mut waiting: Vec<(u64, &str, &[usize])> = (self.unanswered.waiting.iter())
+            .enumerate()
+            .filter_map(|(call, w)| {
+                let (order, ops) = w.as_ref()?;
+                Some((*order, self.calls.id_at(call)?, ops.as_slice()))
+            })
+            .collect();
+        waiting.sort_unstable_by_key(|w| w.0);
+        waiting.into_iter().map(|(_, id, ops)| (id, ops)).collect()
     }
+}
+
+/// The operations dispatched for the call `call` (by index in `Notes::calls`), in
+/// order, from `Notes::call_first` and `Notes::operations`.
+pub fn call_ops<'a>(
+    call_first: &'a [usize],
+    operations: &'a [Operation],
+    call: usize,
+) -> impl Iterator<Item = usize> + 'a {
+    let first = call_first.get(call).copied();
+    std::iter::successors(first, |&op| operations.get(op)?.next_in_call)
 }
 
 /// Load's fold, lenient, with the notes of a history read.
@@ -220,6 +254,7 @@ impl HistoryFold {
             len: rec.len,
         };
         if let Err(refused) = self.fold.admit(&rec, line) {
+            self.notes.duplicates.push(self.fold.events.len());
             return self.problem(envelope, rec, refused);
         }
         if let Err(refused) = self.fold.check(&rec) {
@@ -283,15 +318,33 @@ impl HistoryFold {
             Body::Grants(Ok(span)) => notes.grants.push((event, ValueRef { line, span: *span })),
             Body::Dispatched(Ok(call_id)) => {
                 let op = notes.operations.len();
+                let call = match notes.calls.push(call_id) {
+                    Ok(()) => {
+                        notes.call_first.push(op);
+                        notes.call_last.push(op);
+                        notes.calls.len() - 1
+                    }
+                    Err(call) => {
+                        if let Some(last) = notes.call_last.get_mut(call) {
+                            if let Some(before) = notes.operations.get_mut(*last) {
+                                before.next_in_call = Some(op);
+                            }
+                            *last = op;
+                        }
+                        call
+                    }
+                };
                 notes.operations.push(Operation {
                     event,
                     envelope,
                     line,
+                    call,
+                    next_in_call: None,
                     grants: notes.grants.last().map(|g| g.0),
                     answered_by: None,
                     settle: None,
                 });
-                notes.unanswered.add(call_id, op);
+                notes.unanswered.add(call, op);
             }
             Body::Settled(Ok(s)) => {
                 // The fold's pending operations are the dispatches in order, as here.
@@ -303,11 +356,16 @@ impl HistoryFold {
                 }
             }
             Body::Message(Ok(m)) => {
-                if let Some(call_id) = &m.tool_call_id {
-                    for op in notes.unanswered.take(call_id) {
-                        if let Some(op) = notes.operations.get_mut(op) {
-                            op.answered_by = Some(event);
-                        }
+                let Some(call) = m.tool_call_id.as_ref().and_then(|c| notes.calls.get(c)) else {
+                    return;
+                };
+                let ops = notes.unanswered.take(call);
+                if let Some(&first) = ops.first() {
+                    notes.answers.push((event, first));
+                }
+                for op in ops {
+                    if let Some(op) = notes.operations.get_mut(op) {
+                        op.answered_by = Some(Answer { event, line });
                     }
                 }
             }
@@ -406,11 +464,15 @@ mod tests {
             (done.pending_state(), done.grants),
             ("result-recorded", Some(3))
         );
-        assert_eq!(ids(&h, done.answered_by), vec!["t"]);
+        assert_eq!(ids(&h, done.answered_by.map(|a| a.event)), vec!["t"]);
+        assert_eq!(h.notes.answers, vec![(5, 0)]);
+        let calls = call_ops(&h.notes.call_first, &h.notes.operations, 0);
+        assert_eq!(calls.collect::<Vec<_>>(), vec![0, 1]);
         assert_eq!((open.pending_state(), open.envelope), ("dispatched", 11));
         let unanswered: Vec<(&str, Vec<usize>)> = h
             .notes
             .unanswered()
+            .into_iter()
             .map(|(c, ops)| (c, ops.to_vec()))
             .collect();
         assert_eq!(unanswered, vec![("c", vec![1])]);
@@ -464,6 +526,7 @@ mod tests {
             ]
         );
         assert_eq!(h.notes.count, 8);
+        assert_eq!(h.notes.duplicates, vec![2]);
         // A refused envelope keeps its id: the indices of events and ids stay one.
         assert_eq!(h.fold.events.len(), 7);
         assert_eq!(h.fold.envelope_at.get("b"), Some(5));

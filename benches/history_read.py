@@ -5,11 +5,12 @@
 
 For each transcript (generated and cached as the other benchmarks do, realistic corpus,
 or given by ``--paths``) and each job, a child process runs the job ``--rounds`` times
-and reports its best wall time, its best CPU time (``time.process_time``: every thread,
-steadier on a shared machine) and the process's peak RSS (``VmHWM``: one job a process,
-so the peak is that job's). Jobs: native ``Session.load`` + ``close`` (the yardstick),
-``History.read`` on each backend asked for. The pure backend is left out past
-``--pure-max`` (default 256MB: its 1 GB read takes minutes).
+and reports its best wall time and its best CPU time (``time.process_time``: every
+thread, steadier on a shared machine); another runs it once for its peak RSS
+(``VmHWM``: one read a process, so the peak is that read's). Jobs: native
+``Session.load`` + ``close`` (the yardstick), ``History.read`` (payloads kept, and not:
+the viewer's) on each backend asked for. The pure backend runs once, and is left out
+past ``--pure-max`` (default 256MB: its 1 GB read takes minutes).
 """
 
 from __future__ import annotations
@@ -35,10 +36,11 @@ path, job, rounds = sys.argv[1], sys.argv[2], int(sys.argv[3])
 def load():
     Session.load(path).close()
 
-def history():
-    History.read(path)
-
-fn = load if job == "load" else history
+fn = {
+    "load": load,
+    "history": lambda: History.read(path),
+    "history-facts": lambda: History.read(path, keep_payloads=False),
+}[job]
 best = [float("inf"), float("inf")]
 for _ in range(rounds):
     c0, w0 = time.process_time(), time.perf_counter()
@@ -66,12 +68,14 @@ def measure(paths: List[Tuple[str, str]], backends: List[str], rounds: int,
     rows = []
     for label, path in paths:
         size, load_avg = os.path.getsize(path), os.getloadavg()[0]
-        jobs = [("load", "native")] + [("history", b) for b in backends if b != "pure" or size <= pure_max]
+        jobs = [("load", "native")] + [
+            (job, b) for b in backends if b != "pure" or size <= pure_max for job in ("history", "history-facts")]
         results = {}
         for job, backend in jobs:
-            r = run_job(path, job, backend, 1 if backend == "pure" else rounds)
-            if r is not None:
-                results[(job, backend)] = r
+            timed = run_job(path, job, backend, 1 if backend == "pure" else rounds)
+            once = timed if backend == "pure" or rounds == 1 else run_job(path, job, backend, 1)
+            if timed is not None and once is not None:
+                results[(job, backend)] = dict(timed, rss=once["rss"])
         rows.append({"label": label, "bytes": size, "load_avg": load_avg, "results": results})
         print(f"  {label}: done", flush=True)
     return rows
@@ -85,7 +89,8 @@ def table(rows: List[Dict[str, Any]], md_table: Callable[[List[str], List[List[s
         res = r["results"]
         base = res.get(("load", "native"))
         for (job, backend), v in res.items():
-            name = "Session.load" if job == "load" else "History.read"
+            name = {"load": "Session.load", "history": "History.read",
+                    "history-facts": "History.read(keep_payloads=False)"}[job]
             out.append([
                 f"{r['label']} ({r['bytes'] / 1e6:,.0f} MB)", f"{r['load_avg']:.1f}", f"{name}, {backend}",
                 f"{v['wall'] * 1000:,.0f} ms", f"{v['cpu'] * 1000:,.0f} ms",

@@ -5,8 +5,9 @@ and what became of each line noted on the way.
 feeds it every envelope peek lists, and a ``History`` keeps feeding it the envelopes
 appended later. The native core folds a whole file in Rust (``rust/replay/history.rs``,
 note for note this ``feed``) and hands over the same structures (``rust/py/history.rs``),
-with its ``FoldState`` made by ``FoldState.from_parts`` as load's is. Its ``removed``
-and ``operations`` are ``ReadMapping``s: an entry is built when first asked for.
+with its ``FoldState`` made by ``FoldState.from_parts`` as load's is. Its ``removed``,
+``operations``, ``answers`` and ``calls`` are ``ReadMapping``s: an entry is built when it
+is first asked for.
 """
 
 from __future__ import annotations
@@ -108,8 +109,9 @@ class ReadRows(Protocol[V_co]):
 class ReadMapping(MutableMapping[str, V]):
     """A dict whose entries from a native read are built when first asked for.
 
-    ``History.removed`` and ``History.operations`` after a native read: at 1 GB, a
-    quarter of a million entries whose objects were most of the read's time and memory.
+    ``History.removed``, ``.operations``, ``.answers`` and ``.calls`` after a native
+    read: at 1 GB, half a million entries whose objects were most of the read's time and
+    memory.
     An entry built is kept (the same object on every access, and a change to it stays),
     the entries set since follow the read's, and it compares, iterates and reads like
     the dict the pure core gives.

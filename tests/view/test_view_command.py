@@ -29,8 +29,9 @@ def test_exit_codes_without_a_transcript_and_in_help(tmp_path):
     (tmp_path / "x.jsonl").write_text('{"a": 1}\n')
     assert _run("view", str(tmp_path / "x.jsonl")).returncode == 3
     help_text = _run("view", "--help").stdout
-    for code in ("0  stopped with Ctrl-C", "1  ", "2  usage error", "3  no transcript found"):
+    for code in ("0  ok: stopped with Ctrl-C", "1  failed: ", "2  usage error", "3  not a transcript: no transcript found"):
         assert code in help_text
+    assert "130" not in help_text  # Ctrl-C is how it stops: 0
 
 
 def test_without_the_view_extra_it_says_what_to_install(tmp_path):

@@ -20,7 +20,7 @@ import argparse
 import importlib
 import os
 import sys
-from typing import Any, Callable, Dict, List, Optional
+from typing import Any, Callable, Dict, List, Mapping, Optional
 
 from .advice import PROG
 from .arguments import HIDDEN_NOTE, CommandParser, whole_number
@@ -60,7 +60,7 @@ def build_parser() -> CommandParser:
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND", help="what to do (COMMAND -h for more)",
                                 parser_class=CommandParser)
 
-    def add_parser(name: str, exit_codes: Dict[int, str], **kw: Any) -> CommandParser:
+    def add_parser(name: str, exit_codes: Mapping[int, Optional[str]], **kw: Any) -> CommandParser:
         """A command: `exit_codes` are the codes it returns (``exit_codes.py``) and what each means for it."""
         kw.setdefault("description", kw.get("help"))  # `COMMAND -h` says what it does too
         return sub.add_parser(name, exit_codes=exit_codes, **kw)

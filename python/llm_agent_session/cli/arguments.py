@@ -42,7 +42,7 @@ class CommandParser(argparse.ArgumentParser):
     As the top-level parser, it reports arguments a command does not know with that
     command's usage (plain argparse reports them with the top level's)."""
 
-    def __init__(self, *args: Any, exit_codes: Optional[Mapping[int, str]] = None, **kw: Any) -> None:
+    def __init__(self, *args: Any, exit_codes: Optional[Mapping[int, Optional[str]]] = None, **kw: Any) -> None:
         kw.setdefault("formatter_class", argparse.RawDescriptionHelpFormatter)
         super().__init__(*args, **kw)
         self.exit_codes: Optional[Dict[int, str]] = None if exit_codes is None else with_every_command(exit_codes)

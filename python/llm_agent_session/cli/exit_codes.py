@@ -14,7 +14,7 @@ gets a new number here (never a number already used for something else).
 
 from __future__ import annotations
 
-from typing import Dict, Mapping
+from typing import Dict, Mapping, Optional
 
 OK = 0
 FAILED = 1
@@ -62,11 +62,13 @@ TABLE: Dict[int, str] = {
 }
 
 
-def with_every_command(codes: Mapping[int, str]) -> Dict[int, str]:
-    """A command's declared codes and the ones every command has, in code order."""
-    merged = dict(EVERY_COMMAND)
+def with_every_command(codes: Mapping[int, Optional[str]]) -> Dict[int, str]:
+    """A command's declared codes and the ones every command has, in code order. A
+    command that never returns one of those declares it as None: ``view``, whose normal
+    stop is Ctrl-C, exits 0 then, never 130."""
+    merged: Dict[int, Optional[str]] = dict(EVERY_COMMAND)
     merged.update(codes)
-    return dict(sorted(merged.items()))
+    return {code: detail for code, detail in sorted(merged.items()) if detail is not None}
 
 
 def listing(codes: Mapping[int, str], title: str = "exit codes:") -> str:

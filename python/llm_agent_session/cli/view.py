@@ -9,9 +9,10 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-from typing import Callable, List, Optional
+from typing import Callable, Dict, List, Optional
 
 from .arguments import whole_number
+from .exit_codes import FAILED, INTERRUPTED, NOT_A_TRANSCRIPT, OK
 from .output import CliError, Out, visible
 
 DESCRIPTION = """Browse transcripts in a browser: a shelf of every transcript under PATH
@@ -27,11 +28,12 @@ EPILOG = """examples:
 
 needs the view extra: pip install 'llm-agent-session[view]'"""
 
-EXIT_CODES = (
-    "0  stopped with Ctrl-C",
-    "1  the server failed (the port is taken, the address cannot be bound)",
-    "3  no transcript found under PATH, or a PATH cannot be read",
-)
+EXIT_CODES: Dict[int, Optional[str]] = {
+    OK: "stopped with Ctrl-C (its normal way to stop)",
+    FAILED: "the server failed (the port is taken, the address cannot be bound)",
+    NOT_A_TRANSCRIPT: "no transcript found under PATH, or a PATH cannot be read",
+    INTERRUPTED: None,  # Ctrl-C is how it stops: 0
+}
 
 PACKAGES = (("starlette", "starlette"), ("uvicorn", "uvicorn"), ("markdown_it", "markdown-it-py"))
 

@@ -111,10 +111,9 @@ class ReadMapping(MutableMapping[str, V]):
 
     ``History.removed``, ``.operations``, ``.answers`` and ``.calls`` after a native
     read: at 1 GB, half a million entries whose objects were most of the read's time and
-    memory.
-    An entry built is kept (the same object on every access, and a change to it stays),
-    the entries set since follow the read's, and it compares, iterates and reads like
-    the dict the pure core gives.
+    memory. An entry built is kept (the same object on every access, and a change to it
+    stays), the entries set since follow the read's, and it compares, iterates and reads
+    like the dict the pure core gives.
     """
 
     __slots__ = ("_rows", "_built", "_later", "_gone")
@@ -138,7 +137,8 @@ class ReadMapping(MutableMapping[str, V]):
             at = self._find(key)
             if at is None:
                 raise KeyError(key)
-            value = self._built[key] = self._rows.build(at)
+            # setdefault: of two threads building one entry, both keep the first stored.
+            value = self._built.setdefault(key, self._rows.build(at))
         return value
 
     def __setitem__(self, key: str, value: V) -> None:

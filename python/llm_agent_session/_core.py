@@ -9,9 +9,11 @@ so the order of their fields is kept here alone.
 
 from __future__ import annotations
 
-from typing import Any, Callable, Dict, List, NamedTuple, Optional, Protocol, Sequence, Tuple
+from typing import Any, Callable, Dict, List, MutableMapping, NamedTuple, Optional, Protocol, Sequence, Tuple
 
 from ._fold import FoldState
+from ._history_fold import Operation, Removal, SeenIds
+from ._history_fold import Problem as FoldedProblem
 from .messages import Event, Message
 
 # One line that did not parse: (line number, byte offset, length without its \n, reason).
@@ -78,6 +80,24 @@ class Scanned(NamedTuple):
     survey: Optional[SurveyCounts]
 
 
+class HistoryRead(NamedTuple):
+    """What ``History.read`` takes over: a ``_history_fold.HistoryFold``'s state after
+    every envelope peek lists was fed to it (its ``meta`` is ``state.meta``)."""
+
+    state: FoldState
+    fed: int  # envelopes fed (``HistoryFold.count``)
+    removed: MutableMapping[str, Removal]
+    elided: Dict[str, List[str]]
+    operations: MutableMapping[str, Operation]
+    answers: MutableMapping[str, str]
+    calls: MutableMapping[Any, List[str]]
+    grants_by_id: Dict[str, Dict[str, Any]]
+    grants_id: Optional[str]
+    problems: List[FoldedProblem]
+    seen: SeenIds
+    unanswered: Dict[Any, List[str]]
+
+
 class Core(Protocol):
     """What a core does: the byte work of load, peek, salvage, fork and append.
 
@@ -111,6 +131,14 @@ class Core(Protocol):
     ) -> Scanned:
         """Parse what parses in bytes ``[start, size)`` (lenient, no fold); line numbers
         count from `start`; bytes after the last ``\\n`` are parsed only if `final_line`."""
+
+    def history(
+        self, fd: int, size: int, keep_payloads: bool = True, path: Optional[str] = None
+    ) -> Optional[HistoryRead]:
+        """Fold the envelopes a scan of bytes ``[0, size)`` lists (peek's: up to the
+        last ``\\n``, malformed lines skipped) as ``HistoryFold(keep_payloads).feed``
+        does, one after another; None when the first line is not a session-meta envelope
+        (peek's error)."""
 
     @property
     def encode_envelope(self) -> Optional[EncodeEnvelope]:

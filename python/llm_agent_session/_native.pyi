@@ -2,7 +2,7 @@
 
 from typing import Any, Dict, Iterator, List, Optional, Tuple, final
 
-from llm_agent_session._core import Replayed, Scanned, TailVerdict
+from llm_agent_session._core import HistoryRead, Replayed, Scanned, TailVerdict
 
 __all__ = [
     "classify_line",
@@ -17,6 +17,8 @@ __all__ = [
     "SourceReader",
     "replay",
     "scan",
+    "history",
+    "HistoryRows",
     "LineIndex",
     "LineIter",
     "Deferred",
@@ -155,3 +157,23 @@ def scan(
     """The lenient scan of ``[start, size)`` (``_pure.core.scan``); ``events`` and
     ``messages`` are ``LazyList``s over ``LineIndex``es (lists where no descriptor of
     their own can be opened, as for ``replay``)."""
+
+@final
+class HistoryRows:
+    """One of a native history read's big mappings (``removed``, ``operations``,
+    ``answers``, ``calls``; a ``ReadMapping`` wraps it): its keys in order, each value
+    built when asked for."""
+
+    def __len__(self) -> int: ...
+    def keys(self) -> List[str]: ...
+    def find(self, key: str) -> Optional[int]: ...
+    def build(self, at: int) -> Any: ...
+
+def history(
+    fd: int, size: int, keep_payloads: bool = True, reopen_path: Optional[str] = None
+) -> Optional[HistoryRead]:
+    """``History.read``'s fold of the envelopes a scan of ``[0, size)`` lists
+    (``_pure.core.history``), or None when the first line is not a session-meta
+    envelope. ``removed``, ``operations``, ``answers`` and ``calls`` are ``ReadMapping``s
+    over ``HistoryRows`` (``operations`` a dict, built now, where no descriptor of its
+    own can be opened: see ``replay``)."""

@@ -4,16 +4,48 @@ from __future__ import annotations
 
 import os
 import stat
-from typing import Any, Dict, List, Optional, Tuple
+from typing import Any, Dict, List, Optional, Tuple, Union
 
 from . import _backend, _platform
-from ._core import Scanned, SurveyCounts
+from ._core import HistoryRead, Scanned, SurveyCounts
 from ._fold import dispatched_operation
 from .messages import Event
 
 
 def describe(line: int, offset: int, numbered: bool) -> str:
     return f"line {line} (byte {offset})" if numbered else f"byte {offset}"
+
+
+def open_to_read(path: str) -> Union[Tuple[int, os.stat_result], str]:
+    """A read-only descriptor of the regular file at `path` and its status, or why there
+    is none (peek's ``error``). Nothing is locked; O_NONBLOCK: opening a FIFO planted at
+    the path must not hang the viewer."""
+    try:
+        fd = os.open(path, os.O_RDONLY | _platform.O_CLOEXEC | _platform.O_NONBLOCK | _platform.O_BINARY)
+    except OSError as e:
+        return f"cannot open {path}: {e.strerror}"
+    try:
+        st = os.fstat(fd)
+    except BaseException:
+        os.close(fd)
+        raise
+    if not stat.S_ISREG(st.st_mode):
+        os.close(fd)
+        return f"{path} is not a regular file, so not a transcript"
+    return fd, st
+
+
+def read_history(path: str, keep_payloads: bool = True) -> Optional[HistoryRead]:
+    """``History.read``: the history of the envelopes ``peek(path)`` lists, folded by the
+    core; None where peek lists none (its ``error``)."""
+    opened = open_to_read(path)
+    if isinstance(opened, str):
+        return None
+    fd, st = opened
+    try:
+        return _backend.core.history(fd, st.st_size, keep_payloads, path=path)
+    finally:
+        os.close(fd)
 
 
 def peek(
@@ -46,17 +78,12 @@ def peek(
         result["survey"] = _survey_of(None, [], [])
     if spans:
         result["spans"] = []
-    try:
-        # O_NONBLOCK: opening a FIFO planted at the path must not hang the viewer.
-        fd = os.open(path, os.O_RDONLY | _platform.O_CLOEXEC | _platform.O_NONBLOCK | _platform.O_BINARY)
-    except OSError as e:
-        result["error"] = f"cannot open {path}: {e.strerror}"
+    opened = open_to_read(path)
+    if isinstance(opened, str):
+        result["error"] = opened
         return result
+    fd, st = opened
     try:
-        st = os.fstat(fd)
-        if not stat.S_ISREG(st.st_mode):
-            result["error"] = f"{path} is not a regular file, so not a transcript"
-            return result
         size = st.st_size
         ident = (st.st_dev, st.st_ino)
         start = offset

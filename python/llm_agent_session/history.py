@@ -25,192 +25,51 @@ its ``pending_tool_operations()`` (a differential test holds them together).
 ``History(keep_payloads=False)`` keeps the facts and leaves the values in the file: no tool
 arguments, no settle payloads and no run-context texts (on a 1 GB transcript those are about
 half a GB in memory; a viewer reads them from the lines it shows).
+
+On the native core ``read`` folds the file in Rust, at about the cost of a load, and
+``removed``, ``operations``, ``answers`` and ``calls`` are mappings that build an entry
+when it is first asked for (equal to the dicts the pure core gives, in the same order;
+``feed`` adds to them).
 """
 
 from __future__ import annotations
 
 import os
-import sys
-from dataclasses import dataclass, field
-from typing import Any, Dict, Iterable, List, Optional, Union, cast
+from typing import Any, Dict, List, Optional, Union
 
-from ._fold import FoldProblem, FoldState, duplicate_reason
-from .messages import Event, PendingToolOperation
+from . import _peek
+from ._history_fold import OPERATION_STATES, HistoryFold, Operation, Problem, Removal
+from .messages import PendingToolOperation
 
-#: The states of a tool operation: the two of a pending one, then the three outcomes.
-OPERATION_STATES = ("dispatched", "result-recorded", "completed", "failed", "outcome-unknown")
+__all__ = ["History", "Removal", "Problem", "Operation", "OPERATION_STATES"]
 
 
-@dataclass(frozen=True)
-class Removal:
-    """What took an entry out of the live conversation: a ``compaction`` (it was folded
-    into that compaction's summary) or a ``rewind`` (the conversation was cut back before
-    it). ``by`` is that envelope's id, ``ts`` its time."""
-
-    by: str
-    kind: str
-    ts: str
-
-
-@dataclass(frozen=True)
-class Problem:
-    """An envelope the fold could not apply (load would refuse the file there): its
-    position among the envelopes fed (0 = the first), id, type and why."""
-
-    index: int
-    id: str
-    type: str
-    reason: str
-
-
-# Slots where dataclasses offer them (3.10+): 124,771 operations of a 1 GB transcript
-# take 28 MB less (no __dict__ each).
-_SLOTS: Dict[str, Any] = {"slots": True} if sys.version_info >= (3, 10) else {}
-
-
-@dataclass(**_SLOTS)
-class Operation:
-    """One tool operation: its ``tool-dispatched`` envelope and, once there, its settle.
-
-    ``state`` is ``dispatched`` or ``result-recorded`` while pending (as
-    ``Session.pending_tool_operations()`` says), else the settle's outcome.
-    ``answered_by`` is the first ``tool`` message with the operation's call id after the
-    dispatch (whether it came before or after the settle), ``answered_at`` its time.
-    ``grants_id`` names the ``grants`` envelope in force when it was dispatched (``None``:
-    none had been written). ``dispatch`` and ``settle`` are the two records' payloads
-    (``idempotency``, ``run-id`` and ``round`` are in ``dispatch``). ``arguments`` is
-    ``None`` and ``dispatch`` and ``settle`` are empty in a ``History(keep_payloads=False)``.
-    """
-
-    op_id: str
-    call_id: Any
-    tool: Any
-    arguments: Any
-    dispatched_at: str
-    index: int
-    grants_id: Optional[str]
-    state: str = "dispatched"
-    answered_by: Optional[str] = None
-    answered_at: Optional[str] = None
-    dispatch: Dict[str, Any] = field(default_factory=dict)
-    settled_id: Optional[str] = None
-    settled_at: Optional[str] = None
-    settle: Dict[str, Any] = field(default_factory=dict)
-
-    @property
-    def pending(self) -> bool:
-        return self.settled_id is None
-
-    @property
-    def outcome(self) -> Optional[str]:
-        return None if self.settled_id is None else self.state
-
-
-class History:
+class History(HistoryFold):
     """The fold of a transcript's envelopes, fed in file order, with what became of each."""
-
-    def __init__(self, keep_payloads: bool = True) -> None:
-        self.keep_payloads = keep_payloads
-        self.state = FoldState()
-        self.meta: Dict[str, Any] = {}
-        self.count = 0  # envelopes fed
-        self.removed: Dict[str, Removal] = {}  # message or summary id -> what removed it
-        self.elided: Dict[str, List[str]] = {}  # message or summary id -> elision ids, in order
-        self.operations: Dict[str, Operation] = {}  # op id -> operation, in file order
-        self.answers: Dict[str, str] = {}  # tool message id -> the op id it answered
-        self.calls: Dict[Any, List[str]] = {}  # call id -> op ids dispatched for it, in file order
-        self.grants_by_id: Dict[str, Dict[str, Any]] = {}  # grants envelope id -> its snapshot
-        self.grants_id: Optional[str] = None  # the grants envelope in force now
-        self.problems: List[Problem] = []
-        self._seen: Dict[str, int] = {}
-        self._unanswered: Dict[Any, List[str]] = {}  # call id -> op ids no tool message answered yet
 
     @classmethod
     def read(cls, path: Union[str, "os.PathLike[str]"], keep_payloads: bool = True) -> "History":
         """The history of every envelope of the file at `path` that parses, read as peek
         reads it (no lock, nothing written; malformed lines are skipped and are in peek's
-        warnings, not here)."""
-        from .session import Session
-
+        warnings, not here). On the native core the file is folded in Rust, at about the
+        cost of a load; ``feed`` goes on from there."""
         history = cls(keep_payloads)
-        history.feed_all(Session.peek(path)["envelopes"])
+        found = _peek.read_history(os.fspath(path), keep_payloads)
+        if found is not None:
+            history.state = found.state
+            history.meta = found.state.meta
+            history.count = found.fed
+            history.removed = found.removed
+            history.elided = found.elided
+            history.operations = found.operations
+            history.answers = found.answers
+            history.calls = found.calls
+            history.grants_by_id = found.grants_by_id
+            history.grants_id = found.grants_id
+            history.problems = found.problems
+            history._seen = found.seen
+            history._unanswered = found.unanswered
         return history
-
-    # -- feeding --------------------------------------------------------------------------
-
-    def feed_all(self, events: Iterable[Event]) -> None:
-        for event in events:
-            self.feed(event)
-
-    def feed(self, event: Event) -> None:
-        """Fold in the next envelope of the file."""
-        index = self.count
-        self.count += 1
-        id_, type_, ts, payload = event.id, event.type, event.ts, event.payload
-        if id_ in self._seen:
-            self.problems.append(Problem(index, id_, type_, duplicate_reason(id_)))
-            return
-        self._seen[id_] = index
-        if index == 0 and type_ == "session-meta":
-            self.meta = payload
-            self.state.meta = payload
-        state = self.state
-        try:
-            state.check(type_, payload)
-        except FoldProblem as p:
-            self.problems.append(Problem(index, id_, type_, p.reason))
-            return
-        if type_ == "compaction":
-            cut = state.position(payload["replaces-through-id"])
-            assert cut is not None  # check() found it
-            gone = Removal(id_, "compaction", ts)
-            for entry_id, message in zip(state.ids[: cut + 1], state.messages[: cut + 1]):
-                if not message.is_sticky:
-                    self.removed[entry_id] = gone
-        elif type_ == "rewind":
-            to_id = payload["to-id"]
-            end = 0 if to_id is None else cast(int, state.position(to_id)) + 1
-            gone = Removal(id_, "rewind", ts)
-            for entry_id in state.ids[end:]:
-                self.removed[entry_id] = gone
-        elif type_ == "elision":
-            for item in payload["items"]:
-                self.elided.setdefault(item["id"], []).append(id_)
-        elif type_ == "grants":
-            self.grants_by_id[id_] = payload["grants"]
-            self.grants_id = id_
-        elif type_ == "tool-dispatched":
-            call_id = payload.get("call-id")
-            self.operations[id_] = Operation(
-                op_id=id_,
-                call_id=call_id,
-                tool=payload.get("tool"),
-                arguments=payload.get("arguments") if self.keep_payloads else None,
-                dispatched_at=ts,
-                index=index,
-                grants_id=self.grants_id,
-                dispatch=payload if self.keep_payloads else {},
-            )
-            self._unanswered.setdefault(call_id, []).append(id_)
-            self.calls.setdefault(call_id, []).append(id_)
-        elif type_ == "tool-settled":
-            op = self.operations[payload["op-id"]]
-            op.settled_id, op.settled_at = id_, ts
-            if self.keep_payloads:
-                op.settle = payload
-            op.state = payload["outcome"]
-        elif type_ == "message" and payload.get("role") == "tool":
-            call_id = payload.get("tool_call_id")
-            if isinstance(call_id, str):
-                for op_id in self._unanswered.pop(call_id, ()):
-                    op = self.operations[op_id]
-                    op.answered_by, op.answered_at = id_, ts
-                    self.answers.setdefault(id_, op_id)
-                    if op.state == "dispatched":
-                        op.state = "result-recorded"
-        elif type_ == "run-context" and not self.keep_payloads:
-            return  # the fold keeps only the sections' texts from it
-        state.apply(id_, type_, ts, payload)
 
     # -- reading --------------------------------------------------------------------------
 

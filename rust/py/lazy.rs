@@ -672,6 +672,10 @@ impl EnvelopeIds {
     pub fn new(at: IdTable) -> Self {
         EnvelopeIds { at }
     }
+
+    pub(super) fn table(&self) -> &IdTable {
+        &self.at
+    }
 }
 
 impl Drop for EnvelopeIds {

@@ -10,6 +10,7 @@
 
 mod build;
 mod encode;
+mod history;
 mod import;
 mod lazy;
 mod named;
@@ -374,6 +375,8 @@ fn scan<'py>(
 fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(replay, m)?)?;
     m.add_function(wrap_pyfunction!(scan, m)?)?;
+    m.add_function(wrap_pyfunction!(history::history, m)?)?;
+    m.add_class::<history::HistoryRows>()?;
     m.add_class::<LineIndex>()?;
     m.add_class::<lazy::LineIter>()?;
     m.add_class::<lazy::Deferred>()?;

@@ -19,7 +19,8 @@ use super::lazy::{message_from_fields, read_line, EnvelopeIds, SectionTexts, Set
 use super::named::{self, call_kw};
 
 /// One line read back, kept while consecutive values come from it.
-struct LastLine {
+#[derive(Default)]
+pub(super) struct LastLine {
     at: Option<LineRef>,
     bytes: Vec<u8>,
 }
@@ -50,7 +51,7 @@ fn object_at<'py>(
     )
 }
 
-fn value_at<'py>(
+pub(super) fn value_at<'py>(
     b: &mut Builder<'py>,
     last: &mut LastLine,
     file: &File,

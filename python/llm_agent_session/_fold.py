@@ -1,4 +1,5 @@
-"""The replay fold (SPEC 4, "How replay folds"), shared by load and by every append.
+"""The replay fold (docs/FORMAT.md, "Replay: from lines to the conversation"), shared by
+load and by every append.
 
 ``FoldState`` is the whole in-memory state of a session, on both cores. The pure
 replay (``_pure/replay.py``) feeds it every envelope in file order; the native one
@@ -13,7 +14,7 @@ from __future__ import annotations
 from typing import Any, Dict, Iterator, List, Mapping, MutableMapping, Optional, Protocol, Tuple, cast
 
 from ._compaction import compacted
-from .messages import Message, PendingToolOperation
+from .messages import Message, PendingToolOperation, freeze
 
 OUTCOMES = ("completed", "failed", "outcome-unknown")
 
@@ -35,7 +36,7 @@ NAME_MAX = 255
 
 
 def dispatched_operation(op_id: str, ts: str, payload: Dict[str, Any], state: str) -> PendingToolOperation:
-    """The operation a ``tool-dispatched`` envelope opened (SPEC 2.6): the one constructor
+    """The operation a ``tool-dispatched`` envelope opened (docs/FORMAT.md): the one constructor
     of the pure fold, peek's survey and the native replay (``rust/py/survivors.rs``).
     Reads every key leniently: the fold has checked ``call-id`` and ``tool`` first;
     peek's survey has not."""
@@ -82,7 +83,7 @@ def artifact_name_problem(name: Any) -> Optional[str]:
 
 
 def message_from_payload(payload: Dict[str, Any]) -> Message:
-    """The Message a message line holds; extras (keys outside SPEC 2.2) are dropped."""
+    """The Message a message line holds; extras (keys other than the message keys) are dropped."""
     return Message.from_dict(payload)
 
 
@@ -238,13 +239,15 @@ class FoldState:
         """Fold one envelope in; `check` must have passed for it. `message`: for a
         `message`, the Message its payload makes, if the caller has one (an append)."""
         if type_ == "message":
-            msg = message if message is not None else message_from_payload(payload)
+            # Kept read-only (`Message.frozen`): `Session.messages` hands these very
+            # objects out, and `sync_messages` knows them again by identity.
+            msg = message if message is not None else message_from_payload(payload).frozen()
             if self.index is not None:
                 self.index[id_] = len(self.ids)
             self.ids.append(id_)
             self.messages.append(msg)
             call_id = msg.tool_call_id
-            # Only a `tool` message answers a call (SPEC 2.6).
+            # Only a `tool` message answers a call.
             if msg.role == "tool" and isinstance(call_id, str) and call_id in self.waiting_by_call:
                 for op_id in self.waiting_by_call.pop(call_id):
                     op = self.pending.get(op_id)
@@ -258,7 +261,7 @@ class FoldState:
             self.messages = compacted(self.messages, cut, Message("user", payload["summary"]), sticky)
             self.index = None
         elif type_ == "rewind":
-            # SPEC 10.1: the live list ends with `to-id` (null: nothing is left).
+            # The live list ends with `to-id` (null: nothing is left).
             to_id = payload["to-id"]
             end = 0 if to_id is None else cast(int, self.position(to_id)) + 1
             del self.ids[end:]
@@ -268,7 +271,7 @@ class FoldState:
             for item in payload["items"]:
                 pos = self.position(item["id"])
                 assert pos is not None
-                self.messages[pos] = self.messages[pos].with_content(item["stub"])
+                self.messages[pos] = self.messages[pos].with_content(freeze(item["stub"]))
         elif type_ == "grants":
             self.grants = payload["grants"]
         elif type_ == "tool-dispatched":

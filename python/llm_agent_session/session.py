@@ -1,4 +1,4 @@
-"""The public ``Session``: create, load, append, close (SPEC 3 and 4); peek, salvage, fork delegate."""
+"""The public ``Session``: create, load, append, close; peek, salvage, fork delegate."""
 
 from __future__ import annotations
 
@@ -6,6 +6,7 @@ import contextlib
 import os
 import threading
 import weakref
+from dataclasses import replace
 from typing import Any, Callable, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple, cast
 
 from . import _backend, _platform
@@ -33,10 +34,10 @@ from .errors import (
     UnknownToolOperation,
     public_error,
 )
-from .messages import Event, Message, MessageLike, PendingToolOperation, message_extras
+from .messages import Event, FrozenDict, FrozenList, Message, MessageLike, PendingToolOperation, message_extras
 
 
-# The default texts of answer_interrupted_tool_calls (SPEC 10.3), also in the README.
+# The texts of answer_interrupted_tool_calls, also in the README ("For agent runtimes").
 INTERRUPTED_TEXT = (
     "This tool call was interrupted before its result was recorded (the process running it "
     "stopped). It may or may not have run: check its effects before running it again."
@@ -108,8 +109,8 @@ def _close_inherited_descriptors() -> None:
     """In a child right after ``fork()``: close every session's inherited descriptor.
 
     The lock is shared by every descriptor of the open file, so a child that kept its
-    copy would hold the parent's lock after the parent closed (SPEC 3: a forked child
-    never holds a session's lock). No lock is taken here: another thread of the parent
+    copy would hold the parent's lock after the parent closed (a forked child never
+    holds a session's lock). No lock is taken here: another thread of the parent
     may have held one at the fork, and it would never be released in the child. The
     session object stays; its appends refuse with ``SessionBroken`` (the pid differs).
     """
@@ -133,7 +134,7 @@ def dispatched_payload(
     run_id: Optional[str] = None,
     round: Optional[int] = None,
 ) -> Dict[str, Any]:
-    """The ``tool-dispatched`` payload (SPEC 2.6): `arguments` canonicalised (a string of
+    """The ``tool-dispatched`` payload (docs/FORMAT.md): `arguments` canonicalised (a string of
     JSON stored parsed, unless what it parses to cannot be stored) and its digest.
     Raises TypeError/ValueError for arguments JSON cannot carry. Shared by
     ``append_tool_dispatched`` and the importers' bulk writer."""
@@ -367,9 +368,13 @@ class Session:
 
     @property
     def events(self) -> EventLog:
-        """Every envelope in file order (a list-like view, items built on access)."""
+        """Every envelope in file order (a list-like view, items built on access). Each
+        Event read from it is new, its payload a copy: editing it changes nothing."""
         with self._lock:
-            return EventLog(self._read_events, list(self._appended_events()))
+            # The native core's lazy sequence builds a new Event at each access; a list
+            # (the pure core's, or what this session appended) is the session's own.
+            copy_read = isinstance(self._read_events, list)
+            return EventLog(self._read_events, list(self._appended_events()), copy_read=copy_read)
 
     def _appended_events(self) -> List[Event]:
         """The Events of this session's appends, built on the first access after them
@@ -393,7 +398,9 @@ class Session:
         state: ``dispatched`` (may or may not have run) or ``result-recorded`` (a tool
         message answers its call; only the settle is missing). O(pending operations)."""
         with self._lock:
-            return self._state.pending_operations()
+            ops = self._state.pending_operations()
+        # The arguments are the session's own (its events hold them too): a copy each.
+        return [op if _immutable(op.arguments) else replace(op, arguments=copy_json(op.arguments)) for op in ops]
 
     def run_context_section(self, digest: str) -> Optional[str]:
         """The text of the run-context section with this digest ("sha256:<hex>"), or None
@@ -403,7 +410,7 @@ class Session:
 
     def message_extra(self, message_id: str) -> Dict[str, Any]:
         """The extras the ``message`` envelope `message_id` carries: its payload minus the
-        message keys (SPEC 10.2), as a new dict (editing it changes nothing).
+        message keys, as a new dict (editing it changes nothing).
 
         How a runtime reads back its own item stored beside the chat-shaped message.
         Works for every message line of the transcript, live or not (compacted,
@@ -461,13 +468,13 @@ class Session:
         if extra is not None:
             if not isinstance(extra, Mapping):
                 raise TypeError(f"extra must be a mapping, not {type(extra).__name__}")
-            # SPEC 2.2: the message keys belong to the message alone. An extra named like
-            # one is dropped even when the message leaves that key unset, or replay would
-            # read it as the message's own (a name, stickiness, an answered tool call).
+            # The message keys belong to the message alone. An extra named like one is
+            # dropped even when the message leaves that key unset, or replay would read
+            # it as the message's own (a name, stickiness, an answered tool call).
             payload.update(message_extras(extra))
-            payload.update(msg.to_dict())
+            payload.update(msg.fields())
         else:
-            payload = msg.to_dict()  # a new dict already
+            payload = msg.fields()  # a new dict; `_append` copies its values
         return self._append("message", payload, "message", message=kept)
 
     def append_grants(self, grants: Mapping[str, Any]) -> str:
@@ -521,7 +528,7 @@ class Session:
 
     def append_rewind(self, to_id: Optional[str]) -> str:
         """Cut the live conversation back so that it ends with the live message `to_id`
-        (``None``: nothing live is left, sticky messages included). SPEC 10.1.
+        (``None``: nothing live is left, sticky messages included).
 
         Nothing is removed from the file: the rewound messages stay on their lines, in
         ``events`` and every viewer. Tool operations, grants and run context are left
@@ -651,7 +658,7 @@ class Session:
         ``1.0``); the very objects ``messages`` handed out compare by identity, for free.
         A list that does not start with the session's messages raises
         ``TranscriptConflict``, unless ``allow_rewind=True``: then one ``rewind`` to the
-        longest common prefix is written, followed by the rest of the list (SPEC 10.1).
+        longest common prefix is written, followed by the rest of the list.
         Every new message is checked before the first line is written, so a bad one
         leaves the transcript as it was. Returns the new messages' ids. Cost: one
         identity check per message (a pass over the list's pointers, 2-3 nanoseconds a
@@ -671,8 +678,8 @@ class Session:
             common = by_identity
             for have, mine, known in zip(current[common:], given[common:], synced[common:]):
                 # Compared as JSON, not with `==`: Python says True == 1 == 1.0, the
-                # serialisations (and so the transcript) keep them apart (SPEC 3).
-                if mine is not have and mine is not known and _canonical(as_message(mine)) != _canonical(have):
+                # serialisations (and so the transcript) keep them apart.
+                if mine is not have and mine is not known and not _same_message(mine, have):
                     break
                 common += 1
             if common < len(current) and not allow_rewind:
@@ -691,21 +698,25 @@ class Session:
                 )
             new = [as_message(m) for m in given[common:]]
             for m in new:
-                validate(m.to_dict(), "message")
+                validate(m.fields(), "message")
             if common < len(current):
                 self.append_rewind(self._state.ids[common - 1] if common else None)
             ids = [self.append_message(m) for m in new]
+            # The next sync knows by identity only what cannot change: the session's own
+            # messages (read-only), and a caller's plain Message (text, no tool calls).
+            # Anything else the caller handed in may be edited in place before then, so
+            # it is compared again as JSON.
             ours = self._state.messages
             if by_identity == n and synced is self._synced:
-                synced.extend(g if type(g) is Message else h for g, h in zip(given[n:], ours[n:]))
+                synced.extend(g if type(g) is Message and _plain(g) else h for g, h in zip(given[n:], ours[n:]))
             else:
-                self._synced = [g if type(g) is Message else h for g, h in zip(given, ours)]
+                self._synced = [g if type(g) is Message and _plain(g) else h for g, h in zip(given, ours)]
             return ids
 
     def answer_interrupted_tool_calls(self, content: Any = None) -> List[str]:
         """Answer every tool call of a live assistant message that no live ``tool``
         message answers, so that ``messages`` is a conversation the OpenAI
-        chat-completions API accepts again (SPEC 10.3). Returns the new message ids.
+        chat-completions API accepts again. Returns the new message ids.
 
         - A call with an operation in state ``dispatched`` (a crash mid-call): a tool
           message saying it was interrupted and may or may not have run (`content` when
@@ -895,8 +906,46 @@ def _pair(item: Any, keys: Optional[Tuple[str, str]], what: str) -> Tuple[Any, A
     return first, second
 
 
-def _canonical(message: Message) -> str:
-    return dumps(copy_json(message.to_dict()))
+_JSON_SCALARS = (str, int, float, bool, type(None))
+_JSON_LISTS = (list, tuple, FrozenList)
+_JSON_DICTS = (dict, FrozenDict)
+
+
+def _same_json(a: Any, b: Any) -> bool:
+    """Whether two JSON values serialise alike (``dumps(a) == dumps(b)``), without
+    serialising them: ``True`` is not ``1``, ``1`` is not ``1.0``, ``-0.0`` is not ``0.0``;
+    a tuple is a list."""
+    if a is b:
+        return True
+    ta, tb = type(a), type(b)
+    if ta in _JSON_LISTS and tb in _JSON_LISTS:
+        return len(a) == len(b) and all(map(_same_json, a, b))
+    if ta in _JSON_DICTS and tb in _JSON_DICTS:
+        return len(a) == len(b) and all(k in b and _same_json(v, b[k]) for k, v in a.items())
+    if ta in _JSON_SCALARS and tb in _JSON_SCALARS:
+        if ta is not tb:
+            return False
+        return float.__repr__(a) == float.__repr__(b) if ta is float else bool(a == b)
+    try:  # subclasses of JSON types, and values JSON cannot carry
+        return dumps(a) == dumps(b)
+    except (TypeError, ValueError):
+        return False
+
+
+def _same_message(given: Any, have: Message) -> bool:
+    """Whether `given` (a Message, or a mapping in its shape) is the message `have` as the
+    transcript holds it: the same keys set, the same values as JSON."""
+    if isinstance(given, Message):
+        mine = given
+    elif isinstance(given, Mapping):
+        mine = Message.from_dict(given)
+    else:
+        return False  # as_message then names what is wrong with it
+    return _same_json(mine.fields(), have.fields())
+
+
+def _immutable(value: Any) -> bool:
+    return type(value) in _JSON_SCALARS
 
 
 def _artifact_payload(artifact: Mapping[str, Any]) -> Dict[str, Any]:

@@ -229,7 +229,7 @@ def test_a_call_waiting_for_approval_survives_reopening(tpath):
 
 def test_a_result_lost_after_the_tool_ran_is_answered_never_rerun(tpath):
     from llm_agent_session import assistant_message, user_message
-    from llm_agent_session.session import RESULT_GONE_TEXT
+    from llm_agent_session.session import RESULT_LOST_TEXT
 
     call = {"id": "c1", "type": "function", "function": {"name": "add", "arguments": '{"a":1,"b":2}'}}
     with Session.create(tpath) as s:  # what a crash between the settle and the next request leaves
@@ -244,7 +244,7 @@ def test_a_result_lost_after_the_tool_ran_is_answered_never_rerun(tpath):
 
     history = run(go())
     answer = history[-1].parts[-1]
-    assert isinstance(answer, ToolReturnPart) and answer.tool_name == "add" and answer.content == RESULT_GONE_TEXT
+    assert isinstance(answer, ToolReturnPart) and answer.tool_name == "add" and answer.content == RESULT_LOST_TEXT
 
 
 def test_second_capability_on_a_locked_file_is_refused(tpath):

@@ -34,19 +34,12 @@ from .errors import (
     UnknownToolOperation,
     public_error,
 )
+from ._unanswered import INTERRUPTED_TEXT as INTERRUPTED_TEXT
+from ._unanswered import NEVER_RUN_TEXT as NEVER_RUN_TEXT
+from ._unanswered import RESULT_GONE_TEXT as RESULT_GONE_TEXT
+from ._unanswered import RESULT_LOST_TEXT as RESULT_LOST_TEXT
+from ._unanswered import UnansweredCall, find_operations, unanswered_calls
 from .messages import Event, FrozenDict, FrozenList, Message, MessageLike, PendingToolOperation, message_extras
-
-
-# The texts of answer_interrupted_tool_calls, also in the README ("For agent runtimes").
-INTERRUPTED_TEXT = (
-    "This tool call was interrupted before its result was recorded (the process running it "
-    "stopped). It may or may not have run: check its effects before running it again."
-)
-NEVER_RUN_TEXT = "This tool call was never run: the run stopped before it was dispatched."
-RESULT_GONE_TEXT = (
-    "This tool call ran, but its result is no longer in the conversation (it was rewound or "
-    "compacted away)."
-)
 
 
 def _require(value: Any, types: Tuple[type, ...], what: str, *, optional: bool = False) -> None:
@@ -59,6 +52,12 @@ def _require(value: Any, types: Tuple[type, ...], what: str, *, optional: bool =
     if not ok:
         names = " or ".join(t.__name__ for t in types) + (" or None" if optional else "")
         raise TypeError(f"{what} must be {names}, not {type(value).__name__}")
+
+
+def _require_content(value: Any, what: str) -> None:
+    """Message content: a str, a list of content parts, or None."""
+    if value is not None and not isinstance(value, (str, list, tuple)):
+        raise TypeError(f"{what} must be a str, a list of content parts or None, not {type(value).__name__}")
 
 
 def _plain(msg: Message) -> bool:
@@ -87,11 +86,7 @@ def as_message(message: MessageLike) -> Message:
     else:
         raise TypeError(f"a message must be a Message or a mapping, not {type(message).__name__}")
     _require(msg.role, (str,), "message role")
-    if msg.content is not None and not isinstance(msg.content, (str, list, tuple)):
-        raise TypeError(
-            f"message content must be a str, a list of content parts or None, not "
-            f"{type(msg.content).__name__}"
-        )
+    _require_content(msg.content, "message content")
     _require(msg.tool_calls, (list, tuple), "message tool_calls", optional=True)
     _require(msg.tool_call_id, (str,), "message tool_call_id", optional=True)
     _require(msg.name, (str,), "message name", optional=True)
@@ -516,13 +511,16 @@ class Session:
 
     def append_elision(self, items: Iterable[Any]) -> str:
         """Replace the content of live messages with stubs: `items` are (id, stub) pairs
-        or {"id", "stub"} mappings; everything else about those messages stays.
+        or {"id", "stub"} mappings; everything else about those messages stays. A stub
+        is message content: a str, a list of content parts, or None.
         Returns the envelope id. Raises DanglingReference (nothing written) when an id
-        is not a live message, and as ``append_message`` does."""
+        is not a live message, TypeError for a stub that is not message content, and as
+        ``append_message`` does."""
         out = []
-        for item in items:
+        for n, item in enumerate(items):
             id_, stub = _pair(item, ("id", "stub"), "elision items")
             _require(id_, (str,), "elision item id")
+            _require_content(stub, f"elision item {n} stub (the message's new content)")
             out.append({"id": id_, "stub": stub})
         return self._append("elision", {"items": out}, "elision")
 
@@ -715,62 +713,63 @@ class Session:
 
     def answer_interrupted_tool_calls(self, content: Any = None) -> List[str]:
         """Answer every tool call of a live assistant message that no live ``tool``
-        message answers, so that ``messages`` is a conversation the OpenAI
+        message after it answers (providers reuse call ids: an earlier answer with the
+        same id does not count), so that ``messages`` is a conversation the OpenAI
         chat-completions API accepts again. Returns the new message ids.
 
-        - A call with an operation in state ``dispatched`` (a crash mid-call): a tool
-          message saying it was interrupted and may or may not have run (`content` when
-          given; default ``INTERRUPTED_TEXT``), then the operation is settled
-          ``outcome-unknown`` with reason ``"interrupted"``.
-        - A call that was never dispatched: a tool message saying it never ran
-          (``NEVER_RUN_TEXT``).
-        - A call whose operation ran but whose result is no longer live (rewound or
-          compacted away): a tool message saying so (``RESULT_GONE_TEXT``).
+        The answer says what is known of the call (texts in the README, "For agent
+        runtimes"):
+
+        - its operation is still ``dispatched`` (a crash mid-call): interrupted, may or
+          may not have run (`content` when given; default ``INTERRUPTED_TEXT``); the
+          operation is then settled ``outcome-unknown`` with reason ``"interrupted"``;
+        - its operation was settled ``outcome-unknown`` (nobody knows whether it ran):
+          the same text, nothing more written;
+        - it ran and its result was recorded, then rewound or compacted away:
+          ``RESULT_GONE_TEXT``;
+        - its operation was settled ``completed`` or ``failed`` with no result recorded:
+          ``RESULT_LOST_TEXT``;
+        - it was never dispatched: ``NEVER_RUN_TEXT``.
+
         Nothing else is written; an operation in state ``result-recorded`` is left for
         the app to settle. The answers are appended at the end, in the order the calls
         were made: where a later non-tool message already follows an unanswered call,
         the append-only file cannot put the answer before it. Cost: O(live messages),
-        plus one line read per settled operation when a call has no pending one.
+        plus a read of the lines written since the oldest unanswered call.
         """
         if content is not None:
             as_message(Message("tool", content))  # the content's type, checked before any write
             validate(content, "content")
         with self._lock:
-            answered = {
-                m.tool_call_id for m in self._state.messages if m.role == "tool" and isinstance(m.tool_call_id, str)
-            }
-            calls: List[str] = []
-            for m in self._state.messages:
-                if m.role != "assistant" or not isinstance(m.tool_calls, (list, tuple)):
-                    continue
-                for call in m.tool_calls:
-                    call_id = call.get("id") if isinstance(call, Mapping) else None
-                    if isinstance(call_id, str) and call_id not in answered:
-                        answered.add(call_id)
-                        calls.append(call_id)
             new_ids: List[str] = []
-            for call_id in calls:
-                waiting = list(self._state.waiting_by_call.get(call_id, ()))
-                if waiting:
-                    text = INTERRUPTED_TEXT if content is None else content
-                elif self._call_was_dispatched(call_id):
-                    text = RESULT_GONE_TEXT
-                else:
-                    text = NEVER_RUN_TEXT
-                new_ids.append(self.append_message(Message("tool", text, tool_call_id=call_id)))
-                for op_id in waiting:
+            for call in self._unanswered_tool_calls():
+                text, interrupted = call.answer(self._state.pending, content)
+                new_ids.append(self.append_message(Message("tool", text, tool_call_id=call.call_id)))
+                for op_id in interrupted:
                     self.append_tool_settled(op_id, "outcome-unknown", reason="interrupted")
             return new_ids
 
-    def _call_was_dispatched(self, call_id: str) -> bool:
-        """Whether any operation, pending or settled, was dispatched for `call_id`."""
-        if any(op.call_id == call_id for op in self._state.pending.values()):
-            return True
-        for op_id in self._state.settled:
-            event = self._event_by_id(op_id)
-            if event is not None and event.payload.get("call-id") == call_id:
-                return True
-        return False
+    def _unanswered_tool_calls(self) -> List[UnansweredCall]:
+        """The live calls no tool message answers, each with the operations dispatched for
+        it (also what the integrations ask before answering)."""
+        with self._lock:
+            calls = unanswered_calls(self._state.messages, self._state.ids)
+            if calls:
+                find_operations(calls, self._events_from(min(self._event_index(c.message_id) for c in calls)))
+            return calls
+
+    def _event_index(self, id_: str) -> int:
+        """The index in ``events`` of the envelope `id_`, read or appended."""
+        k = self._appended_at.get(id_)
+        return len(self._read_events) + k if k is not None else cast(int, self._state.envelope_at.get(id_))
+
+    def _events_from(self, start: int) -> Iterable[Event]:
+        """The session's own Events (not copies) from index `start` on, in file order."""
+        read = self._read_events
+        for i in range(start, len(read)):
+            yield read[i]
+        appended = self._appended_events()
+        yield from appended[max(start - len(read), 0) :]
 
     # -- closing -------------------------------------------------------------------------------
 

@@ -4,7 +4,7 @@ kept in memory and written off the event loop.
 
 A *unit* is what one runtime item (or a few) became on disk: one or more `message`
 lines. Syncing to a new history keeps the longest run of units whose items still
-lead the history, rewinds to the last of them (SPEC 10.1: nothing leaves the file),
+lead the history, rewinds to the last of them (a `rewind`: nothing leaves the file),
 and appends units for the rest.
 """
 
@@ -21,7 +21,7 @@ from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple
 from .. import Message, Session
 from ..canonical import dumps, validate
 
-# (message as a dict of SPEC 2.2 keys, the extras written beside it)
+# (message as a dict of the message keys, the extras written beside it)
 Record = Tuple[Dict[str, Any], Dict[str, Any]]
 # (envelope id, the message as replay gives it, its extras)
 LiveRecord = Tuple[str, Message, Dict[str, Any]]
@@ -55,7 +55,7 @@ class PlannedUnit:
 
 
 # Reads live transcript messages back into units (the integration's own format, and a
-# fallback for messages that others wrote, such as the answers of SPEC 10.3).
+# fallback for messages that others wrote, such as the answers to interrupted calls).
 ReadUnits = Callable[[Sequence[LiveRecord], Sequence[Unit]], List[Unit]]
 # Turns runtime items that are not on disk yet into units to write.
 PlanUnits = Callable[[Sequence[Any], Sequence[Unit]], List[PlannedUnit]]
@@ -74,38 +74,16 @@ def open_transcript(path: Any, meta: Optional[Mapping[str, Any]]) -> Session:
 
 def unanswered_calls_ran(session: Session) -> bool:
     """Whether a live tool call that no tool message answers was dispatched: a crash cut
-    it off mid-call (its operation is still pending) or lost its result (settled, but not
-    as a deferral). Only then do the adapters answer the calls (SPEC 10.3). Calls that were
-    never dispatched are left alone: a runtime leaves them so on purpose while it waits
-    for an approval, and resumes them itself."""
-    messages, ids = session.messages, session.message_ids
-    answered = {m.tool_call_id for m in messages if m.role == "tool"}
-    unanswered: Dict[str, str] = {}  # call id -> id of the message that made the call
-    for id_, m in zip(ids, messages):
-        for call in m.tool_calls or [] if m.role == "assistant" else []:
-            call_id = call.get("id") if isinstance(call, Mapping) else None
-            if isinstance(call_id, str) and call_id not in answered:
-                unanswered.setdefault(call_id, id_)
-    if not unanswered:
-        return False
-    if any(op.call_id in unanswered for op in session.pending_tool_operations()):
-        return True
-    # Settled operations: read the lines written since the oldest unanswered call was made
-    # (a dispatch always comes after its call), newest first.
-    oldest = min(unanswered.values(), key=ids.index)
-    events = session.events
-    settles: Dict[str, Mapping[str, Any]] = {}
-    for i in range(len(events) - 1, -1, -1):
-        event = events[i]
-        if event.id == oldest:
-            break
-        if event.type == "tool-settled":
-            settles[str(event.payload.get("op-id"))] = event.payload
-        elif event.type == "tool-dispatched" and event.payload.get("call-id") in unanswered:
-            reason = settles.get(event.id, {}).get("reason")
-            if not (isinstance(reason, str) and reason.startswith(DEFERRED)):
-                return True
-    return False
+    it off mid-call (its operation is still pending), or its operation was settled other
+    than as a deferral. Only then do the adapters answer the calls
+    (``Session.answer_interrupted_tool_calls``). Calls that were never dispatched are left
+    alone: a runtime leaves them so on purpose while it waits for an approval, and
+    resumes them itself."""
+    return any(
+        not (op.outcome == "outcome-unknown" and isinstance(op.reason, str) and op.reason.startswith(DEFERRED))
+        for call in session._unanswered_tool_calls()
+        for op in call.operations
+    )
 
 
 # The start of a settle's reason for a call the runtime deferred (it did not run).
@@ -130,7 +108,7 @@ class Mirror:
 
     def read_tail(self) -> None:
         """Read the live messages that no unit holds yet: all of them when opening, those
-        that someone appended through the `Session` since (the app, SPEC 10.3 answers)."""
+        that someone appended through the `Session` since (the app, answers to interrupted calls)."""
         held = [i for u in self.units for i in u.ids]
         if self.session.message_ids[: len(held)] != held:  # rewound or compacted meanwhile
             self.units, held = [], []

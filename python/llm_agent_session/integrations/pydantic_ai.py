@@ -13,11 +13,12 @@ ends. Every `ModelMessage` is stored as pydantic-ai's own JSON (its
 `ModelMessagesTypeAdapter`) in the extras of the last of the chat-completions messages it
 becomes, so `message_history()` gives back equal `ModelMessage`s.
 
-`message_history()` first answers every tool call that a crash left unanswered (SPEC
-10.3): pydantic-ai re-runs an unanswered call when a run resumes, and a call that may
-already have acted must not run again unless the app decides so. To decide, settle its
-operation (`transcript.transcript.resolve_tool_operation(...)`, or append the tool's real
-result) before calling `message_history()`.
+`message_history()` first answers every tool call that a crash left unanswered
+(`Session.answer_interrupted_tool_calls`): pydantic-ai re-runs an unanswered call when a
+run resumes, and a call that may already have acted must not run again unless the app
+decides so. To decide, settle its operation
+(`transcript.transcript.resolve_tool_operation(...)`, or append the tool's real result)
+before calling `message_history()`.
 """
 
 from __future__ import annotations
@@ -137,7 +138,7 @@ def _plan(natives: Sequence[Any], _before: Sequence[Unit]) -> List[PlannedUnit]:
 
 
 def _fallback(records: Sequence[LiveRecord], tool_names: Mapping[str, str]) -> List[Unit]:
-    """ModelMessages for messages that carry none: the answers of SPEC 10.3, or lines that
+    """ModelMessages for messages that carry none: the answers to interrupted calls, or lines that
     another writer added. Consecutive non-assistant messages make one request."""
     units: List[Unit] = []
     parts: List[Any] = []
@@ -227,7 +228,7 @@ class TranscriptCapability(TranscriptOwner, AbstractCapability[Any]):
 
     async def message_history(self) -> List[ModelMessage]:
         """The conversation so far, as pydantic-ai's messages. When a tool call that a
-        crash left unanswered was dispatched, the calls are answered first (SPEC 10.3), so
+        crash left unanswered was dispatched, the calls are answered first, so
         no such call runs again; calls never dispatched (deferred) are left as they are."""
         return cast(List[ModelMessage], await self._gate.run(self._answered_history))
 

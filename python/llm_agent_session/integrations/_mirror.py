@@ -10,15 +10,13 @@ and appends units for the rest.
 
 from __future__ import annotations
 
-import asyncio
 import copy
-import functools
 import os
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple, TypeVar
 
 from .. import Message, Session
+from ..aio import SerialThread
 from ..canonical import dumps, validate
 
 # (message as a dict of the message keys, the extras written beside it)
@@ -92,7 +90,7 @@ DEFERRED = "deferred"
 
 class Mirror:
     """The live messages of an open transcript as a runtime's items, and the writes that
-    keep them equal to the runtime's history. Blocking: call through `Gate.run`."""
+    keep them equal to the runtime's history. Blocking: call through the adapter's thread."""
 
     def __init__(self, session: Session, read_units: ReadUnits, plan_units: PlanUnits) -> None:
         self.session = session
@@ -139,36 +137,23 @@ class Mirror:
             self.units.append(Unit(copy.deepcopy(plan.natives), ids))
 
 
-class Gate:
-    """Runs an adapter's blocking transcript work off the event loop, on a thread of its
-    own (not the loop's default executor, which the app may keep busy), one call at a
-    time in the order the calls were awaited: a coroutine submits when it first runs.
-    A call whose awaiting task is cancelled still runs, in its turn; so does every call
-    before it. Calls after `stop()` run inline (the closed session answers from memory)."""
-
-    def __init__(self) -> None:
-        self._worker = ThreadPoolExecutor(max_workers=1, thread_name_prefix="llm-agent-session-adapter")
-        self._stopped = False
-
-    async def run(self, fn: Callable[..., Any], *args: Any) -> Any:
-        if self._stopped:
-            return fn(*args)
-        return await asyncio.get_running_loop().run_in_executor(self._worker, functools.partial(fn, *args))
-
-    def stop(self) -> None:
-        self._stopped = True
-        self._worker.shutdown(wait=False)
-
-
 _Owner = TypeVar("_Owner", bound="TranscriptOwner")
+
+
+def adapter_thread() -> SerialThread:
+    """The thread an adapter's blocking transcript work runs on, off the event loop (not
+    the loop's default executor, which the app may keep busy): one call at a time, in
+    the order awaited; each call runs to its end even if its task is cancelled, which
+    then learns it when the call is done (``llm_agent_session.aio``)."""
+    return SerialThread("llm-agent-session-adapter")
 
 
 class TranscriptOwner:
     """What an adapter that holds an open transcript shares: the `Session` it reads and
-    writes through `_gate`, `close()`, and `async with`."""
+    writes through `_gate` (an `adapter_thread()`), `close()`, and `async with`."""
 
     _transcript: Session
-    _gate: Gate
+    _gate: SerialThread
 
     @property
     def transcript(self) -> Session:
@@ -177,11 +162,9 @@ class TranscriptOwner:
         return self._transcript
 
     async def close(self) -> None:
-        """Release the file and its lock (after every call awaited before this one)."""
-        try:
-            await self._gate.run(self._transcript.close)
-        finally:
-            self._gate.stop()
+        """Release the file and its lock (after every call awaited before this one). A
+        cancelled close still closes: the lock is released whatever the awaiting task does."""
+        await self._gate.run_last(self._transcript.close)
 
     async def __aenter__(self: _Owner) -> _Owner:
         return self

@@ -38,11 +38,11 @@ except ImportError as e:  # pragma: no cover - exercised by a test in a bare int
 
 from .. import Message
 from ._mirror import (
-    Gate,
     LiveRecord,
     Mirror,
     PlannedUnit,
     TranscriptOwner,
+    adapter_thread,
     Unit,
     canonical,
     open_transcript,
@@ -229,7 +229,7 @@ class TranscriptSession(TranscriptOwner):
         self.session_id: str = session_id if session_id is not None else transcript.events[0].id
         self.session_settings: Optional[SessionSettings] = session_settings or SessionSettings()
         self.hooks = TranscriptRunHooks(self)
-        self._gate = Gate()
+        self._gate = adapter_thread()
         # Items at the end of the transcript that the hooks wrote ahead of `add_items`.
         self._ahead = 0
         # call id -> (op id, monotonic start) for function tools started and not yet ended.

@@ -50,14 +50,15 @@ except ImportError as e:  # pragma: no cover - exercised by a test in a bare int
     ) from e
 
 from .. import Message
+from ..session import INTERRUPTED_TEXT
 from ._mirror import (
     DEFERRED,
-    Gate,
     LiveRecord,
     Mirror,
     PlannedUnit,
     Record,
     TranscriptOwner,
+    adapter_thread,
     Unit,
     open_transcript,
     unanswered_calls_ran,
@@ -75,10 +76,7 @@ _DEFERRALS = (CallDeferred, ApprovalRequired, SkipToolExecution)
 
 
 def _interrupted(call: Any) -> ToolReturnPart:
-    return ToolReturnPart(
-        call.tool_name, "The tool call was interrupted and may or may not have run.",
-        tool_call_id=call.tool_call_id, outcome="interrupted",
-    )
+    return ToolReturnPart(call.tool_name, INTERRUPTED_TEXT, tool_call_id=call.tool_call_id, outcome="interrupted")
 
 
 def _dump(message: ModelMessage) -> Dict[str, Any]:
@@ -220,7 +218,7 @@ class TranscriptCapability(TranscriptOwner, AbstractCapability[Any]):
             transcript.close()
             raise
         self._transcript = transcript
-        self._gate = Gate()
+        self._gate = adapter_thread()
         # call id -> the answer for a call whose tool ended in this run (see wrap_run)
         self._returns: Dict[str, ToolReturnPart] = {}
         # the history list of the run in progress, as the hooks see it
@@ -302,10 +300,12 @@ class TranscriptCapability(TranscriptOwner, AbstractCapability[Any]):
     async def wrap_run(self, ctx: Any, *, handler: Any) -> Any:
         try:
             result = await handler()
-        except Exception:
+        except (Exception, asyncio.CancelledError):
             # What the run got to (wrap_run's own context still holds the messages the run
             # started with), and an answer for each call whose tool this run saw end:
-            # pydantic-ai drops them when a tool's exception ends the run.
+            # pydantic-ai drops them when a tool's exception ends the run, or the run is
+            # cancelled (asyncio.wait_for) while a tool runs: that call's answer says it
+            # may or may not have run, and its operation was settled outcome-unknown.
             live = self._live if self._live is not None else ctx.messages
             await self._gate.run(self._sync_stopped_run, list(live))
             raise

@@ -92,6 +92,29 @@ def test_history_round_trips_losslessly(tpath):
     assert outcomes == ["completed"] * 4
 
 
+def test_editing_the_history_handed_out_changes_nothing(tpath):
+    """Issue #24, item 2, for the adapter: message_history() shares nothing with it."""
+    async def go():
+        async with TranscriptCapability(tpath) as cap:
+            agent = Agent(TestModel(), capabilities=[cap])
+
+            @agent.tool_plain
+            def look(where: dict) -> str:
+                """Looks somewhere."""
+                return "seen"
+
+            await agent.run("look", message_history=await cap.message_history())
+            first = await cap.message_history()
+            call = next(p for m in first for p in m.parts if isinstance(p, ToolCallPart))
+            next(iter(call.args.values()))["scribbled"] = True  # a nested dict of the arguments
+            again = await cap.message_history()
+            assert again != first
+        async with TranscriptCapability(tpath) as cap:
+            assert await cap.message_history() == again
+
+    run(go())
+
+
 def test_call_is_on_disk_before_the_tool_runs(tpath):
     seen = {}
 

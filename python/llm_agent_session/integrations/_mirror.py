@@ -113,7 +113,12 @@ class Mirror:
         self.units.extend(self._read_units(self.live_records(len(held)), self.units))
 
     def natives(self) -> List[Any]:
+        """The runtime's items, in order: the mirror's own objects (copy what leaves)."""
         return [n for u in self.units for n in u.natives]
+
+    def native_texts(self) -> List[str]:
+        """The runtime's items as their canonical JSON texts, in order."""
+        return [k for u in self.units for k in u.keys]
 
     def sync(self, desired: Sequence[Any]) -> None:
         """Make the live transcript hold exactly `desired`, rewriting as little as it can."""

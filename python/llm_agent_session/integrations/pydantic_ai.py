@@ -239,7 +239,9 @@ class TranscriptCapability(TranscriptOwner, AbstractCapability[Any]):
         self._mirror.read_tail()  # what the app appended itself, such as a call's real result
         if unanswered_calls_ran(self._transcript) and self._transcript.answer_interrupted_tool_calls():
             self._mirror.read_tail()
-        return [_load(data) for data in self._mirror.natives()]
+        # Parsed from their texts: ModelMessages share nothing with the mirror's items
+        # (validating the items themselves would hand out their nested dicts and lists).
+        return ModelMessagesTypeAdapter.validate_json("[" + ",".join(self._mirror.native_texts()) + "]")
 
     def _sync(self, messages: Sequence[ModelMessage]) -> None:
         self._mirror.sync([_dump(m) for m in messages])

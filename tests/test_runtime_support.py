@@ -81,6 +81,31 @@ def test_message_extra_reads_only_its_own_line(tmp_path):
         assert s.message_extra("m1") == {"k": "v"} and s.message_extra("m3") == {"k": "w"}
 
 
+@pytest.mark.parametrize("edit", [
+    (b'"STOP"', b'"stop"'),  # a value
+    (b'"contenX"', b'"content"'),  # a message key turned into an extra
+    None,  # the whole line, garbage
+])
+def test_message_extra_after_an_in_place_edit_is_what_was_loaded(tmp_path, edit):
+    """Issue #24, item 11: a same-length edit of message lines after the load. Both cores
+    answer what the lines held when loaded (from memory), never the edited bytes."""
+    path = tmp_path / "t.jsonl"
+    with_extras = msg_line("m1", "user", "hi", **{"finish-reason": "stop", "item": {"n": [1]}})
+    without = msg_line("m2", "user", "plain")
+    data = write_raw(path, meta_line(), with_extras, without)
+    with Session.load(path) as s:
+        for line in (with_extras, without):
+            new = line.replace(edit[1], edit[0]) if edit else b"#" * (len(line) - 1) + b"\n"
+            with open(path, "r+b") as f:
+                f.seek(data.index(line))
+                f.write(new)
+        assert read(path) != data and len(read(path)) == len(data)
+        assert s.message_extra("m1") == {"finish-reason": "stop", "item": {"n": [1]}}
+        assert s.message_extra("m2") == {}
+        with pytest.raises(KeyError):
+            s.message_extra(s.events[0].id)  # still not a message line
+
+
 # --------------------------------------------------------------------------- 10.3 interrupted calls
 
 

@@ -19,6 +19,14 @@ from .messages import Message, PendingToolOperation, freeze
 OUTCOMES = ("completed", "failed", "outcome-unknown")
 
 
+class KeptExtras(Protocol):
+    """The extras of every message line as a native load read them
+    (``_native.KeptExtras``), by the line's index in the events replay read."""
+
+    def get(self, event: int) -> Optional[Dict[str, Any]]:
+        """A new dict of that message line's extras; None: not a message line."""
+
+
 class SettledOps(Protocol):
     """The op ids of the settled operations, as ``FoldState.settled`` keeps them: a
     ``set`` (the pure core, a new session), or ``_native.SettledIds`` after a native
@@ -102,6 +110,7 @@ class FoldState:
         "sections",
         "section_lines",
         "envelope_at",
+        "kept_extras",
     )
 
     def __init__(self) -> None:
@@ -120,6 +129,9 @@ class FoldState:
         # envelope id -> its index in the events replay read (after a native load: a
         # native map); what Session.message_extra finds a line by
         self.envelope_at: Mapping[str, int] = {}
+        # After a native load, the extras of each message line as it read them (the pure
+        # core keeps its Events); what Session.message_extra answers for the lines read.
+        self.kept_extras: Optional[KeptExtras] = None
 
     @classmethod
     def from_parts(
@@ -133,6 +145,7 @@ class FoldState:
         sections: MutableMapping[str, str],
         section_lines: MutableMapping[str, str],
         envelope_at: Mapping[str, int],
+        kept_extras: Optional[KeptExtras] = None,
     ) -> "FoldState":
         """The state a replay done elsewhere (the native core) ended in."""
         state = cls()
@@ -149,6 +162,7 @@ class FoldState:
         state.sections = sections
         state.section_lines = section_lines
         state.envelope_at = envelope_at
+        state.kept_extras = kept_extras
         return state
 
     # -- lookups -------------------------------------------------------------------------

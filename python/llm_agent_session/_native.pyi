@@ -23,6 +23,7 @@ __all__ = [
     "Spans",
     "EnvelopeIds",
     "SettledIds",
+    "KeptExtras",
     "LineProblem",
     "MAX_READ_DEPTH",
 ]
@@ -117,6 +118,13 @@ class EnvelopeIds:
 
     def __len__(self) -> int: ...
     def get(self, id: str) -> Optional[int]: ...
+
+@final
+class KeptExtras:
+    """The extras of every message line as the load read them (``Session.message_extra``)."""
+
+    def __len__(self) -> int: ...
+    def get(self, event: int) -> Optional[Dict[str, Any]]: ...
 
 @final
 class SettledIds:

@@ -409,15 +409,24 @@ class Session:
 
         How a runtime reads back its own item stored beside the chat-shaped message.
         Works for every message line of the transcript, live or not (compacted,
-        rewound). Raises ``KeyError`` when `message_id` is not a ``message`` envelope of
-        this transcript. Cost: that one line (found by id in memory, read from its
-        byte range on the native core), never a scan of the file.
+        rewound). The answer is what the line held when it was loaded (or appended),
+        from memory: the file is not read again, so an edit of the file made since
+        changes nothing. Raises ``KeyError`` when `message_id` is not a ``message``
+        envelope of this transcript. Cost: that one line's extras, never a scan.
         """
         with self._lock:
-            event = self._event_by_id(message_id)
-        if event is None or event.type != "message":
+            if isinstance(message_id, str) and message_id not in self._appended_at:
+                kept = self._state.kept_extras
+                event = self._state.envelope_at.get(message_id)
+                if kept is not None and event is not None:
+                    extras = kept.get(event)  # a native load's: a new dict each time
+                    if extras is None:
+                        raise KeyError(message_id)
+                    return extras
+            read = self._event_by_id(message_id)
+        if read is None or read.type != "message":
             raise KeyError(message_id)
-        return {k: copy_json(v) for k, v in message_extras(event.payload).items()}
+        return {k: copy_json(v) for k, v in message_extras(read.payload).items()}
 
     def _event_by_id(self, id_: Any) -> Optional[Event]:
         """The envelope `id_` of this transcript, read or appended; None if there is none."""

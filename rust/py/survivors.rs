@@ -15,7 +15,9 @@ use crate::json::view::{self as json_view, Item};
 use crate::replay::fold::{Fold, LineRef, MessageSource, ValueRef};
 
 use super::build::Builder;
-use super::lazy::{message_from_fields, read_line, EnvelopeIds, SectionTexts, SettledIds};
+use super::lazy::{
+    message_from_fields, read_line, EnvelopeIds, KeptExtras, SectionTexts, SettledIds,
+};
 use super::named::{self, call_kw};
 
 /// One line read back, kept while consecutive values come from it.
@@ -218,6 +220,7 @@ pub fn fold_state<'py>(
         sections = sections,
         section_lines = section_lines,
         envelope_at = envelope_at,
+        kept_extras = Bound::new(py, KeptExtras::new(std::mem::take(&mut fold.extras)))?,
     )
 }
 

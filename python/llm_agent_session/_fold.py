@@ -253,9 +253,9 @@ class FoldState:
         """Fold one envelope in; `check` must have passed for it. `message`: for a
         `message`, the Message its payload makes, if the caller has one (an append)."""
         if type_ == "message":
-            # Kept read-only (`Message.frozen`): `Session.messages` hands these very
+            # Kept read-only (`Message._frozen`): `Session.messages` hands these very
             # objects out, and `sync_messages` knows them again by identity.
-            msg = message if message is not None else message_from_payload(payload).frozen()
+            msg = message if message is not None else message_from_payload(payload)._frozen()
             if self.index is not None:
                 self.index[id_] = len(self.ids)
             self.ids.append(id_)

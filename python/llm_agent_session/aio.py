@@ -45,7 +45,7 @@ async def _to_the_end(future: "asyncio.Future[T]") -> T:
         except asyncio.CancelledError as e:
             cancelled = e
     if cancelled is not None:
-        raise cancelled from future.exception()
+        raise cancelled from (None if future.cancelled() else future.exception())
     return future.result()
 
 
@@ -58,9 +58,9 @@ A = TypeVar("A", bound="AsyncSession")
 
 
 async def _open(cls: "type[A]", fn: Callable[..., Session], *args: Any, **kwargs: Any) -> A:
-    """A `cls` over the new session `fn` (create, load, fork) opens off the loop. If the awaiting task
-    was cancelled meanwhile, the session it opened is closed again (its lock released)
-    before the cancellation is raised."""
+    """A `cls` over the new session that `fn` (create, load, fork) opens off the loop. If
+    the awaiting task was cancelled meanwhile, that session is closed again (its lock
+    released) before the cancellation is raised."""
     call = asyncio.wrap_future(_OPENERS.submit(functools.partial(fn, *args, **kwargs)))
     try:
         return cls(await _to_the_end(call))

@@ -5,9 +5,10 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass
-from typing import Any, Dict, Iterable, List, Mapping, NoReturn, Optional, Tuple, Union
+from typing import Any, Dict, List, Mapping, NoReturn, Optional, Tuple, Union
 
-# The message keys (docs/FORMAT.md, `message`), in the order to_dict writes them (the serialiser sorts anyway).
+# The message keys (docs/FORMAT.md, `message`), in the order to_dict writes them (the
+# serialiser sorts anyway).
 MESSAGE_KEYS: Tuple[str, ...] = (
     "role",
     "content",
@@ -29,8 +30,9 @@ def message_extras(payload: Mapping[str, Any]) -> Dict[str, Any]:
 
 
 def marks_sticky(sticky: Any, sysprompt: Any, depth: Any) -> bool:
-    """The stickiness rule (docs/FORMAT.md, ``message``), for a Message and for a message line's payload alike:
-    ``sticky`` or ``sysprompt`` is true, or ``depth`` is set. Compaction keeps such a message."""
+    """The stickiness rule (docs/FORMAT.md, ``message``), for a Message and for a message
+    line's payload alike: ``sticky`` or ``sysprompt`` is true, or ``depth`` is set.
+    Compaction keeps such a message."""
     return sticky is True or sysprompt is True or depth is not None
 
 
@@ -187,14 +189,14 @@ class Message:
         """The message as a new dict of its set keys (None and False left out): the
         chat-completions shape, plus ``sticky``/``sysprompt``/``depth`` when set. Its
         lists and dicts are new too (plain ones): editing them changes no Message."""
-        d = self.fields()
+        d = self._fields()
         if "content" in d:
             d["content"] = thaw(d["content"])
         if "tool_calls" in d:
             d["tool_calls"] = thaw(d["tool_calls"])
         return d
 
-    def fields(self) -> Dict[str, Any]:
+    def _fields(self) -> Dict[str, Any]:
         """``to_dict()`` whose values are this message's own (not copied): for reading
         and serialising, never for handing on."""
         d: Dict[str, Any] = {"role": self.role}
@@ -237,7 +239,7 @@ class Message:
         object.__setattr__(new, "content", content)
         return new
 
-    def frozen(self) -> "Message":
+    def _frozen(self) -> "Message":
         """This message, or an equal one whose content and tool calls are read-only
         copies (``freeze``): what a session keeps, so that nothing it hands out or is
         handed can change its state."""

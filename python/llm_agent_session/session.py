@@ -476,9 +476,9 @@ class Session:
             # dropped even when the message leaves that key unset, or replay would read
             # it as the message's own (a name, stickiness, an answered tool call).
             payload.update(message_extras(extra))
-            payload.update(msg.fields())
+            payload.update(msg._fields())
         else:
-            payload = msg.fields()  # a new dict; `_append` copies its values
+            payload = msg._fields()  # a new dict; `_append` copies its values
         return self._append("message", payload, "message", message=kept)
 
     def append_grants(self, grants: Mapping[str, Any]) -> str:
@@ -705,7 +705,7 @@ class Session:
                 )
             new = [as_message(m) for m in given[common:]]
             for m in new:
-                validate(m.fields(), "message")
+                validate(m._fields(), "message")
             if common < len(current):
                 self.append_rewind(self._state.ids[common - 1] if common else None)
             ids = [self.append_message(m) for m in new]
@@ -949,7 +949,7 @@ def _same_message(given: Any, have: Message) -> bool:
         mine = Message.from_dict(given)
     else:
         return False  # as_message then names what is wrong with it
-    return _same_json(mine.fields(), have.fields())
+    return _same_json(mine._fields(), have._fields())
 
 
 def _immutable(value: Any) -> bool:

@@ -108,7 +108,7 @@ pub fn fold_state<'py>(
                 .ok_or_else(|| {
                     pyo3::exceptions::PyValueError::new_err("the transcript changed under a read")
                 })?;
-                // Content parts or tool calls: kept read-only (`Message.frozen`, as the
+                // Content parts or tool calls: kept read-only (`Message._frozen`, as the
                 // pure fold keeps them), since `Session.messages` hands these very
                 // objects out. A message of text alone needs no copy.
                 let plain_content = match &content {
@@ -126,7 +126,7 @@ pub fn fold_state<'py>(
                 if plain_content && no_calls {
                     message
                 } else {
-                    message.call_method0(pyo3::intern!(py, "frozen"))?
+                    message.call_method0(pyo3::intern!(py, "_frozen"))?
                 }
             }
             MessageSource::Summary(summary) => {
@@ -139,7 +139,7 @@ pub fn fold_state<'py>(
                 if plain {
                     message
                 } else {
-                    message.call_method0(pyo3::intern!(py, "frozen"))?
+                    message.call_method0(pyo3::intern!(py, "_frozen"))?
                 }
             }
         };

@@ -1,0 +1,89 @@
+"""History: the whole transcript in file order with what became of each line, held to
+``Session.load`` (its live list and pending operations) on generated transcripts."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+
+from llm_agent_session import Session, TranscriptError, assistant_message, tool_message, user_message
+from llm_agent_session.history import History, Removal
+from test_native_replay_differential import transcripts
+
+
+def call(id_: str) -> dict:
+    return {"id": id_, "type": "function", "function": {"name": "bash", "arguments": "{}"}}
+
+
+def test_what_became_of_each_line(tpath: Any) -> None:
+    with Session.create(tpath, {"agent": "t"}) as s:
+        first = s.append_message(user_message("first"))
+        second = s.append_message(assistant_message("second"))
+        grants = s.append_grants({"bash": "allow"})
+        made = s.append_message(assistant_message(None, [call("call_0")]))
+        done = s.append_tool_dispatched("call_0", "bash", {"cmd": "ls"})
+        answer = s.append_message(tool_message("call_0", "a.txt"))
+        s.append_tool_settled(done, "failed", error="exit 2")
+        compaction = s.append_compaction("earlier turns", second, 100, 10)
+        elision = s.append_elision([(answer, "[elided]")])
+        late = s.append_message(user_message("late"))
+        rewind = s.append_rewind(answer)
+        open_op = s.append_tool_dispatched("call_0", "bash", {"cmd": "rm"})
+        loaded_ids = list(s.message_ids)
+
+    history = History.read(tpath)
+    assert history.problems == []
+    assert history.live_ids == loaded_ids == [compaction, made, answer]
+    assert history.removed[first] == Removal(compaction, "compaction", history.removed[first].ts)
+    assert history.removed[second].by == compaction
+    assert history.removed[late] == Removal(rewind, "rewind", history.removed[late].ts)
+    assert made not in history.removed and history.is_live(made) and not history.is_live(first)
+    assert history.elided == {answer: [elision]}
+    failed = history.operations[done]
+    assert (failed.state, failed.outcome, failed.answered_by, failed.grants_id) == ("failed", "failed", answer, grants)
+    assert failed.settle["error"] == "exit 2" and history.grants_for(failed) == {"bash": "allow"}
+    events = {e.id: e for e in Session.peek(tpath)["envelopes"]}
+    assert failed.answered_at == events[answer].ts and failed.dispatch == events[done].payload
+    assert failed.dispatch["arguments"] == {"cmd": "ls"} and "idempotency" in failed.dispatch
+    pending = history.operations[open_op]
+    assert (pending.state, pending.pending, pending.answered_by) == ("dispatched", True, None)
+    assert [op.op_id for op in history.pending()] == [open_op]
+
+
+def test_a_reference_to_nothing_live_is_a_problem_and_the_rest_is_read(tpath: Any) -> None:
+    with Session.create(tpath, {"agent": "t"}) as s:
+        kept = s.append_message(user_message("kept"))
+        s.append_rewind(None)
+    with open(tpath, "ab") as f:  # a compaction naming what the rewind removed: load refuses it
+        f.write(b'{"id":"c1","payload":{"fallback":false,"replaces-through-id":"' + kept.encode()
+                + b'","summary":"s","tokens-after":1,"tokens-before":2},"ts":"2026-01-01T00:00:00.000000Z",'
+                b'"type":"compaction","v":1}\n'
+                b'{"id":"m9","payload":{"content":"after","role":"user"},"ts":"2026-01-01T00:00:00.000000Z",'
+                b'"type":"message","v":1}\n')
+    history = History.read(tpath)
+    assert [(p.index, p.id, p.type) for p in history.problems] == [(3, "c1", "compaction")]
+    assert "names no message in the live conversation" in history.problems[0].reason
+    assert history.live_ids == ["m9"]
+
+
+@pytest.mark.slow
+@settings(max_examples=150, deadline=None, suppress_health_check=list(HealthCheck))
+@given(data=transcripts())
+def test_history_agrees_with_load(tmp_path_factory: Any, data: bytes) -> None:
+    path = tmp_path_factory.mktemp("h") / "t.jsonl"
+    path.write_bytes(data)
+    history = History.read(path)
+    try:
+        with Session.load(path) as s:
+            ids, pending = list(s.message_ids), s.pending_tool_operations()
+    except TranscriptError:
+        return
+    assert history.problems == []
+    assert history.live_ids == ids
+    assert history.pending() == pending
+    # every entry that ever joined the live list is either live now or was removed by one record
+    entries = {e.id for e in Session.peek(path)["envelopes"] if e.type in ("message", "compaction")}
+    assert entries == set(ids) | set(history.removed)
+    assert not set(ids) & set(history.removed)

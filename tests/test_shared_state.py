@@ -70,6 +70,22 @@ def test_a_message_edited_after_its_sync_is_a_conflict(session):
     assert_memory_is_what_load_reads(session)
 
 
+def test_content_nested_as_deep_as_a_file_may_hold(tpath):
+    """A message read from a file may nest 512 deep: kept read-only, copied by to_dict,
+    compared by sync_messages and copied by events, none of it by recursion."""
+    from helpers import meta_line, write_raw
+
+    depth = 510
+    line = b'{"id":"m1","payload":{"content":' + b"[" * depth + b"]" * depth
+    write_raw(tpath, meta_line(), line + b',"role":"user"},"ts":"2026-01-01T00:00:00.000000Z","type":"message","v":1}\n')
+    with Session.load(tpath) as s:
+        [m] = s.messages
+        with pytest.raises(TypeError):
+            m.content.append(1)
+        assert s.sync_messages([m.to_dict()]) == [] and s.sync_messages([m]) == []
+        assert s.events[1].payload["content"] == m.content
+
+
 # --------------------------------------------------------------------------- any sequence
 
 

@@ -7,6 +7,8 @@ import dataclasses
 from dataclasses import dataclass
 from typing import Any, Dict, List, Mapping, NoReturn, Optional, Tuple, Union
 
+from .canonical import copy_json, rebuild_json
+
 # The message keys (docs/FORMAT.md, `message`), in the order to_dict writes them (the
 # serialiser sorts anyway).
 MESSAGE_KEYS: Tuple[str, ...] = (
@@ -80,22 +82,7 @@ def freeze(value: Any) -> Any:
     """A deep copy of a JSON value whose lists and dicts refuse changes (tuples become
     FrozenLists); other values as they are. What a session keeps of a message's content
     and tool calls."""
-    if type(value) is str or value is None:
-        return value
-    if isinstance(value, dict):
-        return FrozenDict({k: freeze(v) for k, v in value.items()})
-    if isinstance(value, (list, tuple)):
-        return FrozenList([freeze(v) for v in value])
-    return value
-
-
-def thaw(value: Any) -> Any:
-    """A deep copy of a JSON value in plain lists and dicts (tuples become lists)."""
-    if isinstance(value, dict):
-        return {k: thaw(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [thaw(v) for v in value]
-    return value
+    return rebuild_json(value, FrozenList, FrozenDict)
 
 
 class _BuiltOnAccess:
@@ -191,9 +178,9 @@ class Message:
         lists and dicts are new too (plain ones): editing them changes no Message."""
         d = self._fields()
         if "content" in d:
-            d["content"] = thaw(d["content"])
+            d["content"] = copy_json(d["content"])
         if "tool_calls" in d:
-            d["tool_calls"] = thaw(d["tool_calls"])
+            d["tool_calls"] = copy_json(d["tool_calls"])
         return d
 
     def _fields(self) -> Dict[str, Any]:

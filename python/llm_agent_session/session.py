@@ -922,22 +922,31 @@ _JSON_DICTS = (dict, FrozenDict)
 def _same_json(a: Any, b: Any) -> bool:
     """Whether two JSON values serialise alike (``dumps(a) == dumps(b)``), without
     serialising them: ``True`` is not ``1``, ``1`` is not ``1.0``, ``-0.0`` is not ``0.0``;
-    a tuple is a list."""
-    if a is b:
-        return True
-    ta, tb = type(a), type(b)
-    if ta in _JSON_LISTS and tb in _JSON_LISTS:
-        return len(a) == len(b) and all(map(_same_json, a, b))
-    if ta in _JSON_DICTS and tb in _JSON_DICTS:
-        return len(a) == len(b) and all(k in b and _same_json(v, b[k]) for k, v in a.items())
-    if ta in _JSON_SCALARS and tb in _JSON_SCALARS:
-        if ta is not tb:
-            return False
-        return float.__repr__(a) == float.__repr__(b) if ta is float else bool(a == b)
-    try:  # subclasses of JSON types, and values JSON cannot carry
-        return dumps(a) == dumps(b)
-    except (TypeError, ValueError):
-        return False
+    a tuple is a list. Without recursion (a value read may nest 512 deep)."""
+    pairs = [(a, b)]
+    while pairs:
+        a, b = pairs.pop()
+        if a is b:
+            continue
+        ta, tb = type(a), type(b)
+        if ta in _JSON_LISTS and tb in _JSON_LISTS:
+            if len(a) != len(b):
+                return False
+            pairs.extend(zip(a, b))
+        elif ta in _JSON_DICTS and tb in _JSON_DICTS:
+            if a.keys() != b.keys():
+                return False
+            pairs.extend((v, b[k]) for k, v in a.items())
+        elif ta in _JSON_SCALARS and tb in _JSON_SCALARS:
+            if ta is not tb or not (float.__repr__(a) == float.__repr__(b) if ta is float else a == b):
+                return False
+        else:  # subclasses of JSON types, and values JSON cannot carry
+            try:
+                if dumps(a) != dumps(b):
+                    return False
+            except (TypeError, ValueError):
+                return False
+    return True
 
 
 def _same_message(given: Any, have: Message) -> bool:

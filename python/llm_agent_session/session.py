@@ -713,11 +713,15 @@ class Session:
             # messages (read-only), and a caller's plain Message (text, no tool calls).
             # Anything else the caller handed in may be edited in place before then, so
             # it is compared again as JSON.
-            ours = self._state.messages
-            if by_identity == n and synced is self._synced:
-                synced.extend(g if type(g) is Message and _plain(g) else h for g, h in zip(given[n:], ours[n:]))
-            else:
-                self._synced = [g if type(g) is Message and _plain(g) else h for g, h in zip(given, ours)]
+            # The leading items known by identity keep their places (a rewind cuts after
+            # them): only the rest is looked at, so a sync costs O(new) plus the pass above.
+            ours, kept = self._state.messages, min(by_identity, common)
+            if synced is self._synced:
+                del synced[kept:]
+            else:  # `current` (never to be changed), or a list a rewind made stale
+                synced = synced[:kept]
+            synced.extend(g if type(g) is Message and _plain(g) else h for g, h in zip(given[kept:], ours[kept:]))
+            self._synced = synced
             return ids
 
     def answer_interrupted_tool_calls(self, content: Any = None) -> List[str]:

@@ -662,7 +662,11 @@ class Session:
         """Append each message past those the session has; refuse a list that contradicts it.
 
         "Starts with" compares JSON values exactly (``True`` is not ``1``, ``1`` is not
-        ``1.0``); the very objects ``messages`` handed out compare by identity, for free.
+        ``1.0``). What cannot have changed since the last sync compares by identity, for
+        free: the very Messages ``messages`` handed out (read-only) and the caller's own
+        plain Messages (text, no tool calls) synced before; any other object (a dict, a
+        Message with content parts or tool calls, which the caller may have edited in
+        place) is compared again as JSON.
         A list that does not start with the session's messages raises
         ``TranscriptConflict``, unless ``allow_rewind=True``: then one ``rewind`` to the
         longest common prefix is written, followed by the rest of the list.
@@ -670,8 +674,8 @@ class Session:
         leaves the transcript as it was. Returns the new messages' ids. Cost: one
         identity check per message (a pass over the list's pointers, 2-3 nanoseconds a
         message on the native core: a Python list gives no sign that an item was
-        replaced, so a sound check reads them all) plus O(new) when the list reuses the
-        session's message objects; one serialisation per message compared where it does not.
+        replaced, so a sound check reads them all), plus one comparison per message not
+        known by identity, plus O(new).
         """
         # A list is read as it is (copying it would touch every item's reference count).
         given = messages if type(messages) is list else list(messages)
@@ -710,11 +714,10 @@ class Session:
                 self.append_rewind(self._state.ids[common - 1] if common else None)
             ids = [self.append_message(m) for m in new]
             # The next sync knows by identity only what cannot change: the session's own
-            # messages (read-only), and a caller's plain Message (text, no tool calls).
-            # Anything else the caller handed in may be edited in place before then, so
-            # it is compared again as JSON.
-            # The leading items known by identity keep their places (a rewind cuts after
-            # them): only the rest is looked at, so a sync costs O(new) plus the pass above.
+            # messages (read-only), and a caller's plain Message (text, no tool calls);
+            # anything else the caller handed in may be edited in place before then. The
+            # leading items known by identity keep their places (a rewind cuts after
+            # them), so only the rest is looked at.
             ours, kept = self._state.messages, min(by_identity, common)
             if synced is self._synced:
                 del synced[kept:]

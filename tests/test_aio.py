@@ -253,3 +253,18 @@ def test_a_cancelled_load_releases_the_lock(tpath):
             pass
 
     run(main())
+
+
+def test_a_task_cancelled_before_its_first_step_never_started_its_call(tpath):
+    """The other half of the rule: such a call did not run at all, and memory says so."""
+
+    async def main():
+        async with await AsyncSession.create(tpath, {}) as s:
+            task = asyncio.ensure_future(s.append_message(user_message("never")))
+            task.cancel()
+            with pytest.raises(asyncio.CancelledError):
+                await task
+            assert s.messages == []
+
+    run(main())
+    assert len(parsed_lines(tpath)) == 1

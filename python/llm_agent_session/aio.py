@@ -5,11 +5,13 @@ lock, a repair, a replay) runs on a thread of the session's own, one call at a t
 in the order the calls were awaited, so the event loop never waits on the disk.
 Properties are plain attributes read from memory. Errors are ``Session``'s own classes.
 
-Cancellation: a call runs to its end once awaited, whether or not the task awaiting it
-is cancelled (``task.cancel()``, ``asyncio.wait_for``, ``asyncio.timeout``); the
-cancellation reaches that task when the call has ended. So a cancelled append was
-written, unless it failed (its error is then the ``CancelledError``'s ``__cause__``),
-and the session's memory always equals its file: never retry a cancelled append
+Cancellation: a call runs to its end once it has started (its coroutine first ran:
+at once when awaited, at the first step of a task that wraps it), whether or not the
+task awaiting it is cancelled (``task.cancel()``, ``asyncio.wait_for``,
+``asyncio.timeout``); the cancellation reaches that task when the call has ended. So a
+call cancelled ran completely or not at all, and the session's memory always equals
+its file: an append cancelled while awaited was written, unless it failed (its error
+is then the ``CancelledError``'s ``__cause__``). Never retry a cancelled append
 blindly. A cancelled ``close()`` still closes.
 
     async with await AsyncSession.load("run.jsonl") as s:
@@ -78,7 +80,7 @@ class SerialThread:
 
     Every call submitted runs, to its end, whether or not the task awaiting it is
     cancelled; the cancellation reaches that task when the call has ended (see the
-    module's docstring). ``run_last`` runs the owner's close: the thread ends after it,
+    module's docstring). A coroutine submits its call when it first runs. ``run_last`` runs the owner's close: the thread ends after it,
     and the calls submitted later (which find the session closed: they raise
     ``SessionClosed`` or read memory) run on a shared pool, never on the loop's thread.
     """
@@ -111,7 +113,7 @@ class AsyncSession:
 
     Open one with ``await AsyncSession.create(...)`` or ``await AsyncSession.load(...)``;
     ``async with`` closes it. Calls on one session run one at a time, in the order they
-    were awaited, on a thread of the session's own; each runs to its end once awaited,
+    were awaited, on a thread of the session's own; each runs to its end once started,
     a cancellation of its task being raised when it has (the module's docstring).
     """
 

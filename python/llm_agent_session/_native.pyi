@@ -26,6 +26,7 @@ __all__ = [
     "Spans",
     "EnvelopeIds",
     "SettledIds",
+    "KeptExtras",
     "LineProblem",
     "MAX_READ_DEPTH",
 ]
@@ -127,6 +128,13 @@ class EnvelopeIds:
 
     def __len__(self) -> int: ...
     def get(self, id: str) -> Optional[int]: ...
+
+@final
+class KeptExtras:
+    """The extras of every message line as the load read them (``Session.message_extra``)."""
+
+    def __len__(self) -> int: ...
+    def get(self, event: int) -> Optional[Dict[str, Any]]: ...
 
 @final
 class SettledIds:

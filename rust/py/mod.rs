@@ -384,6 +384,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<lazy::Spans>()?;
     m.add_class::<EnvelopeIds>()?;
     m.add_class::<lazy::SettledIds>()?;
+    m.add_class::<lazy::KeptExtras>()?;
     let py = m.py();
     m.add_function(wrap_pyfunction!(classify_line, m)?)?;
     m.add_function(wrap_pyfunction!(parse_envelope_check, m)?)?;

@@ -65,6 +65,46 @@ pub struct SectionRef {
     pub line_id: Id,
 }
 
+/// The extras of every message line, by the line's index in `events`, kept from the
+/// load (`Session.message_extra` answers what the line held then, whatever happens to
+/// the file since, and reads nothing). A few bytes a message line, plus its extras.
+#[derive(Debug, Default)]
+pub struct MessageExtras {
+    /// The message lines' indices in `events`, in file order.
+    events: Vec<usize>,
+    /// Where each one's extras end in `text`; they start where the previous ones end
+    /// (the same place: a message without extras).
+    ends: Vec<usize>,
+    /// The extras objects' texts, one after another.
+    text: Vec<u8>,
+}
+
+impl MessageExtras {
+    /// Note the message line at `event` (after every earlier one) and its extras.
+    pub fn push(&mut self, event: usize, extras: Option<&[u8]>) {
+        self.text.extend_from_slice(extras.unwrap_or_default());
+        self.events.push(event);
+        self.ends.push(self.text.len());
+    }
+
+    /// How many message lines it holds.
+    pub fn len(&self) -> usize {
+        self.events.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.events.is_empty()
+    }
+
+    /// The extras text of the message line at `event` (empty when it has none); None
+    /// when that envelope is not a message line.
+    pub fn get(&self, event: usize) -> Option<&[u8]> {
+        let at = self.events.binary_search(&event).ok()?;
+        let start = if at == 0 { 0 } else { *self.ends.get(at - 1)? };
+        self.text.get(start..*self.ends.get(at)?)
+    }
+}
+
 /// What an envelope is to the fold, by its index in `events`.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 enum Slot {
@@ -115,6 +155,8 @@ pub struct Fold {
     /// Every envelope id -> its index in `events` (also the duplicate-id check):
     /// `Session.message_extra` finds a line by id without reading the file again.
     pub envelope_at: IdTable,
+    /// The extras of every message line.
+    pub extras: MessageExtras,
 }
 
 fn fail(kind: FailureKind, rec: &Record, reason: impl Into<String>) -> CoreFailure {
@@ -413,6 +455,7 @@ impl Fold {
         let event = self.events.len() - 1;
         match body {
             Body::Message(Ok(m)) => {
+                self.extras.push(event, m.extras.as_deref());
                 self.set_slot(event, Slot::Live(self.live.len()));
                 self.live.push(LiveMessage {
                     id,
@@ -453,8 +496,8 @@ impl Fold {
                 self.renumber_live();
             }
             Body::Rewind(Ok(to)) => {
-                // SPEC 10.1: the live list ends with `to` (None: nothing is left). The
-                // places of the messages kept do not change.
+                // The live list ends with `to` (None: nothing is left). The places of
+                // the messages kept do not change.
                 let keep = match to {
                     None => 0,
                     Some(to) => self.position(&to).map_or(self.live.len(), |i| i + 1),

@@ -106,3 +106,17 @@ def test_every_public_name_has_a_docstring(backend_name):
                 if len(doc or "") < 20:
                     missing.append(f"{name}.{attr}")
     assert missing == []
+
+
+def test_help_of_session_opens_with_what_a_user_does(backend_name):
+    if backend_name != "pure":
+        pytest.skip("backend-independent: checked once, in the pure run")
+    import pydoc
+
+    from llm_agent_session import Session
+
+    text = pydoc.render_doc(Session, renderer=pydoc.plaintext)
+    opening = "\n".join(text.splitlines()[:12])
+    assert "fd" not in opening and "FoldState" not in opening  # not the internal constructor
+    for way_in in ("Session.create(path, meta)", "Session.load(path)", "Session.peek(path)"):
+        assert way_in in opening, way_in

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import inspect
 import os
 import threading
 import weakref
@@ -181,6 +182,10 @@ class Session:
     Errors about a transcript inherit ``TranscriptError``; docs/FORMAT.md in the
     source distribution describes the file.
     """
+
+    # help(Session) opens with the docstring above (create, load, peek), not with the
+    # internal constructor's parameters: a session is never made by calling Session(...).
+    __signature__ = inspect.Signature()
 
     def __init__(
         self,

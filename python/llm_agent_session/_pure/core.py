@@ -9,11 +9,12 @@ from .._core import AppendSize, EncodeEnvelope, Replayed, Scanned
 from .._fold import message_from_payload
 from ..messages import Message
 from . import replay as _replay
+from .columns import dataset_pass
 from .survey import survey
 from .tail_check import copy_prefix, tail_check
 
 __all__ = ["name", "tail_check", "copy_prefix", "replay", "scan", "encode_envelope", "append_size",
-           "identical_prefix"]
+           "identical_prefix", "dataset_pass"]
 
 name = "pure"
 # ``Session`` runs the reference's serialiser (``canonical``) and append check itself.

@@ -157,9 +157,11 @@ def build_parser() -> argparse.ArgumentParser:
                    help="shorten each tool result to N chars (default 100000; not for openai)")
     p.add_argument("--full", action="store_true", help="do not shorten tool results")
 
-    from . import import_  # the import command keeps its parser in its own module
+    from . import dataset, import_, query  # these commands keep their parsers in their own modules
 
     import_.add_parser(add_parser, common)
+    dataset.add_parser(add_parser, common)
+    query.add_parser(add_parser, common)
     return parser
 
 
@@ -196,6 +198,8 @@ COMMANDS: Dict[str, Handler] = {
         ("stats", "stats"),
         ("export", "export"),
         ("import", "import_"),
+        ("dataset", "dataset"),
+        ("query", "query"),
     )
 }
 

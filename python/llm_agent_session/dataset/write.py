@@ -1,0 +1,491 @@
+"""Writing OUT: bucket files, their versions, the manifest and the publish.
+
+The layout (``docs/dataset.md`` says what each reader may rely on)::
+
+    OUT/_dataset.json                               the manifest: the commit point
+    OUT/<table>/date=D/part-<k>.parquet             what engines glob (k = 0..7)
+    OUT/_versions/<table>/date=D/part-<k>-<tag>.parquet   the files the manifest names
+    OUT/.lock                                       taken around a publish
+    OUT/.staging-<run>/                             a run's files until they are published
+
+A session's rows of a table all live in one file, its bucket's: ``date`` from the
+session-meta line (which never changes) and ``k`` from its id. A bucket is rewritten
+whole, into a new version file, and made visible by renaming a hard link of it over the
+glob name, so a reader that globs sees each session's rows of a table either all old or
+all new; nothing is ever written inside a table directory but by that rename. At most 8
+files per table and partition, however many transcripts.
+
+A run builds its buckets in its staging directory without a lock, from the manifest as it
+read it; then, holding ``OUT/.lock``, it reads the manifest again, rebuilds any bucket
+another run published meanwhile (so two runs over disjoint SRC trees both land), and
+commits by renaming the new manifest into place. The manifest then names the new version
+files and lists the renames still to do (``publishing``); they are done, and the
+manifest is written once more without the list. A run killed before the commit left the
+manifest and every glob name as they were; killed after, the next run (or the next
+``query``) finds the list and does what is left. Superseded version files stay for
+``GRACE`` seconds, for readers of the old manifest still reading them.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import shutil
+import time
+import uuid
+from dataclasses import dataclass, field
+from typing import Any, Dict, Iterable, Iterator, List, Optional, Sequence, Tuple
+
+from .. import _platform
+from .._files import fsync_dir, write_all
+from .batches import ROW_GROUP_BYTES, empty_batch, pieces
+from .schema import TABLE_NAMES, write_schema
+
+MANIFEST = "_dataset.json"
+VERSIONS = "_versions"
+LOCK = ".lock"
+STAGING = ".staging-"
+FORMAT = "llm-agent-session dataset 1"
+#: Seconds a superseded file stays for readers of an older manifest.
+GRACE = 600
+#: The bucket kept when there is no session at all, so every table directory holds a file.
+PLACEHOLDER = ("1970-01-01", 0)
+
+# Columns few distinct values fill: dictionary-encoded. Others (text, JSON, ids) plain, with
+# no statistics for the long ones: a dictionary that overflows is work thrown away.
+_DICTIONARY = ["session_id", "agent", "model", "role", "name", "sticky", "removed_kind", "tool", "outcome",
+               "grants", "verdict", "host", "reason", "error"]
+_NO_STATISTICS = {"text", "content", "tool_calls", "extras", "arguments", "grants", "summary", "meta", "reason",
+                  "error"}
+
+
+def bucket_key(date: str, k: int) -> str:
+    return f"{date}/{k}"
+
+
+def split_key(key: str) -> Tuple[str, int]:
+    date, k = key.rsplit("/", 1)
+    return date, int(k)
+
+
+def glob_name(table: str, date: str, k: int) -> str:
+    return os.path.join(table, f"date={date}", f"part-{k}.parquet")
+
+
+def version_name(table: str, date: str, k: int, tag: str) -> str:
+    return os.path.join(VERSIONS, table, f"date={date}", f"part-{k}-{tag}.parquet")
+
+
+class DatasetError(Exception):
+    """OUT cannot be used: what is wrong, and what to do."""
+
+
+# -- the manifest ----------------------------------------------------------------------------
+
+
+def empty_manifest() -> Dict[str, Any]:
+    return {"format": FORMAT, "version": 0, "sources": {}, "buckets": {}, "retired": [], "publishing": None}
+
+
+def read_manifest(out: str) -> Dict[str, Any]:
+    """OUT's manifest, or an empty one where there is none yet."""
+    path = os.path.join(out, MANIFEST)
+    try:
+        with open(path, encoding="utf-8") as f:
+            manifest = json.load(f)
+    except FileNotFoundError:
+        return empty_manifest()
+    except ValueError as e:
+        raise DatasetError(f"{path} is not a dataset manifest ({e}); OUT must be a directory this command made") from None
+    if not isinstance(manifest, dict) or manifest.get("format") != FORMAT:
+        raise DatasetError(f"{path} is not a manifest of this version ({FORMAT}); export into a new OUT")
+    return manifest
+
+
+def _write_manifest(out: str, staging: str, manifest: Dict[str, Any]) -> None:
+    """Replace the manifest atomically: temp file, fsync, rename, fsync the directory."""
+    tmp = os.path.join(staging, f"manifest-{uuid.uuid4().hex}.json")
+    data = json.dumps(manifest, ensure_ascii=True, sort_keys=True, separators=(",", ":")).encode("ascii")
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | _platform.O_CLOEXEC, 0o600)
+    try:
+        write_all(fd, data)
+        _platform.fsync(fd)
+    finally:
+        os.close(fd)
+    os.replace(tmp, os.path.join(out, MANIFEST))
+    fsync_dir(os.path.join(out, MANIFEST))
+
+
+# -- staging and the lock ---------------------------------------------------------------------
+
+
+@contextlib.contextmanager
+def staging_dir(out: str) -> Iterator[str]:
+    """A new ``OUT/.staging-<run>/`` this run holds locked (so another run's clean-up leaves
+    it alone), removed at the end, whatever happens."""
+    path = os.path.join(out, STAGING + uuid.uuid4().hex)
+    os.mkdir(path, 0o700)
+    fd = os.open(os.path.join(path, LOCK), os.O_WRONLY | os.O_CREAT | _platform.O_CLOEXEC, 0o600)
+    try:
+        _platform.fcntl.flock(fd, _platform.fcntl.LOCK_EX)
+        yield path
+    finally:
+        shutil.rmtree(path, ignore_errors=True)
+        os.close(fd)
+
+
+def remove_abandoned_staging(out: str) -> None:
+    """Delete the staging directories of runs that are gone (killed): their lock is free."""
+    for name in os.listdir(out):
+        if not name.startswith(STAGING):
+            continue
+        path = os.path.join(out, name)
+        try:
+            fd = os.open(os.path.join(path, LOCK), os.O_RDONLY | _platform.O_CLOEXEC)
+        except OSError:
+            shutil.rmtree(path, ignore_errors=True)  # killed before it made its lock file
+            continue
+        try:
+            _platform.fcntl.flock(fd, _platform.fcntl.LOCK_EX | _platform.fcntl.LOCK_NB)
+        except OSError:
+            continue  # a live run's
+        finally:
+            os.close(fd)
+        shutil.rmtree(path, ignore_errors=True)
+
+
+@contextlib.contextmanager
+def out_lock(out: str, waiting: Optional[Any] = None) -> Iterator[None]:
+    """Hold ``OUT/.lock`` (flock); `waiting()` is called if another run holds it first."""
+    _platform.require_lock("exporting a dataset")
+    fd = os.open(os.path.join(out, LOCK), os.O_WRONLY | os.O_CREAT | _platform.O_CLOEXEC, 0o600)
+    try:
+        try:
+            _platform.fcntl.flock(fd, _platform.fcntl.LOCK_EX | _platform.fcntl.LOCK_NB)
+        except OSError:
+            if waiting is not None:
+                waiting()
+            _platform.fcntl.flock(fd, _platform.fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(fd)
+
+
+# -- Parquet files ------------------------------------------------------------------------------
+
+
+def _writer(path: str, table: str) -> Any:
+    import pyarrow.parquet as pq
+
+    schema = write_schema(table)
+    return pq.ParquetWriter(
+        path, schema, compression="zstd", use_dictionary=[n for n in _DICTIONARY if n in schema.names],
+        write_statistics=[n for n in schema.names if n not in _NO_STATISTICS], store_schema=False,
+    )
+
+
+def _fsync_file(path: str) -> None:
+    fd = os.open(path, os.O_RDONLY | _platform.O_CLOEXEC)
+    try:
+        _platform.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def read_rows(path: str, table: str, ranges: Sequence[Tuple[int, int]]) -> Iterator[Any]:
+    """The rows ``[start, stop)`` of each range (in order, not overlapping) of a bucket file,
+    as batches of `table`'s write schema."""
+    import pyarrow.parquet as pq
+
+    ranges = [r for r in ranges if r[1] > r[0]]
+    if not ranges:
+        return
+    schema = write_schema(table)
+    pf = pq.ParquetFile(path)
+    at = 0
+    i = 0
+    for batch in pf.iter_batches(batch_size=1 << 14):
+        n = batch.num_rows
+        while i < len(ranges) and ranges[i][0] < at + n:
+            start, stop = max(ranges[i][0], at), min(ranges[i][1], at + n)
+            yield _cast(batch.slice(start - at, stop - start), schema)
+            if ranges[i][1] <= at + n:
+                i += 1
+            else:
+                break
+        at += n
+        if i == len(ranges):
+            return
+
+
+def _cast(batch: Any, schema: Any) -> Any:
+    import pyarrow as pa
+
+    return pa.RecordBatch.from_arrays([c.cast(f.type) for c, f in zip(batch.columns, schema)], schema=schema)
+
+
+@dataclass
+class BucketFiles:
+    """One new version of a bucket's six files, being written in a directory."""
+
+    directory: str
+    date: str
+    k: int
+    tag: str = field(default_factory=lambda: uuid.uuid4().hex[:16])
+    sources: List[str] = field(default_factory=list)  # source keys, in row order
+    rows: Dict[str, Dict[str, int]] = field(default_factory=dict)  # source key -> table -> rows
+
+    @property
+    def key(self) -> str:
+        return bucket_key(self.date, self.k)
+
+    def path(self, table: str) -> str:
+        return os.path.join(self.directory, version_name(table, self.date, self.k, self.tag))
+
+    def write(self, rows: Iterable[Tuple[str, str, Any]]) -> None:
+        """Write the six files from `rows`: (source key, table, a batch of its rows). A
+        source's rows of each table come in order, and the sources in the order they first
+        appear (every source has its ``sessions`` row first or, for a transcript, last: the
+        tables are files of their own). Batches are gathered into row groups of about
+        ``ROW_GROUP_BYTES``; a table without rows gets a file with its schema and none."""
+        import pyarrow as pa
+
+        writers: Dict[str, Any] = {}
+        pending: Dict[str, List[Any]] = {t: [] for t in TABLE_NAMES}
+        held: Dict[str, int] = {t: 0 for t in TABLE_NAMES}
+        written: Dict[str, int] = {t: 0 for t in TABLE_NAMES}
+
+        def flush(table: str) -> None:
+            if pending[table]:
+                t = pa.Table.from_batches(pending[table])
+                writers[table].write_table(t, row_group_size=t.num_rows)
+                written[table] += t.num_rows
+                pending[table], held[table] = [], 0
+
+        try:
+            for table in TABLE_NAMES:
+                os.makedirs(os.path.dirname(self.path(table)), exist_ok=True)
+                writers[table] = _writer(self.path(table), table)
+            for key, table, batch in rows:
+                if key not in self.rows:
+                    self.sources.append(key)
+                    self.rows[key] = {t: 0 for t in TABLE_NAMES}
+                if batch.num_rows == 0:
+                    continue
+                self.rows[key][table] += batch.num_rows
+                for piece in pieces(batch):
+                    pending[table].append(piece)
+                    held[table] += piece.nbytes
+                    if held[table] >= ROW_GROUP_BYTES:
+                        flush(table)
+            for table in TABLE_NAMES:
+                flush(table)
+                if written[table] == 0:
+                    writers[table].write_batch(empty_batch(table))  # the schema, and no row
+        finally:
+            for w in writers.values():
+                w.close()
+        for table in TABLE_NAMES:
+            _fsync_file(self.path(table))
+
+    def ranges(self, keys: Iterable[str]) -> Dict[str, List[Tuple[int, int]]]:
+        """Per table, the row ranges of the sources `keys` in these files."""
+        wanted = set(keys)
+        out: Dict[str, List[Tuple[int, int]]] = {t: [] for t in TABLE_NAMES}
+        for table in TABLE_NAMES:
+            at = 0
+            for key in self.sources:
+                n = self.rows[key][table]
+                if key in wanted and n:
+                    ranges = out[table]
+                    if ranges and ranges[-1][1] == at:
+                        ranges[-1] = (ranges[-1][0], at + n)
+                    else:
+                        ranges.append((at, at + n))
+                at += n
+        return out
+
+
+def copied(out: str, files: BucketFiles, keys: Sequence[str], rows: Dict[str, Dict[str, int]]
+           ) -> Iterator[Tuple[str, str, Any]]:
+    """The rows of the sources `keys` (in the order of `files`) read back from `files`
+    (published ones: `out` is OUT; a run's own: `out` is ""), as ``BucketFiles.write`` takes them."""
+    ranges = files.ranges(keys)
+    for table in TABLE_NAMES:  # sessions first: every source has its one row there
+        batches = read_rows(os.path.join(out, files.path(table)), table, ranges[table])
+        pending: Optional[Any] = None
+        for key in [s for s in files.sources if s in set(keys)]:
+            need = rows[key][table]
+            if need == 0:
+                yield key, table, empty_batch(table)
+            while need > 0:
+                if pending is None:
+                    pending = next(batches)
+                take = min(need, pending.num_rows)
+                yield key, table, pending.slice(0, take)
+                pending = pending.slice(take) if take < pending.num_rows else None
+                need -= take
+
+
+def published(manifest: Dict[str, Any], key: str) -> Optional[BucketFiles]:
+    """The files of bucket `key` as `manifest` names them (paths relative to OUT)."""
+    bucket = manifest["buckets"].get(key)
+    if bucket is None:
+        return None
+    files = BucketFiles("", *split_key(key), tag=bucket["tag"])
+    files.sources = list(bucket["sources"])
+    files.rows = {s: manifest["sources"][s]["rows"] for s in bucket["sources"]}
+    return files
+
+
+# -- the publish ---------------------------------------------------------------------------------
+
+
+def complete_publish(out: str, staging: str, manifest: Dict[str, Any]) -> None:
+    """Do the renames a committed manifest still lists (after a run was killed mid-publish,
+    or right after the commit), then write it again without them. Under the lock."""
+    pending = manifest.get("publishing")
+    if not pending:
+        return
+    for version, glob in pending:
+        link_over(out, staging, version, glob)
+    dirs = {os.path.dirname(os.path.join(out, glob)) for _, glob in pending}
+    for d in sorted(dirs):
+        fsync_dir(os.path.join(d, "x"))
+    manifest["publishing"] = None
+    _write_manifest(out, staging, manifest)
+
+
+def link_over(out: str, staging: str, version: str, glob: str) -> None:
+    """Make the glob name `glob` the file `version` (relative to OUT) in one rename: a hard
+    link made in the staging directory, renamed over the glob name. A version that is gone
+    (an emptied bucket's glob name then holds an empty file) leaves the name as it is."""
+    target = os.path.join(out, glob)
+    os.makedirs(os.path.dirname(target), exist_ok=True)
+    tmp = os.path.join(staging, f"link-{uuid.uuid4().hex}")
+    try:
+        os.link(os.path.join(out, version), tmp)
+    except FileNotFoundError:
+        return
+    os.replace(tmp, target)
+
+
+def retire(manifest: Dict[str, Any], paths: Iterable[str], now: float) -> None:
+    manifest.setdefault("retired", []).extend([p, now] for p in paths)
+
+
+def collect_garbage(out: str, manifest: Dict[str, Any], now: float) -> bool:
+    """Delete what was retired more than ``GRACE`` seconds ago (superseded version files, the
+    glob names of buckets that went away); True if the manifest changed."""
+    keep, changed = [], False
+    in_use = set()
+    for key, bucket in manifest["buckets"].items():
+        date, k = split_key(key)
+        for table in TABLE_NAMES:
+            in_use.add(glob_name(table, date, k))
+            in_use.add(version_name(table, date, k, bucket["tag"]))
+    for path, when in manifest.get("retired", []):
+        if path in in_use:  # a bucket that came back: its glob name is live again
+            changed = True
+            continue
+        if now - when < GRACE:
+            keep.append([path, when])
+            continue
+        changed = True
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(os.path.join(out, path))
+        _remove_empty_dirs(out, os.path.dirname(path))
+    manifest["retired"] = keep
+    return changed
+
+
+def remove_orphans(out: str, manifest: Dict[str, Any]) -> None:
+    """Delete version files no manifest names: a run killed after moving its files into
+    ``_versions`` but before its commit left them. Under the lock (no run is between the
+    two steps then)."""
+    named = {p for p, _ in manifest.get("retired", [])}
+    for key, bucket in manifest["buckets"].items():
+        date, k = split_key(key)
+        named.update(version_name(t, date, k, bucket["tag"]) for t in TABLE_NAMES)
+    root = os.path.join(out, VERSIONS)
+    for directory, _, names in os.walk(root):
+        for name in names:
+            rel = os.path.relpath(os.path.join(directory, name), out)
+            if rel not in named:
+                with contextlib.suppress(FileNotFoundError):
+                    os.unlink(os.path.join(out, rel))
+
+
+def _remove_empty_dirs(out: str, rel: str) -> None:
+    while rel and rel not in TABLE_NAMES and rel != VERSIONS:
+        try:
+            os.rmdir(os.path.join(out, rel))
+        except OSError:
+            return
+        rel = os.path.dirname(rel)
+
+
+def publish(out: str, staging: str, manifest: Dict[str, Any], built: Dict[str, BucketFiles],
+            gone: Sequence[str], now: float) -> None:
+    """Commit `manifest` (already updated with the sources and buckets of this run) with the
+    buckets `built` (their files in `staging`) and the buckets `gone` (no sessions left),
+    then make the glob names follow. Under the lock."""
+    links: List[List[str]] = []
+    replaced: List[str] = []
+    for key, files in built.items():
+        old = manifest["buckets"].get(key)
+        for table in TABLE_NAMES:
+            rel = version_name(table, files.date, files.k, files.tag)
+            os.makedirs(os.path.dirname(os.path.join(out, rel)), exist_ok=True)
+            os.replace(files.path(table), os.path.join(out, rel))
+            links.append([rel, glob_name(table, files.date, files.k)])
+            if old is not None and old.get("tag") != files.tag:
+                replaced.append(version_name(table, files.date, files.k, old["tag"]))
+        manifest["buckets"][key] = {"tag": files.tag, "sources": files.sources}
+    for key in gone:
+        old = manifest["buckets"].pop(key, None)
+        date, k = split_key(key)
+        if old is not None:
+            replaced.extend(version_name(t, date, k, old["tag"]) for t in TABLE_NAMES)
+        # The glob names stay, empty, for readers that listed them; retired with the rest.
+        empty = BucketFiles(staging, date, k)
+        empty.write(())
+        for table in TABLE_NAMES:
+            rel = version_name(table, date, k, empty.tag)
+            os.makedirs(os.path.dirname(os.path.join(out, rel)), exist_ok=True)
+            os.replace(empty.path(table), os.path.join(out, rel))
+            links.append([rel, glob_name(table, date, k)])
+            replaced.extend([rel, glob_name(table, date, k)])
+    for d in sorted({os.path.dirname(os.path.join(out, rel)) for rel, _ in links}):
+        fsync_dir(os.path.join(d, "x"))
+    retire(manifest, replaced, now)
+    manifest["version"] = int(manifest.get("version", 0)) + 1
+    manifest["publishing"] = links
+    _write_manifest(out, staging, manifest)  # the commit point
+    complete_publish(out, staging, manifest)
+
+
+def rebuild(out: str, staging: str, date: str, k: int, manifest: Dict[str, Any], keep: Sequence[str],
+            ours: Optional[BucketFiles], our_keys: Sequence[str]) -> BucketFiles:
+    """A bucket's files made again from what is published (its sources `keep`) and from a
+    candidate this run built (its sources `our_keys`), without reading any transcript."""
+    files = BucketFiles(staging, date, k)
+    old = published(manifest, bucket_key(date, k))
+
+    def rows() -> Iterator[Tuple[str, str, Any]]:
+        if old is not None and keep:
+            yield from copied(out, old, keep, old.rows)
+        if ours is not None and our_keys:
+            yield from copied("", ours, our_keys, ours.rows)
+
+    files.write(rows())
+    return files
+
+
+def is_dataset_dir(out: str) -> bool:
+    return os.path.exists(os.path.join(out, MANIFEST))
+
+
+def now() -> float:
+    return time.time()

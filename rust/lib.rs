@@ -24,6 +24,7 @@
 //! builds what survived the fold, `py/lazy.rs` builds envelopes on access and
 //! `py/encode.rs` is the write path's serialiser.
 
+pub mod columns;
 pub mod envelope;
 pub mod envelope_skim;
 pub mod error;

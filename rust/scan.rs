@@ -190,7 +190,7 @@ fn clamp(at: usize) -> u32 {
 }
 
 /// The offset just past the last `\n` in `[start, size)`, or `start` if none.
-fn end_of_last_line<S: Source + ?Sized>(src: &S, start: u64, size: u64) -> CoreResult<u64> {
+pub fn end_of_last_line<S: Source + ?Sized>(src: &S, start: u64, size: u64) -> CoreResult<u64> {
     let mut buf = vec![0u8; 64 << 10];
     let mut hi = size;
     while hi > start {

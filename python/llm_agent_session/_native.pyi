@@ -2,7 +2,7 @@
 
 from typing import Any, Dict, Iterator, List, Optional, Tuple, final
 
-from llm_agent_session._core import Replayed, Scanned, TailVerdict
+from llm_agent_session._core import Column, DatasetSummary, Replayed, Scanned, TailVerdict
 
 __all__ = [
     "classify_line",
@@ -25,6 +25,8 @@ __all__ = [
     "SettledIds",
     "LineProblem",
     "MAX_READ_DEPTH",
+    "dataset_pass",
+    "DatasetPass",
 ]
 
 MAX_READ_DEPTH: int
@@ -147,3 +149,17 @@ def scan(
     """The lenient scan of ``[start, size)`` (``_pure.core.scan``); ``events`` and
     ``messages`` are ``LazyList``s over ``LineIndex``es (lists where no descriptor of
     their own can be opened, as for ``replay``)."""
+
+@final
+class DatasetPass:
+    """One transcript's dataset rows (``_core.DatasetPass``): ``summary``, then each run
+    of rows as ``{table: {column: Column}}``, built without the GIL."""
+
+    @property
+    def summary(self) -> DatasetSummary: ...
+    def __iter__(self) -> DatasetPass: ...
+    def __next__(self) -> Dict[str, Dict[str, Column]]: ...
+
+def dataset_pass(fd: int, stop: int, final_line: bool, extras: bool, chunk: int) -> DatasetPass:
+    """The first pass and the fold over bytes ``[0, stop)`` of ``fd``
+    (``_pure.columns.dataset_pass``), or ``CoreFailure``/``OSError``."""

@@ -17,7 +17,7 @@ from ._native import copy_prefix, identical_prefix, tail_check
 from ._native import encode_envelope as _encode_envelope
 from ._native import replay as _replay
 from ._native import scan as _scan
-from ._pure.columns import dataset_pass  # TEMPORARY: until rust/columns lands
+from ._native import dataset_pass as dataset_pass
 
 __all__ = ["name", "tail_check", "copy_prefix", "replay", "scan", "encode_envelope", "append_size",
            "identical_prefix", "dataset_pass"]

@@ -9,6 +9,7 @@
 //! calls, `LineProblem` (a `ValueError`) for one line's verdict.
 
 mod build;
+mod columns;
 mod encode;
 mod import;
 mod lazy;
@@ -390,6 +391,8 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<import::SourceReader>()?;
     m.add_function(wrap_pyfunction!(append_size, m)?)?;
     m.add_function(wrap_pyfunction!(identical_prefix, m)?)?;
+    m.add_function(wrap_pyfunction!(columns::dataset_pass, m)?)?;
+    m.add_class::<columns::DatasetPass>()?;
     let line_problem = py.get_type::<LineProblem>();
     line_problem.setattr("__module__", "llm_agent_session._native")?;
     m.add("LineProblem", line_problem)?;

@@ -63,7 +63,7 @@ class Source:
 
 @dataclass(frozen=True)
 class Head:
-    """What a transcript's first line says: its session id, and so where its rows go."""
+    """Where a transcript's rows go: its session id, and the date its first line says."""
 
     session_id: str
     date: str
@@ -74,8 +74,9 @@ def bucket_of(session_id: str) -> int:
     return int.from_bytes(hashlib.sha256(session_id.encode("utf-8", "surrogatepass")).digest()[:4], "big") % BUCKETS
 
 
-def _fallback_id(source: Source) -> str:
-    return "path:" + hashlib.sha256(source.key.encode("utf-8", "surrogateescape")).hexdigest()[:32]
+def session_id_of(source: Source) -> str:
+    """A transcript file's id in the dataset: its host and path, hashed."""
+    return hashlib.sha256(source.key.encode("utf-8", "surrogateescape")).hexdigest()[:32]
 
 
 def _open(path: str) -> Tuple[int, os.stat_result]:
@@ -132,11 +133,9 @@ def read_head(source: Source) -> Head:
 
 
 def _head(source: Source, first: Any) -> Head:
-    if first is not None and first.type == "session-meta":
-        date = first.ts[:10] if ts_micros(first.ts) is not None else NO_DATE
-        return Head(first.id, date, bucket_of(first.id))
-    sid = _fallback_id(source)
-    return Head(sid, NO_DATE, bucket_of(sid))
+    sid = session_id_of(source)
+    meta = first is not None and first.type == "session-meta" and ts_micros(first.ts) is not None
+    return Head(sid, first.ts[:10] if meta else NO_DATE, bucket_of(sid))
 
 
 def _reason_of_torn(line: int, cut: int, removed: int) -> str:
@@ -213,11 +212,13 @@ def read_transcript(source: Source, head: Head, *, extras: bool = True, chunk: i
         except CoreFailure:
             tail = None
         torn = tail is not None and tail[0] == "torn"
-        stop = tail[1] if tail is not None and torn else size
-        found = core.dataset_pass(fd, stop, not torn, extras, chunk)
+        # Every line, the last one even without its newline: a torn tail is then one line
+        # that does not parse (a load removes it), and a file that would fail is read the
+        # way salvage reads it.
+        found = core.dataset_pass(fd, size, True, extras, chunk)
         summary: DatasetSummary = found.summary
-        loads = (tail is not None and summary.skipped == 0 and summary.refused == 0
-                 and summary.first_type == "session-meta")
+        skipped = summary.skipped - (1 if torn else 0)
+        loads = tail is not None and skipped == 0 and summary.refused == 0 and summary.first_type == "session-meta"
         reason: Optional[str] = None
         if loads:
             outcome = TORN if torn else CLEAN
@@ -254,9 +255,9 @@ def read_transcript(source: Source, head: Head, *, extras: bool = True, chunk: i
     model = meta["model"] if isinstance(meta.get("model"), str) else summary.model
     session: Dict[str, Any] = {
         "session_id": head.session_id, "agent": agent, "model": model,
-        "path": source.path, "host": source.host, "meta": summary.meta,
+        "path": source.path, "host": source.host, "meta_id": summary.meta_id, "meta": summary.meta,
         "verdict": outcome, "reason": reason, "bytes": size, "envelopes": summary.envelopes,
-        "skipped_lines": summary.skipped, "elisions": summary.elisions,
+        "skipped_lines": skipped if loads else summary.skipped, "elisions": summary.elisions,
         "first_ts": summary.first_ts, "last_ts": summary.last_ts,
     }
     return Transcript(source, head, session, fd, found, loads)

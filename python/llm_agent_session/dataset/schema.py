@@ -47,9 +47,9 @@ _TS = "its `ts` (UTC); null where it is not a well-formed time"
 
 COMMON: Tuple[Field, ...] = (
     Field("session_id", "string",
-          "The transcript's id: its `session-meta` line's envelope id, the same in every run and after a "
-          "move or rename (a copy of a transcript shares it: `sessions.path` tells copies apart). A file whose "
-          "`session-meta` line does not parse gets `path:` and 32 hex digits of the SHA-256 of `host:path`."),
+          "The transcript file's id in the dataset: 32 hex digits of the SHA-256 of `host:path`, the same in "
+          "every run (a copy or a salvaged file beside the original is a session of its own; "
+          "`sessions.meta_id` is the id the transcript gives itself)."),
     Field("agent", "string",
           "The meta's `agent`, else its `imported-from` (`claude-code`, `codex`), else its `app`; "
           "null where it has none of them as a string."),
@@ -68,6 +68,9 @@ TABLES: Dict[str, Tuple[Field, ...]] = {
     "sessions": (
         Field("path", "string", "The transcript's absolute path on the machine that exported it."),
         Field("host", "string", "The name of that machine (several machines may export into one OUT)."),
+        Field("meta_id", "string",
+              "The `session-meta` line's envelope id: the transcript's own id (a copy, a salvaged file and "
+              "the original share it); null where the first line is no session-meta envelope."),
         Field("meta", "json", "The `session-meta` payload."),
         Field("verdict", "string",
               "What `Session.load` would do, read-only (as `llm-agent-session check` says): `clean`, "

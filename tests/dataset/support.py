@@ -60,7 +60,7 @@ def glob_count(out: str, name: str) -> int:
     import duckdb
 
     con = duckdb.connect()
-    return con.sql(f"SELECT count(*) FROM read_parquet('{out}/{name}/**/*.parquet', hive_partitioning = true)").fetchone()[0]
+    return con.execute(f"SELECT count(*) FROM read_parquet('{out}/{name}/**/*.parquet', hive_partitioning = true)").fetchone()[0]
 
 
 def cli(backend: str, *args: str, timeout: float = 300, **kw: Any) -> subprocess.CompletedProcess:

@@ -9,6 +9,7 @@ changed in it (an append, a repair, a rewrite).
 
 from __future__ import annotations
 
+import errno
 import multiprocessing
 import os
 import socket
@@ -120,6 +121,8 @@ def _stat(path: str) -> Tuple[str, Optional[os.stat_result], Optional[str]]:
     try:
         return path, os.stat(path), None
     except OSError as e:
+        if os.path.islink(path) and e.errno in (errno.ELOOP, errno.ENOENT):
+            return path, None, "a symbolic link that leads nowhere (a loop, or its target is gone)"
         return path, None, f"cannot stat it: {e.strerror}"
 
 
@@ -255,9 +258,11 @@ def export(src: Union[PathLike, Sequence[PathLike]], out: PathLike, *, jobs: int
     for root in srcs:
         for path, st, why in _walk(root):
             if st is None:
-                results.append(FileResult(path, FAILED, why))
+                results.append(FileResult(path, SKIPPED if why and why.startswith("a symbolic link") else FAILED, why))
             elif not stat_module.S_ISREG(st.st_mode):
-                results.append(FileResult(path, SKIPPED, "not a regular file"))
+                kind = "a directory (a symbolic link to one is not followed)" if stat_module.S_ISDIR(st.st_mode) else \
+                    "not a regular file (a FIFO, a socket or a device)"
+                results.append(FileResult(path, SKIPPED, kind))
             else:
                 found.append(Source.of(path, host, st))
     total = len(found) + len(results)
@@ -318,7 +323,8 @@ def export(src: Union[PathLike, Sequence[PathLike]], out: PathLike, *, jobs: int
         # A changed file that could not be read keeps its published rows (and its old entry:
         # the next run tries it again).
         leaving = set(entries) | set(removed)
-        if not built and not removed and not entries and not snapshot.get("publishing") and not _expired(snapshot):
+        if (not built and not removed and not entries and snapshot["buckets"] and not snapshot.get("publishing")
+                and not _expired(snapshot)):
             return Report(results, time.perf_counter() - started, out)
         with out_lock(out, waiting):
             _commit(out, staging, snapshot, bucket_jobs, built, entries, leaving, exported)
@@ -376,6 +382,7 @@ def _commit(out: str, staging: str, snapshot: Dict[str, Any], bucket_jobs: List[
         e = sources.get(key)
         if e is not None and "bucket" in e:
             affected.add(bucket_key(e["date"], e["bucket"]))
+    before = {key: published(manifest, key) for key in affected}  # read while the sources are still listed
     for key in leaving:
         sources.pop(key, None)
     sources.update(entries)
@@ -383,7 +390,7 @@ def _commit(out: str, staging: str, snapshot: Dict[str, Any], bucket_jobs: List[
     gone: List[str] = []
     for key in sorted(affected):
         date, k = split_key(key)
-        now_published = published(manifest, key)
+        now_published = before[key]
         keep = [s for s in now_published.sources if s not in leaving] if now_published else []
         r = built.get(key)
         ours = [s for s in (r.files.sources if r and r.files else []) if s in exported]
@@ -392,7 +399,7 @@ def _commit(out: str, staging: str, snapshot: Dict[str, Any], bucket_jobs: List[
         if r is not None and r.files is not None and r.kept == keep and was == is_now:
             ready[key] = r.files  # nobody published this bucket meanwhile: the candidate holds
         elif keep or ours:
-            ready[key] = rebuild(out, staging, date, k, manifest, keep, r.files if r else None, ours)
+            ready[key] = rebuild(out, staging, date, k, now_published, keep, r.files if r else None, ours)
         if key not in ready or not ready[key].sources:
             ready.pop(key, None)
             if key in manifest["buckets"]:

@@ -48,7 +48,7 @@ def query(out: PathLike, sql: str) -> Any:
             import pyarrow as pa
 
             return pa.table({})
-        arrow = result.arrow()
-        return arrow.read_all() if hasattr(arrow, "read_all") else arrow
+        # DuckDB 1.x names it fetch_arrow_table; 2.x to_arrow_table (the old name deprecated).
+        return result.to_arrow_table() if hasattr(result, "to_arrow_table") else result.fetch_arrow_table()
     finally:
         con.close()

@@ -466,12 +466,12 @@ def publish(out: str, staging: str, manifest: Dict[str, Any], built: Dict[str, B
     complete_publish(out, staging, manifest)
 
 
-def rebuild(out: str, staging: str, date: str, k: int, manifest: Dict[str, Any], keep: Sequence[str],
+def rebuild(out: str, staging: str, date: str, k: int, old: Optional[BucketFiles], keep: Sequence[str],
             ours: Optional[BucketFiles], our_keys: Sequence[str]) -> BucketFiles:
-    """A bucket's files made again from what is published (its sources `keep`) and from a
-    candidate this run built (its sources `our_keys`), without reading any transcript."""
+    """A bucket's files made again from what is published (`old`, its sources `keep`) and
+    from a candidate this run built (`ours`, its sources `our_keys`), without reading any
+    transcript."""
     files = BucketFiles(staging, date, k)
-    old = published(manifest, bucket_key(date, k))
 
     def rows() -> Iterator[Tuple[str, str, Any]]:
         if old is not None and keep:

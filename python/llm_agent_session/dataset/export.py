@@ -25,8 +25,9 @@ from .batches import empty_batch, session_batch
 from .rows import BUCKETS, CHUNK, Head, NotATranscript, Source, read_head, read_transcript
 from .schema import TABLE_NAMES
 from .write import (
-    PLACEHOLDER, BucketFiles, DatasetError, bucket_key, collect_garbage, complete_publish, copied, out_lock,
-    publish, published, read_manifest, rebuild, remove_abandoned_staging, remove_orphans, split_key, staging_dir,
+    LOCK, MANIFEST, PLACEHOLDER, STAGING, BucketFiles, DatasetError, bucket_key, collect_garbage,
+    complete_publish, copied, empty_manifest, out_lock, publish, published, read_manifest, rebuild,
+    remove_abandoned_staging, remove_orphans, split_key, staging_dir, write_manifest,
 )
 
 PathLike = Union[str, "os.PathLike[str]"]
@@ -234,10 +235,22 @@ def _check_paths(srcs: Sequence[str], out: str) -> None:
             raise DatasetError(f"SRC ({src}) is inside OUT ({out}): choose an OUT of its own")
     if os.path.exists(out) and not os.path.isdir(out):
         raise DatasetError(f"OUT ({out}) is a file: it must be a directory (new, or made by this command)")
-    if os.path.isdir(out) and os.listdir(out) and not os.path.exists(os.path.join(out, "_dataset.json")):
-        if any(not n.startswith(".staging-") and n != ".lock" for n in os.listdir(out)):
+
+
+def _claim(out: str) -> None:
+    """Make `out` a dataset directory (an empty manifest) unless it is one; refuse a
+    directory that holds anything else. Under the lock, so that a second run starting
+    while the first publishes for the first time sees the manifest, not a stranger's files."""
+    if os.path.exists(os.path.join(out, MANIFEST)):
+        return
+    with out_lock(out):
+        if os.path.exists(os.path.join(out, MANIFEST)):
+            return
+        if any(not n.startswith(STAGING) and n != LOCK for n in os.listdir(out)):
             raise DatasetError(f"OUT ({out}) is a directory with other files in it: give a new or empty "
                                "directory, or one this command made")
+        with staging_dir(out) as staging:
+            write_manifest(out, staging, empty_manifest())
 
 
 def export(src: Union[PathLike, Sequence[PathLike]], out: PathLike, *, jobs: int = 1, extras: bool = True,
@@ -252,6 +265,7 @@ def export(src: Union[PathLike, Sequence[PathLike]], out: PathLike, *, jobs: int
     out = os.path.abspath(os.fspath(out))
     _check_paths(srcs, out)
     make_private_dirs(out)
+    _claim(out)
     host = socket.gethostname()
     found: List[Source] = []
     results: List[FileResult] = []

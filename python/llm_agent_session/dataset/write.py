@@ -103,7 +103,7 @@ def read_manifest(out: str) -> Dict[str, Any]:
     return manifest
 
 
-def _write_manifest(out: str, staging: str, manifest: Dict[str, Any]) -> None:
+def write_manifest(out: str, staging: str, manifest: Dict[str, Any]) -> None:
     """Replace the manifest atomically: temp file, fsync, rename, fsync the directory."""
     tmp = os.path.join(staging, f"manifest-{uuid.uuid4().hex}.json")
     data = json.dumps(manifest, ensure_ascii=True, sort_keys=True, separators=(",", ":")).encode("ascii")
@@ -354,7 +354,7 @@ def complete_publish(out: str, staging: str, manifest: Dict[str, Any]) -> None:
     for d in sorted(dirs):
         fsync_dir(os.path.join(d, "x"))
     manifest["publishing"] = None
-    _write_manifest(out, staging, manifest)
+    write_manifest(out, staging, manifest)
 
 
 def link_over(out: str, staging: str, version: str, glob: str) -> None:
@@ -462,7 +462,7 @@ def publish(out: str, staging: str, manifest: Dict[str, Any], built: Dict[str, B
     retire(manifest, replaced, now)
     manifest["version"] = int(manifest.get("version", 0)) + 1
     manifest["publishing"] = links
-    _write_manifest(out, staging, manifest)  # the commit point
+    write_manifest(out, staging, manifest)  # the commit point
     complete_publish(out, staging, manifest)
 
 

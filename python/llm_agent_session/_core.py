@@ -9,7 +9,7 @@ so the order of their fields is kept here alone.
 
 from __future__ import annotations
 
-from typing import Any, Callable, Dict, Iterator, List, NamedTuple, Optional, Protocol, Sequence, Tuple
+from typing import Any, Callable, Dict, Iterator, List, NamedTuple, Optional, Protocol, Sequence, Tuple, Union
 
 from ._fold import FoldState
 from .messages import Event, Message
@@ -78,6 +78,20 @@ class Scanned(NamedTuple):
     survey: Optional[SurveyCounts]
 
 
+class NativeBuffer(Protocol):
+    """Bytes the native core owns and hands over without a copy: ``address`` (where they
+    start, valid while the object lives) and ``len``."""
+
+    @property
+    def address(self) -> int: ...
+
+    def __len__(self) -> int: ...
+
+
+# The bytes of a column: ``bytes`` (the pure core), or the native core's own.
+Buffer = Union[bytes, NativeBuffer]
+
+
 class Column(NamedTuple):
     """One column of a dataset table in Arrow's memory layout, so that pyarrow wraps the
     buffers without a copy (``dataset/batches.py``). ``kind``: ``string`` (UTF-8 `values`,
@@ -87,9 +101,9 @@ class Column(NamedTuple):
 
     kind: str
     length: int
-    values: bytes
-    offsets: Optional[bytes]
-    validity: Optional[bytes]
+    values: Buffer
+    offsets: Optional[Buffer]
+    validity: Optional[Buffer]
 
 
 # One chunk of rows of every table: table name -> column name -> Column.

@@ -27,6 +27,7 @@ __all__ = [
     "MAX_READ_DEPTH",
     "dataset_pass",
     "DatasetPass",
+    "RowBuffer",
 ]
 
 MAX_READ_DEPTH: int
@@ -159,6 +160,15 @@ class DatasetPass:
     def summary(self) -> DatasetSummary: ...
     def __iter__(self) -> DatasetPass: ...
     def __next__(self) -> Dict[str, Dict[str, Column]]: ...
+
+@final
+class RowBuffer:
+    """A column's bytes, owned by the extension and never changed (``_core.NativeBuffer``):
+    pyarrow wraps them where they are."""
+
+    @property
+    def address(self) -> int: ...
+    def __len__(self) -> int: ...
 
 def dataset_pass(fd: int, stop: int, final_line: bool, extras: bool, chunk: int) -> DatasetPass:
     """The first pass and the fold over bytes ``[0, stop)`` of ``fd``

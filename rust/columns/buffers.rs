@@ -82,6 +82,12 @@ impl Default for Strings {
 }
 
 impl Strings {
+    pub fn with_capacity(bytes: usize) -> Self {
+        let mut s = Strings::default();
+        s.data.reserve(bytes);
+        s
+    }
+
     pub fn push(&mut self, value: Option<&[u8]>) {
         if let Some(v) = value {
             self.data.extend_from_slice(v);

@@ -71,6 +71,9 @@ pub struct Line {
     pub settle: Option<Box<Settle>>,
     /// A grants line's snapshot as JSON text (None: absent or null).
     pub grants: Option<String>,
+    /// Where the payload's members are in [`Part::fields`] (lines that make rows only):
+    /// the second pass finds every value by them, without walking the payload again.
+    pub fields: (u32, u32),
 }
 
 /// The first non-blank line of the range.
@@ -89,6 +92,8 @@ pub enum First {
 #[derive(Debug, Default)]
 pub struct Part {
     pub lines: Vec<Line>,
+    /// The payload members of the lines that make rows, one after the other.
+    pub fields: Vec<Entry>,
     /// Lines that are not envelopes.
     pub skipped: u64,
     /// Lines read (blank ones included).
@@ -125,10 +130,13 @@ pub fn read_lines<S: Source + Sync + ?Sized>(
         ))
     })??;
     let shift = first.line_count;
+    let base = u32::try_from(first.fields.len()).unwrap_or(u32::MAX);
     first.lines.extend(second.lines.into_iter().map(|mut l| {
         l.line += shift;
+        l.fields.0 = l.fields.0.saturating_add(base);
         l
     }));
+    first.fields.extend(second.fields);
     first.skipped += second.skipped;
     first.line_count += second.line_count;
     if matches!(first.first, First::Nothing) {
@@ -194,6 +202,13 @@ fn read_part<S: Source + ?Sized>(src: &S, start: u64, stop: u64) -> CoreResult<P
                 } else {
                     None
                 };
+                let kept = if makes_rows(kind) {
+                    let at = u32::try_from(part.fields.len()).unwrap_or(u32::MAX);
+                    part.fields.extend_from_slice(&fields);
+                    (at, u32::try_from(fields.len()).unwrap_or(0))
+                } else {
+                    (0, 0)
+                };
                 part.lines.push(Line {
                     line,
                     offset,
@@ -206,12 +221,25 @@ fn read_part<S: Source + ?Sized>(src: &S, start: u64, stop: u64) -> CoreResult<P
                     model,
                     settle,
                     grants,
+                    fields: kept,
                 });
             }
         }
     }
     part.line_count = reader.lines;
     Ok(part)
+}
+
+/// Whether lines of this type are rows of a table (and need their payload's members again).
+fn makes_rows(kind: LineType) -> bool {
+    matches!(
+        kind,
+        LineType::Message
+            | LineType::Compaction
+            | LineType::Rewind
+            | LineType::Grants
+            | LineType::Dispatched
+    )
 }
 
 /// The first `["model", <string>]` of a run-context's `facts`.

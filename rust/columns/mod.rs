@@ -19,6 +19,7 @@ use std::collections::HashSet;
 
 use crate::error::CoreResult;
 use crate::file_io::Source;
+use crate::json::view as json_view;
 
 use fold::Fold;
 use lines::{First, Line, LineType};
@@ -29,6 +30,8 @@ pub use rows::{Cursor, Tables};
 pub struct Pass {
     /// The kept lines, in file order.
     pub lines: Vec<Line>,
+    /// Their payloads' members (`Line::fields` says where each line's are).
+    pub fields: Vec<json_view::Entry>,
     pub fold: Fold,
     pub skipped: u64,
     pub first: First,
@@ -52,11 +55,10 @@ pub fn pass<S: Source + Sync + ?Sized>(
     final_line: bool,
     chunk: u64,
 ) -> CoreResult<Pass> {
-    let part = lines::read_lines(src, stop, final_line)?;
+    let mut part = lines::read_lines(src, stop, final_line)?;
     let mut seen = HashSet::with_capacity(part.lines.len());
     let total = part.lines.len();
-    let kept: Vec<Line> = part
-        .lines
+    let kept: Vec<Line> = std::mem::take(&mut part.lines)
         .into_iter()
         .filter(|l| seen.insert(l.id.clone()))
         .collect();
@@ -99,6 +101,7 @@ pub fn pass<S: Source + Sync + ?Sized>(
         runs.push(run_start..kept.len());
     }
     Ok(Pass {
+        fields: part.fields,
         lines: kept,
         fold,
         skipped,
@@ -123,14 +126,6 @@ impl Pass {
         cursor: &mut Cursor,
     ) -> CoreResult<Tables> {
         let range = self.runs.get(run).cloned().unwrap_or(0..0);
-        rows::rows(
-            src,
-            &self.lines,
-            &self.fold,
-            &self.grants_index,
-            range,
-            extras,
-            cursor,
-        )
+        rows::rows(src, self, range, extras, cursor)
     }
 }

@@ -9,9 +9,10 @@ use crate::json::view::{self as json_view, Entry};
 use crate::message_rules::is_sticky;
 
 use super::buffers::{Bools, Column, Numbers, Strings};
-use super::fold::{Fold, Op};
+use super::fold::Op;
 use super::lines::{Line, LineType};
 use super::values::{boolean, flatten_text, int64, json_value, string};
+use super::Pass;
 
 /// The message keys (SPEC 2.2): a message line's other members are its extras.
 const MESSAGE_KEYS: [&str; 8] = [
@@ -54,16 +55,19 @@ struct Messages {
     bytes: Numbers,
 }
 
-impl Default for Messages {
-    fn default() -> Self {
+impl Messages {
+    /// Columns for the messages of `bytes` bytes of lines: the long ones get that much
+    /// room at once (a value is never longer than its line), so they are never copied
+    /// to grow; room never written is address space only.
+    fn with_room(bytes: usize) -> Self {
         Messages {
             id: Strings::default(),
             ordinal: n("int64"),
             line: n("int64"),
             ts: n("timestamp"),
             role: Strings::default(),
-            text: Strings::default(),
-            content: Strings::default(),
+            text: Strings::with_capacity(bytes),
+            content: Strings::with_capacity(bytes),
             tool_calls: Strings::default(),
             tool_call_id: Strings::default(),
             name: Strings::default(),
@@ -82,33 +86,47 @@ fn n(kind: &'static str) -> Numbers {
     Numbers::new(kind)
 }
 
-/// Where the pass is between runs: the next message's ordinal, the next operation.
+/// Where the pass is between runs: the next message's ordinal, the next operation, and
+/// the buffer the runs are read into.
 #[derive(Debug, Default)]
 pub struct Cursor {
     pub ordinal: i64,
     pub op: usize,
+    buf: Vec<u8>,
 }
 
-/// The rows of the kept lines `lines[range]` (a run of the file read at once).
+/// The rows of the kept lines `pass.lines[range]` (a run of the file read at once into
+/// `cursor`'s buffer, kept for the next run).
 pub fn rows<S: Source + ?Sized>(
     src: &S,
-    lines: &[Line],
-    fold: &Fold,
-    grants_index: &[Option<i64>],
+    pass: &Pass,
     range: std::ops::Range<usize>,
     extras: bool,
     cursor: &mut Cursor,
 ) -> CoreResult<Tables> {
+    let (lines, fold, grants_index) = (&pass.lines, &pass.fold, &pass.grants_index);
     let run = lines.get(range.clone()).unwrap_or_default();
     let base = run.first().map_or(0, |l| l.offset);
     let end = run.last().map_or(0, |l| l.offset + l.len);
-    let mut buf = vec![0u8; usize::try_from(end - base).unwrap_or(0)];
-    let got = read_full(src, &mut buf, base)?;
+    let size = usize::try_from(end - base).unwrap_or(0);
+    let buf = &mut cursor.buf;
+    // Grown, never shrunk or zeroed again: the bytes are read over what is there.
+    if buf.len() < size {
+        buf.resize(size, 0);
+    }
+    let buf = buf.get_mut(..size).unwrap_or_default();
+    let got = read_full(src, buf, base)?;
     if got < buf.len() {
         return Err(changed());
     }
+    let buf: &[u8] = buf;
     let id_of = |at: usize| lines.get(at).map(|l| l.id.as_str());
-    let mut m = Messages::default();
+    let mut m = Messages::with_room(
+        run.iter()
+            .filter(|l| l.kind == LineType::Message)
+            .map(|l| l.len as usize)
+            .sum(),
+    );
     let mut c = Compactions::default();
     let mut r = Rewinds::default();
     let mut g = Grants::default();
@@ -119,10 +137,12 @@ pub fn rows<S: Source + ?Sized>(
         let raw = buf
             .get(start..start.saturating_add(line.len as usize))
             .ok_or_else(changed)?;
-        let fields = json_view::token(raw, line.payload)
-            .and_then(|p| json_view::members(raw, p))
-            .ok_or_else(changed)?;
-        let get = |key: &str| json_view::get(raw, &fields, key);
+        let (at, n) = line.fields;
+        let fields = pass
+            .fields
+            .get(at as usize..(at as usize).saturating_add(n as usize))
+            .unwrap_or_default();
+        let get = |key: &str| json_view::get(raw, fields, key);
         let removal = fold.removed.get(i).copied().flatten();
         let removed_by = removal.and_then(|r| id_of(r.by));
         let removed_kind = removal.map(|r| if r.rewind { "rewind" } else { "compaction" });
@@ -144,12 +164,12 @@ pub fn rows<S: Source + ?Sized>(
                 m.tool_call_id
                     .push_str(string(raw, get("tool_call_id")).as_deref());
                 m.name.push_str(string(raw, get("name")).as_deref());
-                m.sticky.push(Some(is_sticky(raw, &fields)));
+                m.sticky.push(Some(is_sticky(raw, fields)));
                 m.live.push(Some(live));
                 m.removed_by.push_str(removed_by);
                 m.removed_kind.push_str(removed_kind);
                 m.elided_by.push_str(elided_by);
-                let present = extras && extras_of(raw, &fields, m.extras.data());
+                let present = extras && extras_of(raw, fields, m.extras.data());
                 m.extras.end(present);
                 m.bytes.push_i64(Some(line.len as i64));
             }
@@ -186,7 +206,7 @@ pub fn rows<S: Source + ?Sized>(
             LineType::Dispatched => {
                 if let Some(op) = fold.ops.get(cursor.op).filter(|op| op.dispatch == i) {
                     cursor.op += 1;
-                    t.push(raw, &fields, line, op, lines, grants_index);
+                    t.push(raw, fields, line, op, lines, grants_index);
                 }
             }
             _ => {}

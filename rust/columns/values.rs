@@ -5,6 +5,7 @@
 use std::borrow::Cow;
 
 use crate::json::grammar::Kind;
+use crate::json::strings::{hex4, pair_low};
 use crate::json::view::{self as json_view, Item};
 
 /// Microseconds since 1970 of a well-formed `ts` (`YYYY-MM-DDTHH:MM:SS.ffffffZ`, a real
@@ -155,6 +156,55 @@ pub fn flatten_text(raw: &[u8], content: Option<Item>, out: &mut Vec<u8>) -> boo
     true
 }
 
+/// Append the text of the string token `item` to `out`, its escapes decoded (a
+/// surrogate pair joined, as CPython joins one). The first pass validated the line, so
+/// the bytes are copied without a second UTF-8 check (`json_view::text` makes two): on a
+/// file changed under the pass the text is garbage, never a panic, and the export
+/// fails that file when it sees the change.
+pub fn unescape_into(raw: &[u8], item: Item, out: &mut Vec<u8>) {
+    let content = raw
+        .get(item.span.0 + 1..item.span.1.saturating_sub(1))
+        .unwrap_or_default();
+    let mut i = 0;
+    while i < content.len() {
+        let rest = content.get(i..).unwrap_or_default();
+        let run = memchr::memchr(b'\\', rest).unwrap_or(rest.len());
+        out.extend_from_slice(rest.get(..run).unwrap_or_default());
+        i += run;
+        if i >= content.len() {
+            break;
+        }
+        match content.get(i + 1) {
+            Some(b'u') => {
+                let Some(mut cp) = hex4(content, i + 2) else {
+                    break;
+                };
+                i += 6;
+                if (0xD800..=0xDBFF).contains(&cp) {
+                    if let Some(low) = pair_low(content, i) {
+                        cp = 0x10000 + ((cp - 0xD800) << 10) + (low - 0xDC00);
+                        i += 6;
+                    }
+                }
+                let c = char::from_u32(cp).unwrap_or('\u{FFFD}');
+                out.extend_from_slice(c.encode_utf8(&mut [0; 4]).as_bytes());
+            }
+            Some(&e) => {
+                out.push(match e {
+                    b'b' => 0x08,
+                    b'f' => 0x0C,
+                    b'n' => b'\n',
+                    b'r' => b'\r',
+                    b't' => b'\t',
+                    other => other, // `"`, `\`, `/`
+                });
+                i += 2;
+            }
+            None => break,
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -184,5 +234,17 @@ mod tests {
         ] {
             assert_eq!(ts_micros(bad), None, "{bad}");
         }
+    }
+
+    #[test]
+    fn unescapes_as_json_reads() {
+        let line = br#"["a\"b\\c\/\b\f\n\r\t\u00e9\ud83d\ude00 \u2028x", "plain"]"#;
+        let items = json_view::elements(line, json_view::root(line).unwrap()).unwrap();
+        let mut out = Vec::new();
+        unescape_into(line, items[0], &mut out);
+        assert_eq!(out, "a\"b\\c/\u{8}\u{c}\n\r\té😀 \u{2028}x".as_bytes());
+        out.clear();
+        unescape_into(line, items[1], &mut out);
+        assert_eq!(out, b"plain");
     }
 }

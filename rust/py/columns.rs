@@ -129,8 +129,39 @@ fn column_object(py: Python<'_>, c: Column) -> PyResult<Bound<'_, PyAny>> {
         named::COLUMN.get(py)?,
         kind = c.kind,
         length = c.len,
-        values = PyBytes::new(py, &c.values),
-        offsets = c.offsets.map(|o| PyBytes::new(py, &o)),
-        validity = c.validity.map(|v| PyBytes::new(py, &v)),
+        values = buffer(py, c.values)?,
+        offsets = c.offsets.map(|o| buffer(py, o)).transpose()?,
+        validity = c.validity.map(|v| buffer(py, v)).transpose()?,
     )
+}
+
+/// The bytes of a column handed over without a copy: a `RowBuffer` that owns them (an
+/// empty one as `b""`, which has no address to hand out).
+fn buffer(py: Python<'_>, data: Vec<u8>) -> PyResult<Bound<'_, PyAny>> {
+    if data.is_empty() {
+        return Ok(PyBytes::new(py, b"").into_any());
+    }
+    Ok(Bound::new(py, RowBuffer { data })?.into_any())
+}
+
+/// Bytes a column's values are in, owned here and never changed: pyarrow wraps them
+/// where they are (`pyarrow.foreign_buffer(address, len, base=this)`, which keeps this
+/// object, so the bytes, alive as long as any array uses them). Copying each run's
+/// columns into `bytes` instead was a tenth of an export (256 MB: 0.12 s of 1.4 s CPU).
+#[pyclass(module = "llm_agent_session._native", frozen)]
+pub struct RowBuffer {
+    data: Vec<u8>,
+}
+
+#[pymethods]
+impl RowBuffer {
+    /// Where the bytes start (valid while this object lives).
+    #[getter]
+    fn address(&self) -> usize {
+        self.data.as_ptr() as usize
+    }
+
+    fn __len__(&self) -> usize {
+        self.data.len()
+    }
 }

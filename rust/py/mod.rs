@@ -393,6 +393,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(identical_prefix, m)?)?;
     m.add_function(wrap_pyfunction!(columns::dataset_pass, m)?)?;
     m.add_class::<columns::DatasetPass>()?;
+    m.add_class::<columns::RowBuffer>()?;
     let line_problem = py.get_type::<LineProblem>();
     line_problem.setattr("__module__", "llm_agent_session._native")?;
     m.add("LineProblem", line_problem)?;

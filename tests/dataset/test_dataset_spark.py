@@ -10,8 +10,9 @@ from typing import Any
 import pytest
 
 from generate import generate
-from llm_agent_session.dataset import export
+from llm_agent_session.dataset import export, query
 from support import every_kind, rows, small
+from test_dataset_docs import as_rows, example_fleet, questions
 
 pytestmark = [pytest.mark.slow,
               pytest.mark.skipif(shutil.which("java") is None and not os.environ.get("JAVA_HOME"),
@@ -54,5 +55,12 @@ def test_spark_reads_out_and_agrees_with_duckdb(tmp_path: Any) -> None:
             frame = spark.read.parquet(os.path.join(out, table))
             assert "date" in frame.columns
             assert frame.count() == rows(out, f"SELECT count(*) AS n FROM {table}")[0]["n"], table
+        # docs/dataset.md's PySpark answers to the fleet questions, on its example fleet.
+        example = example_fleet(tmp_path)
+        for title, sql, _, code, _ in questions():
+            scope = {"spark": spark, "fleet": example}
+            exec(code, scope)
+            got = as_rows([r.asDict() for r in scope["answer"].collect()])
+            assert got == as_rows(query(example, sql).to_pylist()), title
     finally:
         spark.stop()

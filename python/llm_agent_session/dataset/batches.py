@@ -11,11 +11,11 @@ from __future__ import annotations
 
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
-from .._core import Column
+from .._core import Buffer, Column
 from .schema import DICTIONARY_COLUMNS, write_schema
 
 #: A row group closes once its batches hold this many bytes (uncompressed).
-ROW_GROUP_BYTES = 32 << 20
+ROW_GROUP_BYTES = 16 << 20
 
 
 def _arrow_types() -> Dict[str, Any]:
@@ -25,16 +25,26 @@ def _arrow_types() -> Dict[str, Any]:
             "timestamp": pa.timestamp("us", tz="UTC")}
 
 
+def arrow_buffer(data: Buffer) -> Any:
+    """A pyarrow buffer over `data` where it is: ``bytes``, or the native core's own bytes,
+    which the buffer keeps alive (``foreign_buffer``'s `base`)."""
+    import pyarrow as pa
+
+    if isinstance(data, bytes):
+        return pa.py_buffer(data)
+    return pa.foreign_buffer(data.address, len(data), base=data)
+
+
 def arrow_array(column: Column) -> Any:
     """The pyarrow array over `column`'s buffers (not copied)."""
     import pyarrow as pa
 
-    validity = None if column.validity is None else pa.py_buffer(column.validity)
+    validity = None if column.validity is None else arrow_buffer(column.validity)
     if column.kind == "string":
         assert column.offsets is not None
         return pa.LargeStringArray.from_buffers(
-            column.length, pa.py_buffer(column.offsets), pa.py_buffer(column.values), validity)
-    return pa.Array.from_buffers(_arrow_types()[column.kind], column.length, [validity, pa.py_buffer(column.values)])
+            column.length, arrow_buffer(column.offsets), arrow_buffer(column.values), validity)
+    return pa.Array.from_buffers(_arrow_types()[column.kind], column.length, [validity, arrow_buffer(column.values)])
 
 
 def record_batch(table: str, columns: Dict[str, Column], common: Tuple[Optional[str], ...], live: bool,

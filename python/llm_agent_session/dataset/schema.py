@@ -12,6 +12,7 @@ its directory name (``date=YYYY-MM-DD``, hive style), so the common questions ne
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 from typing import Any, Dict, List, Tuple
 
@@ -213,6 +214,7 @@ def _arrow_type(kind: str, large: bool = False) -> Any:
     }[kind]
 
 
+@functools.lru_cache(maxsize=None)
 def arrow_schema(table: str) -> Any:
     """The ``pyarrow.Schema`` every engine reads a file of `table` with."""
     import pyarrow as pa
@@ -220,6 +222,7 @@ def arrow_schema(table: str) -> Any:
     return pa.schema([pa.field(f.name, _arrow_type(f.kind)) for f in fields(table)])
 
 
+@functools.lru_cache(maxsize=None)
 def write_schema(table: str) -> Any:
     """The schema the writer is given: strings with 64-bit offsets (built without a copy) and
     the snapshot column dictionary-encoded; the file stores no Arrow schema of its own, so

@@ -241,14 +241,18 @@ def _claim(out: str) -> None:
     """Make `out` a dataset directory (an empty manifest) unless it is one; refuse a
     directory that holds anything else. Under the lock, so that a second run starting
     while the first publishes for the first time sees the manifest, not a stranger's files."""
-    if os.path.exists(os.path.join(out, MANIFEST)):
-        return
-    with out_lock(out):
-        if os.path.exists(os.path.join(out, MANIFEST)):
-            return
+    def refuse_strangers() -> None:
         if any(not n.startswith(STAGING) and n != LOCK for n in os.listdir(out)):
             raise DatasetError(f"OUT ({out}) is a directory with other files in it: give a new or empty "
                                "directory, or one this command made")
+
+    if os.path.exists(os.path.join(out, MANIFEST)):
+        return
+    refuse_strangers()  # before the lock file is made: nothing is written into a stranger's directory
+    with out_lock(out):
+        if os.path.exists(os.path.join(out, MANIFEST)):
+            return
+        refuse_strangers()
         with staging_dir(out) as staging:
             write_manifest(out, staging, empty_manifest())
 

@@ -9,6 +9,7 @@ their size in bytes, not by a row count: one row may hold a 200 KB tool result o
 
 from __future__ import annotations
 
+import functools
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 from .._core import Buffer, Column
@@ -18,6 +19,7 @@ from .schema import DICTIONARY_COLUMNS, write_schema
 ROW_GROUP_BYTES = 16 << 20
 
 
+@functools.lru_cache(maxsize=None)
 def _arrow_types() -> Dict[str, Any]:
     import pyarrow as pa
 
@@ -85,10 +87,17 @@ def empty_batch(table: str) -> Any:
     return pa.RecordBatch.from_pylist([], schema=write_schema(table))
 
 
+def size_of(batch: Any) -> int:
+    """The bytes of `batch`'s buffers (whole buffers: a slice counts what it shares; cheaper
+    than ``nbytes``, which walks the offsets)."""
+    return int(batch.get_total_buffer_size())
+
+
 def pieces(batch: Any) -> Sequence[Any]:
     """`batch` in slices of at most about ``ROW_GROUP_BYTES``."""
-    if batch.nbytes <= ROW_GROUP_BYTES or batch.num_rows <= 1:
+    size = size_of(batch)
+    if size <= ROW_GROUP_BYTES or batch.num_rows <= 1:
         return [batch]
-    parts = -(-batch.nbytes // ROW_GROUP_BYTES)
+    parts = -(-size // ROW_GROUP_BYTES)
     step = max(1, -(-batch.num_rows // parts))
     return [batch.slice(i, step) for i in range(0, batch.num_rows, step)]

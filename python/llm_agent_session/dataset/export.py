@@ -10,7 +10,6 @@ changed in it (an append, a repair, a rewrite).
 from __future__ import annotations
 
 import errno
-import multiprocessing
 import os
 import socket
 import stat as stat_module
@@ -365,10 +364,10 @@ def _run_jobs(bucket_jobs: List[BucketJob], jobs: int, done: Callable[[FileResul
             for f in r.results:
                 done(f)
         return built
-    # Processes (an export is CPU-bound; the GIL would serialise threads), started fresh
-    # ("spawn"): a fork of a process that has run pyarrow's thread pool is not safe.
-    context = multiprocessing.get_context("spawn")
-    with ProcessPoolExecutor(min(jobs, len(bucket_jobs)), mp_context=context) as pool:
+    # Processes: an export is CPU-bound, and the GIL would serialise threads. The platform's
+    # way of starting them (as `import --jobs` does); pyarrow re-creates its thread pools
+    # in a forked child.
+    with ProcessPoolExecutor(min(jobs, len(bucket_jobs))) as pool:
         futures = {pool.submit(build_bucket, job): job for job in bucket_jobs}
         for future, job in futures.items():
             key = bucket_key(job.date, job.k)

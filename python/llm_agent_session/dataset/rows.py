@@ -205,9 +205,9 @@ class Transcript:
             # A small transcript is one run of rows: nothing to overlap, no thread.
             for chunk in read_ahead(self._pass) if self.source.size > 2 * CHUNK else self._pass:
                 for table, columns in chunk.items():
-                    batch = record_batch(table, columns, common, self._loads, snapshots)
-                    if batch.num_rows == 0:
+                    if not columns or next(iter(columns.values())).length == 0:
                         continue
+                    batch = record_batch(table, columns, common, self._loads, snapshots)
                     rows[table] += batch.num_rows
                     if table in ("messages", "compactions") and self._loads:
                         live += pc.sum(batch.column("live")).as_py() or 0

@@ -40,7 +40,7 @@ from typing import Any, Dict, Iterable, Iterator, List, Optional, Sequence, Tupl
 
 from .. import _platform
 from .._files import fsync_dir, write_all
-from .batches import ROW_GROUP_BYTES, empty_batch, pieces
+from .batches import ROW_GROUP_BYTES, empty_batch, pieces, size_of
 from .schema import TABLE_NAMES, write_schema
 
 MANIFEST = "_dataset.json"
@@ -288,9 +288,10 @@ class BucketFiles:
                 if batch.num_rows == 0:
                     continue
                 self.rows[key][table] += batch.num_rows
-                for piece in pieces(batch):
+                split = pieces(batch)
+                for piece in split:
                     pending[table].append(piece)
-                    held[table] += piece.nbytes
+                    held[table] += size_of(piece) // len(split)
                     if held[table] >= ROW_GROUP_BYTES:
                         flush(table)
             for table in TABLE_NAMES:

@@ -593,6 +593,7 @@ class Generator:
             bad = b'{"id":"half-written","payload":{"role":"user",\n'  # not the last line: load refuses the file
             fh.write(bad)
             w.size += len(bad)
+            self._run(w)
         while w.size < self.target:
             self._run(w)
         # The last turn is the same bytes count for every size (its random choices come

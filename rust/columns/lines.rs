@@ -3,7 +3,9 @@
 //! the rows take from lines other than their own (a settle's outcome, a grants
 //! snapshot). Two threads for a big range, meeting at a line boundary.
 
-use crate::envelope::parse_envelope_fields;
+use crate::envelope::{
+    parse_envelope_fields, parse_envelope_fields_at_start, EnvelopeRef, LineProblem,
+};
 use crate::error::{CoreError, CoreResult};
 use crate::file_io::Source;
 use crate::json::grammar::{is_blank, Kind, Span};
@@ -152,82 +154,122 @@ fn read_part<S: Source + ?Sized>(src: &S, start: u64, stop: u64) -> CoreResult<P
         lines: Vec::with_capacity(usize::try_from((stop - start) / 2048).unwrap_or(0)),
         ..Default::default()
     };
-    while let Some((line, offset, raw)) = reader.next_line()? {
+    loop {
+        // A line parsed where it starts in the read buffer, its end found by the parse
+        // (as the replay reads, `replay::records::record_at_start`); where that does not
+        // settle it, the line is cut at its newline first.
+        let fast = reader.buffered().and_then(|(line, offset, rest)| {
+            let (env, len) = parse_envelope_fields_at_start(rest, &mut fields)?;
+            note(
+                &mut part,
+                line,
+                offset,
+                rest.get(..len).unwrap_or_default(),
+                env,
+                &fields,
+            );
+            Some(len)
+        });
+        if let Some(len) = fast {
+            reader.skip_line(len);
+            continue;
+        }
+        let Some((line, offset, raw)) = reader.next_line()? else {
+            break;
+        };
         if is_blank(raw) {
             continue;
         }
-        match parse_envelope_fields(raw, offset, &mut fields) {
-            Err(_) => {
-                part.skipped += 1;
-                if matches!(part.first, First::Nothing) {
-                    part.first = First::Problem;
-                }
-            }
-            Ok(env) => {
-                let kind = LineType::of(&env.type_);
-                if matches!(part.first, First::Nothing) {
-                    let meta = (kind == LineType::Meta).then(|| {
-                        let payload = raw.get(env.payload.0..env.payload.1).unwrap_or_default();
-                        (
-                            env.ts.to_string(),
-                            String::from_utf8_lossy(payload).into_owned(),
-                        )
-                    });
-                    part.first = First::Envelope {
-                        type_: env.type_.to_string(),
-                        meta,
-                    };
-                }
-                let get = |key: &str| json_view::get(raw, &fields, key);
-                let model = match kind {
-                    LineType::Message => string(raw, get("model")).map(|m| m.into_owned()),
-                    LineType::RunContext => model_fact(raw, &fields),
-                    _ => None,
-                };
-                let settle = (kind == LineType::Settled).then(|| {
-                    let outcome = string(raw, get("outcome"));
-                    Box::new(Settle {
-                        outcome: OUTCOMES
-                            .iter()
-                            .find(|o| outcome.as_deref() == Some(**o))
-                            .copied()
-                            .unwrap_or(""),
-                        duration: float64(raw, get("duration")),
-                        error: string(raw, get("error")).map(|s| s.into_owned()),
-                        reason: string(raw, get("reason")).map(|s| s.into_owned()),
-                    })
-                });
-                let grants = if kind == LineType::Grants {
-                    json_value(raw, get("grants")).map(|t| String::from_utf8_lossy(t).into_owned())
-                } else {
-                    None
-                };
-                let kept = if makes_rows(kind) {
-                    let at = u32::try_from(part.fields.len()).unwrap_or(u32::MAX);
-                    part.fields.extend_from_slice(&fields);
-                    (at, u32::try_from(fields.len()).unwrap_or(0))
-                } else {
-                    (0, 0)
-                };
-                part.lines.push(Line {
-                    line,
-                    offset,
-                    len: raw.len() as u64,
-                    id: Id::from(env.id.as_ref()),
-                    kind,
-                    ts: ts_micros(&env.ts),
-                    payload: env.payload,
-                    body: body_of(raw, &env.type_, &fields),
-                    model,
-                    settle,
-                    grants,
-                    fields: kept,
-                });
-            }
-        }
+        let env = parse_envelope_fields(raw, offset, &mut fields);
+        note(&mut part, line, offset, raw, env, &fields);
     }
     part.line_count = reader.lines;
     Ok(part)
+}
+
+/// Add one non-blank line to `part`: a problem, or its [`Line`].
+fn note(
+    part: &mut Part,
+    line: u64,
+    offset: u64,
+    raw: &[u8],
+    env: Result<EnvelopeRef<'_>, LineProblem>,
+    fields: &[Entry],
+) {
+    match env {
+        Err(_) => {
+            part.skipped += 1;
+            if matches!(part.first, First::Nothing) {
+                part.first = First::Problem;
+            }
+        }
+        Ok(env) => {
+            let kind = LineType::of(&env.type_);
+            if matches!(part.first, First::Nothing) {
+                let meta = (kind == LineType::Meta).then(|| {
+                    let payload = raw.get(env.payload.0..env.payload.1).unwrap_or_default();
+                    (
+                        env.ts.to_string(),
+                        String::from_utf8_lossy(payload).into_owned(),
+                    )
+                });
+                part.first = First::Envelope {
+                    type_: env.type_.to_string(),
+                    meta,
+                };
+            }
+            let get = |key: &str| json_view::get(raw, fields, key);
+            let model = match kind {
+                LineType::Message => string(raw, get("model")).map(|m| m.into_owned()),
+                LineType::RunContext => model_fact(raw, fields),
+                _ => None,
+            };
+            let settle = (kind == LineType::Settled).then(|| {
+                let outcome = string(raw, get("outcome"));
+                Box::new(Settle {
+                    outcome: OUTCOMES
+                        .iter()
+                        .find(|o| outcome.as_deref() == Some(**o))
+                        .copied()
+                        .unwrap_or(""),
+                    duration: float64(raw, get("duration")),
+                    error: string(raw, get("error")).map(|s| s.into_owned()),
+                    reason: string(raw, get("reason")).map(|s| s.into_owned()),
+                })
+            });
+            let grants = if kind == LineType::Grants {
+                json_value(raw, get("grants")).map(|t| String::from_utf8_lossy(t).into_owned())
+            } else {
+                None
+            };
+            let kept = if makes_rows(kind) {
+                let at = u32::try_from(part.fields.len()).unwrap_or(u32::MAX);
+                part.fields.extend_from_slice(fields);
+                (at, u32::try_from(fields.len()).unwrap_or(0))
+            } else {
+                (0, 0)
+            };
+            part.lines.push(Line {
+                line,
+                offset,
+                len: raw.len() as u64,
+                id: Id::from(env.id.as_ref()),
+                kind,
+                ts: ts_micros(&env.ts),
+                payload: env.payload,
+                // A run-context's sections are nothing to the dataset's fold: not walked.
+                body: if kind == LineType::RunContext {
+                    Body::RunContext(Vec::new())
+                } else {
+                    body_of(raw, &env.type_, fields)
+                },
+                model,
+                settle,
+                grants,
+                fields: kept,
+            });
+        }
+    }
 }
 
 /// Whether lines of this type are rows of a table (and need their payload's members again).

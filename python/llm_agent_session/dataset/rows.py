@@ -14,9 +14,8 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import queue
 import stat as stat_module
-import threading
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any, Dict, Iterable, Iterator, Optional, Tuple
 
@@ -147,35 +146,17 @@ def _reason_of_torn(line: int, cut: int, removed: int) -> str:
 def read_ahead(chunks: Iterable[TableChunk]) -> Iterator[TableChunk]:
     """`chunks`, the next one made on a thread of its own while the caller writes this one:
     the native core makes a chunk without the GIL, and the Parquet writer writes one without
-    it, so on a machine with two cores free both work at once."""
-    ahead: "queue.Queue[Tuple[str, Any]]" = queue.Queue(maxsize=1)
-
-    def make() -> None:
-        try:
-            for chunk in chunks:
-                ahead.put(("chunk", chunk))
-        except BaseException as e:  # noqa: BLE001 - handed to the consumer, raised there
-            ahead.put(("error", e))
-        else:
-            ahead.put(("end", None))
-
-    maker = threading.Thread(target=make, name="dataset-rows", daemon=True)
-    maker.start()
-    try:
+    it, so on a machine with two cores free both work at once. Never more than two chunks
+    are alive (the one written, the one made): what an export holds stays bounded."""
+    it = iter(chunks)
+    with ThreadPoolExecutor(1, thread_name_prefix="dataset-rows") as maker:
+        coming = maker.submit(next, it, None)
         while True:
-            kind, item = ahead.get()
-            if kind == "end":
+            chunk: Optional[TableChunk] = coming.result()
+            if chunk is None:
                 return
-            if kind == "error":
-                raise item
-            yield item
-    finally:
-        while maker.is_alive():  # a consumer that stopped early: let the maker finish
-            try:
-                ahead.get(timeout=0.1)
-            except queue.Empty:
-                pass
-        maker.join()
+            coming = maker.submit(next, it, None)
+            yield chunk
 
 
 @dataclass

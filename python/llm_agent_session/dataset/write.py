@@ -181,7 +181,8 @@ def _writer(path: str, table: str) -> Any:
 
     schema = write_schema(table)
     return pq.ParquetWriter(
-        path, schema, compression="zstd", use_dictionary=[n for n in _DICTIONARY if n in schema.names],
+        path, schema, compression="zstd", compression_level=1,
+        use_dictionary=[n for n in _DICTIONARY if n in schema.names],
         write_statistics=[n for n in schema.names if n not in _NO_STATISTICS], store_schema=False,
     )
 

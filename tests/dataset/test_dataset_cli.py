@@ -16,13 +16,14 @@ from typing import Any
 
 import hostile
 from cli_support import child_env, read_pty
-from support import cli, every_kind, small
+from dataset_support import cli, every_kind, small
 
 
 def test_help_lists_every_exit_code(backend_name: str) -> None:
     r = cli(backend_name, "dataset", "--help")
     assert r.returncode == 0
     assert "  0  done" in r.stdout and "  1  some files could not be read" in r.stdout and "  2  usage error" in r.stdout
+    assert "  3  OUT is not a dataset directory" in r.stdout
     q = cli(backend_name, "query", "--help")
     assert all(f"  {n}  " in q.stdout for n in (0, 1, 2, 3))
     assert "dataset" in cli(backend_name, "--help").stdout and "query" in cli(backend_name, "--help").stdout

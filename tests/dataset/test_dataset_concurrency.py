@@ -16,7 +16,7 @@ import pytest
 from generate import generate
 from helpers import env_line
 from llm_agent_session.dataset import query
-from support import rows
+from dataset_support import rows
 
 pytestmark = pytest.mark.slow
 

@@ -18,7 +18,7 @@ from generate import generate
 from llm_agent_session import _backend
 from llm_agent_session._core import Column, DatasetSummary
 from llm_agent_session.importers import claude_code, codex
-from support import every_kind
+from dataset_support import every_kind
 from test_native_replay_differential import transcripts
 
 pytestmark = pytest.mark.skipif("native" not in _backend.available(), reason="the native core is not built")

@@ -18,10 +18,13 @@ import hostile
 import import_fixtures as fx
 from generate import generate
 from llm_agent_session import Session
+from llm_agent_session.cli.check import report as check_report
+from llm_agent_session.cli.stats import compute
+from llm_agent_session.cli.verdict import verdict
 from llm_agent_session.dataset import export
 from llm_agent_session.importers import claude_code, codex
 from llm_agent_session.messages import message_extras
-from support import cli, every_kind, rows, small, stats_json
+from dataset_support import every_kind, rows, small
 
 
 @pytest.fixture(scope="module")
@@ -47,12 +50,20 @@ def fleet(tmp_path_factory: Any) -> Dict[str, str]:
     return paths
 
 
+@pytest.fixture(scope="module")
+def outs() -> Dict[str, str]:
+    return {}
+
+
 @pytest.fixture
-def out(fleet: Dict[str, str], tmp_path: Any) -> str:
-    target = str(tmp_path / "out")
-    report = export(os.path.dirname(fleet["every"]), target)
-    assert report.count("failed") == 0 and report.count("exported") == len(fleet), report.files
-    return target
+def out(fleet: Dict[str, str], outs: Dict[str, str], tmp_path_factory: Any, backend_name: str) -> str:
+    """The fleet exported once per backend (on that backend), for every test of the module."""
+    if backend_name not in outs:
+        target = str(tmp_path_factory.mktemp("out") / "out")
+        report = export(os.path.dirname(fleet["every"]), target)
+        assert report.count("failed") == 0 and report.count("exported") == len(fleet), report.files
+        outs[backend_name] = target
+    return outs[backend_name]
 
 
 def _loaded(path: str, tmp: Any) -> Session:
@@ -75,7 +86,7 @@ def test_a_transcript_that_loads_is_what_load_peek_and_stats_say(fleet: Dict[str
                                                      of("rewinds"), of("grants"))
     peek = Session.peek(path, survey=True)
     survey = peek["survey"]
-    stats = stats_json(backend_name, path)
+    stats = json.loads(json.dumps(compute(path)))  # as `stats --json` prints it
     with _loaded(path, tmp_path) as s:
         assert row["verdict"] == ("torn-tail" if s.warnings else "clean")
         assert row["live_messages"] == len(s.messages)
@@ -123,7 +134,7 @@ def test_a_transcript_that_would_fail_is_a_row_with_the_reason_and_its_lines_not
         fleet: Dict[str, str], out: str, tmp_path: Any, backend_name: str) -> None:
     path = fleet["broken"]
     [row] = [r for r in rows(out, "SELECT * FROM sessions") if r["path"] == path]
-    check = json.loads(cli(backend_name, "check", "--json", path).stdout)
+    check = check_report(path, verdict(path))  # as `check --json` prints it
     assert check["verdict"] == "would fail" and row["verdict"] == "would-fail"
     assert check["error"]["reason"] in row["reason"] and f"line {check['error']['line']}" in row["reason"]
     assert row["live_messages"] is None

@@ -18,7 +18,7 @@ from helpers import env_line
 from llm_agent_session import Session, assistant_message, user_message
 from llm_agent_session.dataset import TABLE_NAMES, DatasetError, export, query
 from llm_agent_session.dataset.schema import validate
-from support import cli, every_kind, glob_count, rows, small, table, tree_state
+from dataset_support import cli, every_kind, glob_count, rows, small, table, tree_state
 
 
 def files_of(out: str) -> Dict[str, Any]:
@@ -126,15 +126,17 @@ def test_src_is_never_written_even_where_a_load_would_repair(tmp_path: Any) -> N
 def test_an_out_that_overlaps_src_or_is_not_a_dataset_is_refused(tmp_path: Any, where: str, backend_name: str) -> None:
     src = tmp_path / "src"
     small(str(src / "a.jsonl"))
-    out = {"out-in-src": src / "out", "src-in-out": tmp_path, "out-is-a-file": src / "a.jsonl",
+    out = {"out-in-src": src / "out", "src-in-out": tmp_path, "out-is-a-file": tmp_path / "file.txt",
            "out-is-foreign": tmp_path / "foreign"}[where]
+    if where == "out-is-a-file":
+        out.write_text("mine")
     if where == "out-is-foreign":
         os.mkdir(out)
         (out / "precious.txt").write_text("mine")
     with pytest.raises(DatasetError):
         export(str(src), str(out))
     r = cli(backend_name, "dataset", str(src), str(out))
-    assert r.returncode == 2 and "error:" in r.stderr
+    assert r.returncode == (3 if where in ("out-is-a-file", "out-is-foreign") else 2) and "error:" in r.stderr
     assert sorted(os.listdir(src)) == ["a.jsonl"] and (where != "out-is-foreign" or os.listdir(out) == ["precious.txt"])
 
 

@@ -16,7 +16,7 @@ import pytest
 
 from llm_agent_session import Session, user_message
 from llm_agent_session.dataset import TABLE_NAMES
-from support import all_tables, every_kind, small
+from dataset_support import all_tables, every_kind, small
 
 STRACE = shutil.which("strace")
 pytestmark = [pytest.mark.slow, pytest.mark.skipif(STRACE is None, reason="strace not installed (Debian package strace)")]

@@ -11,7 +11,7 @@ import pytest
 
 from generate import generate
 from llm_agent_session.dataset import export, query
-from support import every_kind, rows, small
+from dataset_support import every_kind, rows, small
 from test_dataset_docs import as_rows, example_fleet, questions
 
 pytestmark = [pytest.mark.slow,

@@ -33,6 +33,7 @@ docs/dataset.md: the tables column by column, and what a reader sees while an ex
 EXIT_CODES = (
     "0  done: every file exported, unchanged, removed or skipped (not a transcript)",
     "1  some files could not be read (each one's line says why); the others were exported",
+    "3  OUT is not a dataset directory (a file, a directory of other files, another version's)",
 )
 
 
@@ -52,7 +53,7 @@ def add_parser(add: Callable[..., argparse.ArgumentParser], common: argparse.Arg
 def run(args: argparse.Namespace, out: Out) -> int:
     try:
         from ..dataset.export import EXPORTED, FAILED, SKIPPED, FileResult, export
-        from ..dataset.write import DatasetError
+        from ..dataset.write import DatasetError, NotADataset
     except ImportError as e:
         raise CliError(f"the dataset command needs pyarrow ({e}): pip install 'llm-agent-session[dataset]'", 1) from None
     from .progress import Progress
@@ -75,6 +76,8 @@ def run(args: argparse.Namespace, out: Out) -> int:
                 out.line((f"{f.status:9}", style), " ", f.path, detail, f": {f.reason}" if f.reason else "")
         try:
             report = export(srcs, dst, jobs=args.jobs, extras=args.extras, on_file=on_file, waiting=waiting)
+        except NotADataset as e:
+            raise CliError(str(e), 3) from None
         except DatasetError as e:
             raise CliError(str(e), 2) from None
     if args.json:

@@ -66,14 +66,14 @@ def _text(value: Any) -> str:
 def run(args: argparse.Namespace, out: Out) -> int:
     try:
         from ..dataset.query import connect
-        from ..dataset.write import DatasetError
+        from ..dataset.write import NotADataset
     except ImportError as e:
         raise CliError(f"the query command needs pyarrow and duckdb ({e}): pip install 'llm-agent-session[dataset]'", 1) from None
     import duckdb
 
     try:
         con = connect(os.path.expanduser(args.out))
-    except DatasetError as e:
+    except NotADataset as e:
         raise CliError(str(e), 3) from None
     try:
         result = con.sql(args.sql)

@@ -16,6 +16,6 @@ from __future__ import annotations
 from .export import FileResult, Report, export
 from .query import connect, query
 from .schema import TABLE_NAMES, TABLES
-from .write import DatasetError
+from .write import DatasetError, NotADataset
 
-__all__ = ["export", "query", "connect", "Report", "FileResult", "DatasetError", "TABLES", "TABLE_NAMES"]
+__all__ = ["export", "query", "connect", "Report", "FileResult", "DatasetError", "NotADataset", "TABLES", "TABLE_NAMES"]

@@ -24,7 +24,7 @@ from .batches import empty_batch, session_batch
 from .rows import BUCKETS, CHUNK, Head, NotATranscript, Source, read_head, read_transcript
 from .schema import TABLE_NAMES
 from .write import (
-    LOCK, MANIFEST, PLACEHOLDER, STAGING, BucketFiles, DatasetError, bucket_key, collect_garbage,
+    LOCK, MANIFEST, PLACEHOLDER, STAGING, BucketFiles, DatasetError, NotADataset, bucket_key, collect_garbage,
     complete_publish, copied, empty_manifest, out_lock, publish, published, read_manifest, rebuild,
     remove_abandoned_staging, remove_orphans, split_key, staging_dir, write_manifest,
 )
@@ -233,7 +233,7 @@ def _check_paths(srcs: Sequence[str], out: str) -> None:
         if _inside(real_src, real_out):
             raise DatasetError(f"SRC ({src}) is inside OUT ({out}): choose an OUT of its own")
     if os.path.exists(out) and not os.path.isdir(out):
-        raise DatasetError(f"OUT ({out}) is a file: it must be a directory (new, or made by this command)")
+        raise NotADataset(f"OUT ({out}) is a file: it must be a directory (new, or made by this command)")
 
 
 def _claim(out: str) -> None:
@@ -242,7 +242,7 @@ def _claim(out: str) -> None:
     while the first publishes for the first time sees the manifest, not a stranger's files."""
     def refuse_strangers() -> None:
         if any(not n.startswith(STAGING) and n != LOCK for n in os.listdir(out)):
-            raise DatasetError(f"OUT ({out}) is a directory with other files in it: give a new or empty "
+            raise NotADataset(f"OUT ({out}) is a directory with other files in it: give a new or empty "
                                "directory, or one this command made")
 
     if os.path.exists(os.path.join(out, MANIFEST)):

@@ -11,7 +11,7 @@ import os
 from typing import Any, Union
 
 from .schema import TABLE_NAMES
-from .write import DatasetError, read_manifest, split_key, version_name
+from .write import NotADataset, read_manifest, split_key, version_name
 
 PathLike = Union[str, "os.PathLike[str]"]
 
@@ -27,7 +27,7 @@ def connect(out: PathLike) -> Any:
 
     out = os.path.abspath(os.fspath(out))
     if not os.path.isfile(os.path.join(out, "_dataset.json")):
-        raise DatasetError(f"{out} is not a dataset (no _dataset.json): make one with `llm-agent-session dataset SRC {out}`")
+        raise NotADataset(f"{out} is not a dataset (no _dataset.json): make one with `llm-agent-session dataset SRC {out}`")
     manifest = read_manifest(out)
     con = duckdb.connect()
     con.execute("SET TimeZone = 'UTC'")

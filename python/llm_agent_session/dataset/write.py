@@ -79,7 +79,12 @@ def version_name(table: str, date: str, k: int, tag: str) -> str:
 
 
 class DatasetError(Exception):
-    """OUT cannot be used: what is wrong, and what to do."""
+    """The export cannot run as asked (SRC missing, OUT inside SRC): what is wrong, and what to do."""
+
+
+class NotADataset(DatasetError):
+    """OUT is not a dataset directory this version made (a file, a directory of other files,
+    another version's manifest): what is wrong, and what to do."""
 
 
 # -- the manifest ----------------------------------------------------------------------------
@@ -98,9 +103,9 @@ def read_manifest(out: str) -> Dict[str, Any]:
     except FileNotFoundError:
         return empty_manifest()
     except ValueError as e:
-        raise DatasetError(f"{path} is not a dataset manifest ({e}); OUT must be a directory this command made") from None
+        raise NotADataset(f"{path} is not a dataset manifest ({e}); OUT must be a directory this command made") from None
     if not isinstance(manifest, dict) or manifest.get("format") != FORMAT:
-        raise DatasetError(f"{path} is not a manifest of this version ({FORMAT}); export into a new OUT")
+        raise NotADataset(f"{path} is not a manifest of this version ({FORMAT}); export into a new OUT")
     return manifest
 
 

@@ -65,7 +65,7 @@ def kill_points(src: str, out: str, tmp: str, most: int = 16) -> List[str]:
     """Where to kill: the renames of the manifest (the commit, the end of the publish), about
     `most` other renames and links of the publish spread over it, and a few writes."""
     probe = os.path.join(tmp, "probe")
-    shutil.copytree(out, probe)
+    shutil.copytree(out, probe, symlinks=True)
     log = os.path.join(tmp, "trace.log")
     assert run_export(src, probe, log=log) == 0
     seen: Dict[str, int] = {}
@@ -97,7 +97,7 @@ def test_a_kill_anywhere_leaves_old_or_new_and_the_next_run_completes(tmp_path: 
     os.unlink(paths[0])
     small(str(src / "new.jsonl"), "new")
     reference = str(tmp_path / "reference")
-    shutil.copytree(pristine, reference)
+    shutil.copytree(pristine, reference, symlinks=True)
     assert run_export(str(src), reference) == 0
     new = all_tables(reference)
     assert new != old
@@ -107,7 +107,7 @@ def test_a_kill_anywhere_leaves_old_or_new_and_the_next_run_completes(tmp_path: 
     outcomes = {"old": 0, "new": 0}
     for n, point in enumerate(points):
         out = str(tmp_path / f"out{n}")
-        shutil.copytree(pristine, out)
+        shutil.copytree(pristine, out, symlinks=True)
         code = run_export(str(src), out, inject=point)
         assert code != 0, point  # it was killed
         seen = all_tables(out)  # a reader of the manifest: one whole export or the other

@@ -1,29 +1,30 @@
-"""Writing OUT: bucket files, their versions, the manifest and the publish.
+"""Writing OUT: bucket files, their versions, the views, the manifest and the publish.
 
 The layout (``docs/dataset.md`` says what each reader may rely on)::
 
-    OUT/_dataset.json                               the manifest: the commit point
-    OUT/<table>/date=D/part-<k>.parquet             what engines glob (k = 0..7)
-    OUT/_versions/<table>/date=D/part-<k>-<tag>.parquet   the files the manifest names
-    OUT/.lock                                       taken around a publish
-    OUT/.staging-<run>/                             a run's files until they are published
+    OUT/_dataset.json                                      the manifest: the commit point
+    OUT/<table> -> _views/<table>/<n>                      what engines read (a symbolic link)
+    OUT/_views/<table>/<n>/date=D/part-<k>-<tag>.parquet   view n: one hard link per bucket
+    OUT/_versions/<table>/date=D/part-<k>-<tag>.parquet    every file, never changed once written
+    OUT/.lock                                              taken around a publish
+    OUT/.staging-<run>/                                    a run's work until it is published
 
-A session's rows of a table all live in one file, its bucket's: ``date`` from the
-session-meta line (which never changes) and ``k`` from its id. A bucket is rewritten
-whole, into a new version file, and made visible by renaming a hard link of it over the
-glob name, so a reader that globs sees each session's rows of a table either all old or
-all new; nothing is ever written inside a table directory but by that rename. At most 8
-files per table and partition, however many transcripts.
+A session's rows of a table all live in one file, its bucket's (``date`` from the
+session-meta line, which never changes, ``k`` from its id: at most 8 files per table and
+partition, however many transcripts). A bucket is rewritten whole, into a new file with
+a new tag; a file is never changed once written. Each publish makes a new view per
+table (hard links to the current files, complete before anything names it) and points
+the table's name at it in one rename.
 
 A run builds its buckets in its staging directory without a lock, from the manifest as it
 read it; then, holding ``OUT/.lock``, it reads the manifest again, rebuilds any bucket
 another run published meanwhile (so two runs over disjoint SRC trees both land), and
-commits by renaming the new manifest into place. The manifest then names the new version
-files and lists the renames still to do (``publishing``); they are done, and the
-manifest is written once more without the list. A run killed before the commit left the
-manifest and every glob name as they were; killed after, the next run (or the next
-``query``) finds the list and does what is left. Superseded version files stay for
-``GRACE`` seconds, for readers of the old manifest still reading them.
+commits by renaming the new manifest into place. The manifest then names the new files
+and views and says the tables still have to be pointed at them (``publishing``); that is
+done, and the manifest written once more without it. A run killed before the commit left
+the manifest and every table as they were; killed after, the next run finds the to-do and
+finishes it. Superseded files and views stay for ``GRACE`` seconds, for readers that
+resolved them before.
 """
 
 from __future__ import annotations
@@ -36,7 +37,7 @@ import time
 import uuid
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-from typing import Any, Dict, Iterable, Iterator, List, Optional, Sequence, Tuple
+from typing import Any, Dict, Iterable, Iterator, List, Optional, Sequence, Set, Tuple
 
 from .. import _platform
 from .._files import fsync_dir, write_all
@@ -45,6 +46,7 @@ from .schema import TABLE_NAMES, write_schema
 
 MANIFEST = "_dataset.json"
 VERSIONS = "_versions"
+VIEWS = "_views"
 LOCK = ".lock"
 STAGING = ".staging-"
 FORMAT = "llm-agent-session dataset 1"
@@ -68,10 +70,6 @@ def bucket_key(date: str, k: int) -> str:
 def split_key(key: str) -> Tuple[str, int]:
     date, k = key.rsplit("/", 1)
     return date, int(k)
-
-
-def glob_name(table: str, date: str, k: int) -> str:
-    return os.path.join(table, f"date={date}", f"part-{k}.parquet")
 
 
 def version_name(table: str, date: str, k: int, tag: str) -> str:
@@ -361,30 +359,37 @@ def published(manifest: Dict[str, Any], key: str) -> Optional[BucketFiles]:
 # -- the publish ---------------------------------------------------------------------------------
 
 
+def view_name(table: str, view: int) -> str:
+    return os.path.join(VIEWS, table, str(view))
+
+
 def complete_publish(out: str, staging: str, manifest: Dict[str, Any]) -> None:
-    """Do the renames a committed manifest still lists (after a run was killed mid-publish,
-    or right after the commit), then write it again without them. Under the lock."""
-    pending = manifest.get("publishing")
-    if not pending:
+    """Point each table's name at the view a committed manifest names (after a run was
+    killed mid-publish, or right after the commit), then write the manifest again without
+    the to-do. Under the lock."""
+    if not manifest.get("publishing"):
         return
-    for version, glob in pending:
-        link_over(out, staging, version, glob)
-    fsync_all(os.path.dirname(os.path.join(out, glob)) for _, glob in pending)
+    for table in TABLE_NAMES:
+        point(out, staging, table, view_name(table, int(manifest["view"])))
+    fsync_dir(os.path.join(out, MANIFEST))
     manifest["publishing"] = None
     write_manifest(out, staging, manifest)
 
 
-def link_over(out: str, staging: str, version: str, glob: str) -> None:
-    """Make the glob name `glob` the file `version` (relative to OUT) in one rename: a hard
-    link made in the staging directory, renamed over the glob name. A version that is gone
-    (an emptied bucket's glob name then holds an empty file) leaves the name as it is."""
-    target = os.path.join(out, glob)
-    os.makedirs(os.path.dirname(target), exist_ok=True)
-    tmp = os.path.join(staging, f"link-{uuid.uuid4().hex}")
-    try:
-        os.link(os.path.join(out, version), tmp)
-    except FileNotFoundError:
+def point(out: str, staging: str, table: str, view: str) -> None:
+    """Make `OUT/<table>` the view `view` (relative to OUT) in one rename: a symbolic link
+    made in the staging directory, renamed over the table's name. Every reader that
+    resolves the name from then on finds the whole new view; one that resolved it before
+    keeps the old, which stays for ``GRACE`` seconds."""
+    target = os.path.join(out, table)
+    if os.path.islink(target) and os.readlink(target) == view:
         return
+    tmp = os.path.join(staging, f"link-{uuid.uuid4().hex}")
+    os.symlink(view, tmp)
+    if os.path.isdir(target) and not os.path.islink(target):
+        # A copy of OUT made without keeping links (cp -r): the table is a directory,
+        # which no rename replaces. Moved aside first (the table is missing meanwhile).
+        os.replace(target, os.path.join(staging, f"copied-{table}"))
     os.replace(tmp, target)
 
 
@@ -392,50 +397,60 @@ def retire(manifest: Dict[str, Any], paths: Iterable[str], now: float) -> None:
     manifest.setdefault("retired", []).extend([p, now] for p in paths)
 
 
-def collect_garbage(out: str, manifest: Dict[str, Any], now: float) -> bool:
-    """Delete what was retired more than ``GRACE`` seconds ago (superseded version files, the
-    glob names of buckets that went away); True if the manifest changed."""
-    keep, changed = [], False
-    in_use = set()
+def _in_use(manifest: Dict[str, Any]) -> Set[str]:
+    """What the manifest names: its buckets' version files and its views."""
+    named: Set[str] = set()
     for key, bucket in manifest["buckets"].items():
         date, k = split_key(key)
-        for table in TABLE_NAMES:
-            in_use.add(glob_name(table, date, k))
-            in_use.add(version_name(table, date, k, bucket["tag"]))
+        named.update(version_name(t, date, k, bucket["tag"]) for t in TABLE_NAMES)
+    if "view" in manifest:
+        named.update(view_name(t, int(manifest["view"])) for t in TABLE_NAMES)
+    return named
+
+
+def collect_garbage(out: str, manifest: Dict[str, Any], now: float) -> bool:
+    """Delete what was retired more than ``GRACE`` seconds ago (superseded version files
+    and views); True if the manifest changed."""
+    keep, changed = [], False
+    in_use = _in_use(manifest)
     for path, when in manifest.get("retired", []):
-        if path in in_use:  # a bucket that came back: its glob name is live again
-            changed = True
-            continue
-        if now - when < GRACE:
+        if path in in_use or now - when < GRACE:
             keep.append([path, when])
             continue
         changed = True
-        with contextlib.suppress(FileNotFoundError):
-            os.unlink(os.path.join(out, path))
+        _remove(os.path.join(out, path))
         _remove_empty_dirs(out, os.path.dirname(path))
     manifest["retired"] = keep
     return changed
 
 
+def _remove(path: str) -> None:
+    if os.path.isdir(path) and not os.path.islink(path):
+        shutil.rmtree(path, ignore_errors=True)
+    else:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(path)
+
+
 def remove_orphans(out: str, manifest: Dict[str, Any]) -> None:
-    """Delete version files no manifest names: a run killed after moving its files into
-    ``_versions`` but before its commit left them. Under the lock (no run is between the
-    two steps then)."""
-    named = {p for p, _ in manifest.get("retired", [])}
-    for key, bucket in manifest["buckets"].items():
-        date, k = split_key(key)
-        named.update(version_name(t, date, k, bucket["tag"]) for t in TABLE_NAMES)
-    root = os.path.join(out, VERSIONS)
-    for directory, _, names in os.walk(root):
+    """Delete version files and views no manifest names: a run killed after moving its
+    files into place but before its commit left them. Under the lock (no run is between
+    the two steps then)."""
+    named = _in_use(manifest) | {p for p, _ in manifest.get("retired", [])}
+    for directory, _, names in os.walk(os.path.join(out, VERSIONS)):
         for name in names:
             rel = os.path.relpath(os.path.join(directory, name), out)
             if rel not in named:
-                with contextlib.suppress(FileNotFoundError):
-                    os.unlink(os.path.join(out, rel))
+                _remove(os.path.join(out, rel))
+    for table in TABLE_NAMES:
+        views = os.path.join(out, VIEWS, table)
+        for name in os.listdir(views) if os.path.isdir(views) else ():
+            if view_name(table, int(name) if name.isdigit() else -1) not in named:
+                _remove(os.path.join(views, name))
 
 
 def _remove_empty_dirs(out: str, rel: str) -> None:
-    while rel and rel not in TABLE_NAMES and rel != VERSIONS:
+    while rel and rel not in (VERSIONS, VIEWS) and os.path.dirname(rel) not in (VERSIONS, VIEWS):
         try:
             os.rmdir(os.path.join(out, rel))
         except OSError:
@@ -445,41 +460,54 @@ def _remove_empty_dirs(out: str, rel: str) -> None:
 
 def publish(out: str, staging: str, manifest: Dict[str, Any], built: Dict[str, BucketFiles],
             gone: Sequence[str], now: float) -> None:
-    """Commit `manifest` (already updated with the sources and buckets of this run) with the
-    buckets `built` (their files in `staging`) and the buckets `gone` (no sessions left),
-    then make the glob names follow. Under the lock."""
-    links: List[List[str]] = []
+    """Commit `manifest` (already updated with the sources of this run) with the buckets
+    `built` (their files in `staging`) and without the buckets `gone` (no sessions left),
+    then point the tables at the new views. Under the lock.
+
+    Files are never changed once written: a bucket's new version is a new file. A view is a
+    directory tree per table, a hard link to each current file (one per bucket), complete
+    before anything names it; the table's name is a symbolic link to its view, replaced
+    in one rename. So a reader that globs `OUT/<table>/**` sees one view's partitions, and
+    an engine that opens a file twice (a footer, then row groups on other threads) reads
+    the same bytes both times."""
     replaced: List[str] = []
     fsync_all(files.path(t) for files in built.values() for t in TABLE_NAMES)  # before any rename
+    moved: List[str] = []
     for key, files in built.items():
         old = manifest["buckets"].get(key)
         for table in TABLE_NAMES:
             rel = version_name(table, files.date, files.k, files.tag)
             os.makedirs(os.path.dirname(os.path.join(out, rel)), exist_ok=True)
             os.replace(files.path(table), os.path.join(out, rel))
-            links.append([rel, glob_name(table, files.date, files.k)])
+            moved.append(os.path.dirname(os.path.join(out, rel)))
             if old is not None and old.get("tag") != files.tag:
                 replaced.append(version_name(table, files.date, files.k, old["tag"]))
         manifest["buckets"][key] = {"tag": files.tag, "sources": files.sources}
     for key in gone:
         old = manifest["buckets"].pop(key, None)
-        date, k = split_key(key)
         if old is not None:
-            replaced.extend(version_name(t, date, k, old["tag"]) for t in TABLE_NAMES)
-        # The glob names stay, empty, for readers that listed them; retired with the rest.
-        empty = BucketFiles(staging, date, k)
-        empty.write(())
-        fsync_all(empty.path(t) for t in TABLE_NAMES)
-        for table in TABLE_NAMES:
-            rel = version_name(table, date, k, empty.tag)
-            os.makedirs(os.path.dirname(os.path.join(out, rel)), exist_ok=True)
-            os.replace(empty.path(table), os.path.join(out, rel))
-            links.append([rel, glob_name(table, date, k)])
-            replaced.extend([rel, glob_name(table, date, k)])
-    fsync_all(os.path.dirname(os.path.join(out, rel)) for rel, _ in links)
+            replaced.extend(version_name(t, *split_key(key), old["tag"]) for t in TABLE_NAMES)
+    fsync_all(moved)
+    view = int(manifest.get("view", 0)) + 1
+    made: List[str] = []
+    for table in TABLE_NAMES:
+        root = os.path.join(out, view_name(table, view))
+        for key, bucket in sorted(manifest["buckets"].items()):
+            date, k = split_key(key)
+            name = version_name(table, date, k, bucket["tag"])
+            link = os.path.join(root, f"date={date}", os.path.basename(name))
+            if not made or made[-1] != os.path.dirname(link):
+                os.makedirs(os.path.dirname(link), exist_ok=True)
+                made.append(os.path.dirname(link))
+            os.link(os.path.join(out, name), link)
+        made.append(root)
+    fsync_all(made)
+    if "view" in manifest:
+        replaced.extend(view_name(t, int(manifest["view"])) for t in TABLE_NAMES)
     retire(manifest, replaced, now)
     manifest["version"] = int(manifest.get("version", 0)) + 1
-    manifest["publishing"] = links
+    manifest["view"] = view
+    manifest["publishing"] = True
     write_manifest(out, staging, manifest)  # the commit point
     complete_publish(out, staging, manifest)
 

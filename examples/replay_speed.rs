@@ -1,7 +1,9 @@
 //! Speed of the native replay (read, validate, fold; no Python) on a transcript:
-//! `cargo run --release --example replay_speed -- FILE [ROUNDS] [one|two]` prints the
-//! best wall time and the process CPU time per round (a development aid and the target
-//! of `perf record`; the benchmarks of record are `benches/run.py`).
+//! `cargo run --release --example replay_speed -- FILE [ROUNDS] [one|two] [load|history]`
+//! prints the best wall time and the process CPU time per round of load's strict fold, or
+//! of the lenient fold of a history read (a development aid and the target of `perf
+//! record`; the benchmarks of record are `benches/run.py`).
+use _native::replay::history::read_split_from;
 use _native::replay::stream::{replay_split_from, SPLIT_MIN};
 use std::time::Instant;
 
@@ -28,15 +30,22 @@ fn main() {
         Some("one") => u64::MAX,
         _ => SPLIT_MIN,
     };
+    let history = args.next().as_deref() == Some("history");
     let file = std::fs::File::open(&path).expect("readable file");
     let size = file.metadata().expect("stat").len();
     let mut best = f64::MAX;
     let cpu0 = cpu_seconds();
     for _ in 0..rounds {
         let t = Instant::now();
-        let fold = replay_split_from(&file, size, split_min).expect("a valid transcript");
-        best = best.min(t.elapsed().as_secs_f64());
-        std::hint::black_box(&fold);
+        if history {
+            let read = read_split_from(&file, size, split_min).expect("a readable file");
+            best = best.min(t.elapsed().as_secs_f64());
+            std::hint::black_box(&read);
+        } else {
+            let fold = replay_split_from(&file, size, split_min).expect("a valid transcript");
+            best = best.min(t.elapsed().as_secs_f64());
+            std::hint::black_box(&fold);
+        }
     }
     let cpu = (cpu_seconds() - cpu0) / rounds as f64;
     println!(

@@ -37,6 +37,7 @@ pub mod message_rules;
 pub mod repair_copy;
 pub mod replay;
 pub mod scan;
+pub mod search;
 pub mod survey;
 pub mod tail_check;
 

@@ -17,6 +17,63 @@ pub fn is_sticky(raw: &[u8], fields: &[Entry]) -> bool {
         || view::is_set(get("depth"))
 }
 
+/// The message keys: a message line's payload members that make its Message; every
+/// other member is an extra (`messages.MESSAGE_KEYS` is the Python twin).
+pub const MESSAGE_KEYS: [&str; 8] = [
+    "role",
+    "content",
+    "tool_calls",
+    "tool_call_id",
+    "name",
+    "sticky",
+    "sysprompt",
+    "depth",
+];
+
+/// Whether the key at `span` is a message key: by its length, then its bytes; decoded
+/// only when it holds an escape.
+fn is_message_key(raw: &[u8], span: crate::json::grammar::Span) -> bool {
+    let Some(key) = raw.get(span.0..span.1) else {
+        return false;
+    };
+    let plain = match key.len() {
+        4 => key == b"role" || key == b"name",
+        5 => key == b"depth",
+        6 => key == b"sticky",
+        7 => key == b"content",
+        9 => key == b"sysprompt",
+        10 => key == b"tool_calls",
+        12 => key == b"tool_call_id",
+        _ => false,
+    };
+    plain || (key.contains(&b'\\') && MESSAGE_KEYS.iter().any(|k| view::key_is(raw, span, k)))
+}
+
+/// The extras of a message whose payload members are `fields`, as the text of one JSON
+/// object (`{"finish-reason":"stop",...}`: each extra member copied from `raw`, in file
+/// order, repeats included, so it builds what the payload's own members build); None
+/// when the payload holds only message keys. What `Session.message_extra` answers from
+/// after a load, without reading the file again.
+pub fn extras_text(raw: &[u8], fields: &[Entry]) -> Option<Box<[u8]>> {
+    // Most message lines have none: one pass over their keys, and no allocation.
+    let first = fields.iter().position(|e| !is_message_key(raw, e.key))?;
+    // The key's span leaves its quotes out; the member runs to the value's end.
+    let member = |e: &Entry| raw.get(e.key.0.checked_sub(1)?..e.value.span.1);
+    let extras: Vec<&[u8]> = fields[first..]
+        .iter()
+        .filter(|e| !is_message_key(raw, e.key))
+        .filter_map(member)
+        .collect();
+    let size = extras.iter().map(|m| m.len() + 1).sum::<usize>() + 1;
+    let mut text = Vec::with_capacity(size); // exact: nothing to reallocate or shrink
+    for m in extras {
+        text.push(if text.is_empty() { b'{' } else { b',' });
+        text.extend_from_slice(m);
+    }
+    text.push(b'}');
+    Some(text.into_boxed_slice())
+}
+
 /// Fold a compaction into the live list: the entries up to and including index
 /// `through` become the sticky ones among them, in order, then `summary`; the
 /// entries after `through` stay as they are. `through` is the position of the
@@ -62,6 +119,31 @@ mod tests {
         ] {
             assert!(!sticky(no), "{no}");
         }
+    }
+
+    fn extras(payload: &str) -> Option<String> {
+        let line = format!(r#"{{"id":"m","payload":{payload},"ts":"t","type":"message","v":1}}"#);
+        let mut fields = Vec::new();
+        parse_envelope_fields(line.as_bytes(), 0, &mut fields).unwrap();
+        extras_text(line.as_bytes(), &fields).map(|t| String::from_utf8(t.into_vec()).unwrap())
+    }
+
+    #[test]
+    fn extras_are_the_members_other_than_the_message_keys() {
+        assert_eq!(
+            extras(r#"{"role":"user","content":[1],"name":"n","depth":2}"#),
+            None
+        );
+        assert_eq!(
+            extras(r#"{"a":1,"role":"user","b" : {"c":[true]},"sticky":true,"a":"again"}"#)
+                .as_deref(),
+            Some(r#"{"a":1,"b" : {"c":[true]},"a":"again"}"#)
+        );
+        // An escaped key is the key it spells.
+        assert_eq!(
+            extras(r#"{"r\u006fle":"user","x\u0079":null}"#).as_deref(),
+            Some(r#"{"x\u0079":null}"#)
+        );
     }
 
     #[test]

@@ -146,3 +146,125 @@ def test_close_waits_for_calls_awaited_before_it(tpath):
     with Session.load(tpath):
         pass
     assert read(tpath) == before
+
+
+# --------------------------------------------------------------------------- cancellation
+
+
+def test_a_cancelled_close_still_closes_and_nothing_runs_out_of_order(tpath):
+    """Issue #24, item 5: close() cancelled while queued behind another call still closes
+    (the lock is free once the cancellation arrives); a call awaited after it never runs
+    before what was queued ahead, nor on the loop's thread."""
+    gate = threading.Event()
+
+    async def main():
+        loop_thread = threading.get_ident()
+        s = await AsyncSession.create(tpath, {})
+        blocker = asyncio.ensure_future(s.run(lambda: gate.wait(10)))
+        first = asyncio.ensure_future(s.append_message(user_message("queued before close")))
+        closing = asyncio.ensure_future(s.close())
+        await asyncio.sleep(0.01)
+        closing.cancel()
+        late = asyncio.ensure_future(s.append_message(user_message("after close")))
+        where = asyncio.ensure_future(s.run(threading.get_ident))
+        await asyncio.sleep(0.01)
+        assert not s.closed  # still queued behind the blocker
+        gate.set()
+        with pytest.raises(asyncio.CancelledError):
+            await closing
+        assert s.closed  # the cancellation arrived once the close had run
+        with Session.load(tpath):  # the lock is free
+            pass
+        assert await blocker is True and isinstance(await first, str)
+        with pytest.raises(SessionClosed):
+            await late
+        assert await where != loop_thread
+        assert await s.run(threading.get_ident) != loop_thread  # and so after the thread ended
+
+    run(main())
+    assert [line["payload"].get("content") for line in parsed_lines(tpath)[1:]] == ["queued before close"]
+
+
+@pytest.mark.parametrize("how", ["queued", "running"])
+def test_a_cancelled_append_was_written_when_the_cancellation_arrives(tpath, how):
+    """Issue #24, item 12, the rule: a call runs to its end once awaited, and a cancellation
+    (task.cancel(), a wait_for timeout) reaches its task only then. So a cancelled append
+    is in memory and in the file, and a retry would be a second copy."""
+    gate, inside = threading.Event(), threading.Event()
+
+    async def main():
+        async with await AsyncSession.create(tpath, {}) as s:
+            if how == "queued":  # not started yet when cancelled
+                blocker = asyncio.ensure_future(s.run(lambda: gate.wait(10)))
+                append = s.append_message(user_message("cancelled"))
+            else:  # inside the write when cancelled: a message whose serialisation waits
+                blocker = None
+
+                class Slow(dict):
+                    def items(self):
+                        inside.set()
+                        gate.wait(10)
+                        return super().items()
+
+                append = s.append_message({"role": "user", "content": "cancelled"}, extra=Slow(k=1))
+            threading.Timer(0.2, gate.set).start()
+            with pytest.raises(asyncio.TimeoutError):
+                await asyncio.wait_for(append, 0.05)
+            assert gate.is_set()  # the timeout was raised only once the call had run
+            if blocker is not None:
+                await blocker
+            else:
+                assert inside.is_set()
+            assert [m.content for m in s.messages] == ["cancelled"]
+        return [line["payload"]["content"] for line in parsed_lines(tpath)[1:]]
+
+    assert run(main()) == ["cancelled"]
+
+
+def test_a_cancelled_failing_call_carries_its_error(tpath):
+    gate = threading.Event()
+
+    async def main():
+        async with await AsyncSession.create(tpath, {}) as s:
+            blocker = asyncio.ensure_future(s.run(lambda: gate.wait(10)))
+            bad = asyncio.ensure_future(s.append_rewind("no-such-message"))
+            await asyncio.sleep(0.01)
+            bad.cancel()
+            gate.set()
+            with pytest.raises(asyncio.CancelledError) as caught:
+                await bad
+            assert isinstance(caught.value.__cause__, DanglingReference)  # nothing was written
+            await blocker
+
+    run(main())
+    assert len(parsed_lines(tpath)) == 1
+
+
+def test_a_cancelled_load_releases_the_lock(tpath):
+    Session.create(tpath, {}).close()
+
+    async def main():
+        opening = asyncio.ensure_future(AsyncSession.load(tpath))
+        await asyncio.sleep(0)
+        opening.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await opening
+        async with await AsyncSession.load(tpath):  # not SessionLocked: the cancelled one closed
+            pass
+
+    run(main())
+
+
+def test_a_task_cancelled_before_its_first_step_never_started_its_call(tpath):
+    """The other half of the rule: such a call did not run at all, and memory says so."""
+
+    async def main():
+        async with await AsyncSession.create(tpath, {}) as s:
+            task = asyncio.ensure_future(s.append_message(user_message("never")))
+            task.cancel()
+            with pytest.raises(asyncio.CancelledError):
+                await task
+            assert s.messages == []
+
+    run(main())
+    assert len(parsed_lines(tpath)) == 1

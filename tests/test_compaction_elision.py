@@ -1,4 +1,4 @@
-"""SPEC 2.4, 2.5 and 4 "How replay folds": compaction, elision, composition, dangling refs."""
+"""Compaction, elision, their composition, and dangling references (docs/FORMAT.md)."""
 
 from __future__ import annotations
 
@@ -183,6 +183,30 @@ def test_elision_of_compacted_away_id_is_dangling(session, tpath, conv):
         session.append_elision([("nope", "x")])
     assert read(tpath) == before
     assert session.messages[-2] == msgs[6]  # nothing of the refused elision applied
+
+
+@pytest.mark.parametrize("stub", [7, {"type": "text"}, True, 1.5])
+def test_a_stub_that_is_not_message_content_is_refused_before_writing(session, tpath, conv, stub):
+    """Issue #24, item 13: a stub becomes the message's content, so it is what content may
+    be (a str, a list of content parts, or None), checked like append_message's."""
+    msgs, ids = conv
+    before = read(tpath)
+    with pytest.raises(TypeError, match=r"elision item 1 stub .* must be a str, a list of content parts or None"):
+        session.append_elision([(ids[1], "fine"), (ids[2], stub)])
+    assert read(tpath) == before and session.messages == msgs
+    session.append_elision([(ids[1], None), (ids[2], [{"type": "text", "text": "t"}]), (ids[3], ("a",))])
+    _roundtrip(session, tpath)
+
+
+def test_a_stub_that_is_not_message_content_on_disk_loads_as_it_is(tpath):
+    """Written by another writer: both cores read it as the message's content, and the
+    session's own messages sync back as they are (nothing written, nothing raised)."""
+    write_raw(tpath, meta_line(), msg_line("m1", "user", "x"), elision_line("e1", [("m1", 7)]))
+    with Session.load(tpath) as s:
+        assert s.messages == [Message("user", 7)]
+        assert s.sync_messages(s.messages) == []
+        assert s.sync_messages([m.to_dict() for m in s.messages]) == []
+    assert read(tpath).count(b"\n") == 3
 
 
 def test_elision_twice_and_summary_folded_again(session, tpath, conv):

@@ -44,9 +44,21 @@ def test_what_became_of_each_line(tpath: Any) -> None:
     failed = history.operations[done]
     assert (failed.state, failed.outcome, failed.answered_by, failed.grants_id) == ("failed", "failed", answer, grants)
     assert failed.settle["error"] == "exit 2" and history.grants_for(failed) == {"bash": "allow"}
+    events = {e.id: e for e in Session.peek(tpath)["envelopes"]}
+    assert failed.answered_at == events[answer].ts and failed.dispatch == events[done].payload
+    assert failed.dispatch["arguments"] == {"cmd": "ls"} and "idempotency" in failed.dispatch
     pending = history.operations[open_op]
     assert (pending.state, pending.pending, pending.answered_by) == ("dispatched", True, None)
     assert [op.op_id for op in history.pending()] == [open_op]
+    assert history.answers == {answer: done} and history.calls == {"call_0": [done, open_op]}
+    assert history.index_of(grants) == 3 and history.index_of("nothing") is None
+
+    # Without payloads: the same facts, no tool values and no run-context texts kept.
+    lean = History.read(tpath, keep_payloads=False)
+    assert (lean.live_ids, lean.removed, lean.elided, lean.answers) == (
+        history.live_ids, history.removed, history.elided, history.answers)
+    assert [(op.op_id, op.state, op.answered_by, op.arguments, op.settle) for op in lean.operations.values()] == [
+        (done, "failed", answer, None, {}), (open_op, "dispatched", None, None, {})]
 
 
 def test_a_reference_to_nothing_live_is_a_problem_and_the_rest_is_read(tpath: Any) -> None:

@@ -266,3 +266,15 @@ def test_workers_run_the_backend_of_this_process(backend: str) -> None:
     assert [r["source"] for r in reports] == ["0", "1", "2", "3"]
     assert {r["backend"] for r in reports} == {backend}
     assert os.getpid() not in {r["pid"] for r in reports}
+
+
+def test_writer_writes_the_time_given_and_refuses_one_not_in_the_line_format() -> None:
+    from llm_agent_session.canonical import dumps, envelope_line
+
+    reader = _native.SourceReader(b'{"a": "x"}', 0)
+    ts = "2025-08-20T09:00:01.250000Z"
+    assert reader.encode("message", {"role": "user"}, "the-id", ts) == (
+        "the-id", envelope_line("the-id", "message", ts, dumps({"role": "user"})))
+    for bad in ("2025-08-20T09:00:01.25Z", "2025-08-20T09:00:01.250000Z\"", "2025-08-20 09:00:01.250000Z", ""):
+        with pytest.raises(ValueError, match="not a timestamp of the line format"):
+            reader.encode("message", {"role": "user"}, None, bad)

@@ -77,8 +77,13 @@ def test_live_branch_merged_messages_tools_and_compaction(tmp_path):
     assert first["request-id"] == "req_msg_1" and first["usage"]["output_tokens"] == 40
     assert first["source-uuids"] == ["a1", "a2", "a3", "a4"]
     assert events[3].payload["arguments"] == {"file_path": "/home/dev/proj/dates.py"}
-    # Every message keeps the source's own timestamp.
-    assert all("source-ts" in ev.payload for ev in events if ev.type == "message")
+    # Every envelope carries its source line's time (a dispatch: the line of its tool_use);
+    # only the checkpoint has the import's own.
+    t = "2025-08-20T09:00:{:02d}.000000Z".format
+    assert [ev.ts for ev in events[:6]] == [t(0), t(0), t(1), t(3), t(4), t(6)]
+    assert events[11].ts == t(14) and events[-2].ts == t(19)
+    assert not events[-1].ts.startswith("2025-08-20")
+    assert not any("source-ts" in ev.payload for ev in events)
     read_result = events[5].payload
     assert read_result["content"][1]["type"] == "image_url"
     assert read_result["content"][1]["image_url"]["url"].startswith("data:image/png;base64,")
@@ -89,6 +94,7 @@ def test_live_branch_merged_messages_tools_and_compaction(tmp_path):
     compaction = events[11].payload
     assert compaction["replaces-through-id"] == events[10].id
     assert compaction["tokens-before"] == 155000
+    assert "tokens-after" not in compaction  # Claude Code does not record it: unknown, never 0
     assert compaction["summary"].startswith("This session is being continued")
     assert [p.call_id for p in pending] == ["toolu_again"] and pending[0].state == "dispatched"
     assert messages[0].role == "user" and messages[0].content == compaction["summary"]
@@ -339,3 +345,31 @@ def test_a_parallel_result_written_after_the_import_still_answers_its_call(tmp_p
     assert tool_outcomes(out) == {"tA": "completed", "tB": "completed"}
     assert event_kinds(out).count("message:tool:tA") == 1
     assert [m["role"] for m in conversation(out)] == ["user", "assistant", "tool", "tool", "assistant"]
+
+
+def test_sidechains_whose_names_sanitise_alike_get_files_of_their_own(tmp_path):
+    t = "2025-06-01T08:00:{:02d}.000Z".format
+    long = "x" * 64
+    roots = ["side/one", "side.one", "sideone", long + "-a", long + "-b"]
+    recs = [cc_user("m1", None, "go", t(0))]
+    for n, root in enumerate(roots):
+        recs += [cc_user(root, None, f"task {n}", t(n + 1), isSidechain=True),
+                 cc_assistant(f"{root}/answer", root, f"msg_{n}", {"type": "text", "text": f"done {n}"}, t(n + 1),
+                              isSidechain=True)]
+    src, out, report = _import(tmp_path, jsonl(recs))
+    paths = [r["out"] for r in report["transcripts"]]
+    assert [r["status"] for r in report["transcripts"]] == ["imported"] * 5
+    assert len(set(paths)) == 5
+    assert os.path.basename(paths[2]) == "sideone.jsonl"  # a plain name stays as it is
+    for n, path in enumerate(paths):
+        with Session.load(path) as s:
+            assert s.meta["parent"]["sidechain-root"] == roots[n]
+            assert [m.content for m in s.messages] == [f"task {n}", f"done {n}"]
+    # The same files on the next run (unchanged), and after the source grew.
+    again = import_transcript(src, out)
+    assert [(r["out"], r["status"]) for r in again["transcripts"]] == [(p, "unchanged") for p in paths]
+    write(src, jsonl(recs + [cc_assistant("m2", "m1", "msg_m", {"type": "text", "text": "ok"}, t(9))]))
+    grown = import_transcript(src, out)
+    assert grown["status"] == "appended"
+    assert [r["out"] for r in grown["transcripts"]] == paths  # (each checkpointed past the new line)
+    assert [r["written"] for r in grown["transcripts"]] == [1] * 5

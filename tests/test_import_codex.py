@@ -48,10 +48,11 @@ def test_rollout_items_calls_events_and_compaction(tmp_path):
         "message:tool:call_patch",
         "settled:failed",  # exit code 1
         "message:assistant",
-        "message:user",  # turn 2, interrupted: call_rm stays pending
+        "message:user",  # turn 2, interrupted: call_rm unanswered
         "message:assistant",
         "dispatched:call_rm",
         "rewind",  # thread_rolled_back: turn 2 dropped
+        "settled:outcome-unknown",  # ... and with it call_rm, which may or may not have run
         "run-context",  # the model changed
         "message:user",
         "message:assistant",
@@ -82,15 +83,25 @@ def test_rollout_items_calls_events_and_compaction(tmp_path):
     shell = events[16].payload
     assert shell["tool-settled" if False else "call-id"] == "call_rm" and shell["tool"] == "local_shell"
     assert shell["arguments"]["command"] == ["rm", "b.py"]
-    assert [(p.call_id, p.state) for p in pending] == [("call_rm", "dispatched")]
+    assert pending == []
     rewind = events[17].payload
     assert rewind["to-id"] == events[13].id  # the end of turn 1
-    assert events[21].payload["tokens-before"] == 4200
+    abandoned = events[18].payload
+    assert abandoned["op-id"] == events[16].id and abandoned["outcome"] == "outcome-unknown"
+    assert "rollback" in abandoned["reason"]
+    compaction = events[22].payload
+    assert compaction["tokens-before"] == 4200
+    assert "tokens-after" not in compaction  # Codex does not record it: unknown, never 0
     # After the rollback and the compaction: sticky system prompt, summary, then the rest.
     assert [m["role"] for m in messages] == ["system", "user", "user"]
     assert messages[1]["content"] == "The user listed the files a.py and b.py."
     assert messages[2]["content"] == "thanks"
-    assert all("source-ts" in ev.payload for ev in events if ev.type == "message")
+    # Every envelope carries the time of its source line; the checkpoint the import's own.
+    assert events[5].ts == "2025-09-10T12:00:03.000000Z" and events[7].ts == "2025-09-10T12:00:05.000000Z"
+    assert events[0].ts == "2025-09-10T12:00:00.000000Z"  # session_meta's line
+    assert all(ev.ts.startswith("2025-09-10T12:00:") for ev in events[:-1])
+    assert not events[-1].ts.startswith("2025-09-10")
+    assert not any("source-ts" in ev.payload for ev in events if ev.type == "message")
     types = report["types"]
     assert types["event_msg/user_message"]["skipped"] == {"duplicates a response_item message": 2}
     assert types["event_msg/agent_message"]["skipped"] == {"duplicates a response_item message": 1}

@@ -1,5 +1,6 @@
 """The importers on damaged sources (issue #16): random cuts and byte flips never crash an
-import and always give a report; whatever is written loads clean (``check`` exit 0)."""
+import and always give a report; whatever is written loads clean (``check`` exit 0); a
+source imported in two parts leaves what one import of it leaves (issue #24)."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from import_fixtures import check_exit, claude_code_session, claude_code_with_sidechain, codex_legacy, codex_rollout
 
+from llm_agent_session import Session
 from llm_agent_session.importers import claude_code, codex
 
 SOURCES = {
@@ -25,6 +27,13 @@ def damage(data: bytes, cut: int, flips: list) -> bytes:
         if out:
             out[pos % len(out)] = value
     return bytes(out)
+
+
+def _state(path):
+    """Live messages and pending operations (but for op ids)."""
+    with Session.load(path) as s:
+        return ([m.to_dict() for m in s.messages],
+                [(p.call_id, p.tool, p.arguments, p.state) for p in s.pending_tool_operations()])
 
 
 def _outputs(report):
@@ -53,6 +62,9 @@ def test_damaged_sources_never_crash(fmt, cut, flips, grow):
             with open(src, "wb") as fh:
                 fh.write(damaged)
             reports.append(importer.import_transcript(src, out))
+            # ... which leaves what one import of the whole leaves.
+            once = importer.import_transcript(src, os.path.join(work, "once.jsonl"))
+            assert [_state(r["out"]) for r in _outputs(reports[-1])] == [_state(r["out"]) for r in _outputs(once)]
         for report in reports:
             for r in _outputs(report):
                 # The source only grew: nothing is refused, however damaged it is.

@@ -260,7 +260,7 @@ def test_approval_pause_survives_reopening(tpath):
 
 def test_a_result_lost_after_the_tool_ran_is_answered(tpath):
     from llm_agent_session import assistant_message, user_message
-    from llm_agent_session.session import NEVER_RUN_TEXT, RESULT_GONE_TEXT
+    from llm_agent_session.session import NEVER_RUN_TEXT, RESULT_LOST_TEXT
 
     calls = [{"id": c, "type": "function", "function": {"name": "add", "arguments": "{}"}} for c in ("c1", "c2")]
     with Session.create(tpath) as s:  # a crash after c1 settled, before the SDK saved its output
@@ -274,7 +274,7 @@ def test_a_result_lost_after_the_tool_ran_is_answered(tpath):
 
     items = run(go())
     assert items[-2:] == [
-        {"type": "function_call_output", "call_id": "c1", "output": RESULT_GONE_TEXT},
+        {"type": "function_call_output", "call_id": "c1", "output": RESULT_LOST_TEXT},
         {"type": "function_call_output", "call_id": "c2", "output": NEVER_RUN_TEXT},
     ]
 

@@ -92,6 +92,29 @@ def test_history_round_trips_losslessly(tpath):
     assert outcomes == ["completed"] * 4
 
 
+def test_editing_the_history_handed_out_changes_nothing(tpath):
+    """Issue #24, item 2, for the adapter: message_history() shares nothing with it."""
+    async def go():
+        async with TranscriptCapability(tpath) as cap:
+            agent = Agent(TestModel(), capabilities=[cap])
+
+            @agent.tool_plain
+            def look(where: dict) -> str:
+                """Looks somewhere."""
+                return "seen"
+
+            await agent.run("look", message_history=await cap.message_history())
+            first = await cap.message_history()
+            call = next(p for m in first for p in m.parts if isinstance(p, ToolCallPart))
+            next(iter(call.args.values()))["scribbled"] = True  # a nested dict of the arguments
+            again = await cap.message_history()
+            assert again != first
+        async with TranscriptCapability(tpath) as cap:
+            assert await cap.message_history() == again
+
+    run(go())
+
+
 def test_call_is_on_disk_before_the_tool_runs(tpath):
     seen = {}
 
@@ -149,6 +172,49 @@ def test_failing_tool_is_settled_failed_and_the_history_answers_it(tpath):
     run(go())
     settled = of_type(tpath, "tool-settled")
     assert [(e.payload["outcome"], e.payload.get("error")) for e in settled] == [("failed", "RuntimeError: kaput: test")]
+
+
+def test_a_run_cancelled_mid_tool_is_answered_may_or_may_not_have_run(tpath):
+    """Issue #24, item 4: the run is cancelled while a tool awaits (a wait_for timing
+    out, a task cancelled); the call is settled outcome-unknown, and its answer never
+    says it ran."""
+    from llm_agent_session.session import INTERRUPTED_TEXT, RESULT_GONE_TEXT, RESULT_LOST_TEXT
+
+    def model(messages, info):
+        if any(isinstance(p, ToolReturnPart) for p in messages[-1].parts):
+            return ModelResponse(parts=[TextPart("noted")])
+        return ModelResponse(parts=[ToolCallPart("slow", {"n": 1}, tool_call_id="c1")])
+
+    async def go():
+        async with TranscriptCapability(tpath) as cap:
+            agent = Agent(FunctionModel(model), capabilities=[cap])
+            started = asyncio.Event()
+
+            @agent.tool_plain
+            async def slow(n: int) -> str:
+                """Takes its time."""
+                started.set()
+                await asyncio.sleep(30)
+                return "done"
+
+            history = await cap.message_history()
+            running = asyncio.ensure_future(asyncio.wait_for(agent.run("go", message_history=history), 60))
+            await started.wait()
+            running.cancel()  # as wait_for's timeout does: the run is cancelled inside the tool
+            with pytest.raises(asyncio.CancelledError):
+                await running
+            answer = (await cap.message_history())[-1].parts[-1]
+            assert isinstance(answer, ToolReturnPart) and answer.tool_call_id == "c1"
+            assert answer.content == INTERRUPTED_TEXT
+            assert "may or may not have run" in answer.content
+        async with TranscriptCapability(tpath) as cap:  # and so after a reload
+            assert (await cap.message_history())[-1].parts[-1].content == INTERRUPTED_TEXT
+
+    run(go())
+    [settled] = of_type(tpath, "tool-settled")
+    assert (settled.payload["outcome"], settled.payload["reason"]) == ("outcome-unknown", "cancelled")
+    tool_texts = [m.content for m in Session.peek(tpath)["messages"] if m.role == "tool"]
+    assert tool_texts and not {RESULT_GONE_TEXT, RESULT_LOST_TEXT} & set(tool_texts)
 
 
 def test_retry_and_non_json_arguments(tpath):
@@ -229,7 +295,7 @@ def test_a_call_waiting_for_approval_survives_reopening(tpath):
 
 def test_a_result_lost_after_the_tool_ran_is_answered_never_rerun(tpath):
     from llm_agent_session import assistant_message, user_message
-    from llm_agent_session.session import RESULT_GONE_TEXT
+    from llm_agent_session.session import RESULT_LOST_TEXT
 
     call = {"id": "c1", "type": "function", "function": {"name": "add", "arguments": '{"a":1,"b":2}'}}
     with Session.create(tpath) as s:  # what a crash between the settle and the next request leaves
@@ -244,7 +310,7 @@ def test_a_result_lost_after_the_tool_ran_is_answered_never_rerun(tpath):
 
     history = run(go())
     answer = history[-1].parts[-1]
-    assert isinstance(answer, ToolReturnPart) and answer.tool_name == "add" and answer.content == RESULT_GONE_TEXT
+    assert isinstance(answer, ToolReturnPart) and answer.tool_name == "add" and answer.content == RESULT_LOST_TEXT
 
 
 def test_second_capability_on_a_locked_file_is_refused(tpath):
@@ -253,6 +319,28 @@ def test_second_capability_on_a_locked_file_is_refused(tpath):
             with pytest.raises(SessionLocked):
                 TranscriptCapability(tpath)
         async with TranscriptCapability(tpath):
+            pass
+
+    run(go())
+
+
+def test_a_cancelled_close_still_releases_the_lock(tpath):
+    """Issue #24, item 5, for an adapter: close() cancelled while queued behind another
+    call of the adapter still closes the transcript."""
+    import threading
+
+    async def go():
+        cap = TranscriptCapability(tpath)
+        gate = threading.Event()
+        busy = asyncio.ensure_future(cap._gate.run(gate.wait, 10))  # a call of the adapter's
+        closing = asyncio.ensure_future(cap.close())
+        await asyncio.sleep(0.01)
+        closing.cancel()
+        gate.set()
+        with pytest.raises(asyncio.CancelledError):
+            await closing
+        assert cap.transcript.closed and await busy
+        async with TranscriptCapability(tpath):  # not SessionLocked
             pass
 
     run(go())

@@ -191,6 +191,13 @@ def error_outcome(e: BaseException) -> Tuple[Any, ...]:
     return ("error", type(e).__name__, str(e), getattr(e, "line", None), getattr(e, "reason", None))
 
 
+def extra_outcome(s: Session, id_: str) -> Any:
+    try:
+        return s.message_extra(id_)
+    except KeyError:
+        return "KeyError"
+
+
 def load_outcome(path: Any, data: bytes) -> Tuple[Any, ...]:
     path.write_bytes(data)
     try:
@@ -217,6 +224,7 @@ def load_outcome(path: Any, data: bytes) -> Tuple[Any, ...]:
             {k: list(v) for k, v in state.waiting_by_call.items()},
             path.read_bytes(),
             [s.run_context_section(d) for d in digests + ["sha256:none"]],
+            [extra_outcome(s, e.id) for e in s.events],  # the native core keeps them apart
         )
         # An append after the replay dedupes against what the replay read.
         known = list(dict.fromkeys(state.sections.get(d) for d in digests))[:2]

@@ -1,5 +1,5 @@
-"""The README's examples run as written (issue #13): every ```python block, top to bottom,
-in an empty directory, on the backend under test; every transcript they leave loads and
+"""The README's examples run as written: every ```python block, each in a fresh process,
+top to bottom, in one empty directory, on the backend under test; every transcript they leave loads and
 is a conversation the OpenAI chat-completions API accepts."""
 
 from __future__ import annotations
@@ -54,15 +54,18 @@ def test_openai_problem_finds_what_the_api_refuses():
 
 
 def test_readme_python_blocks_run_as_written(backend_name, tmp_path):
+    """Each block runs alone, in a process of its own (a reader copies one block, not the
+    page), in order, in one directory: a later block finds only the files an earlier one
+    left, never its names."""
     blocks = python_blocks()
     assert len(blocks) >= 3
-    script = tmp_path / "readme_blocks.py"
-    script.write_text("\n".join(blocks), encoding="utf-8")
     work = tmp_path / "fresh"
     work.mkdir()
     env = dict(os.environ, LLM_AGENT_SESSION_BACKEND=backend_name, PYTHONWARNINGS="error")
-    r = subprocess.run([sys.executable, str(script)], cwd=str(work), env=env, capture_output=True, text=True, timeout=120)
-    assert r.returncode == 0, r.stdout + r.stderr
+    for number, block in enumerate(blocks, 1):
+        r = subprocess.run([sys.executable, "-c", block], cwd=str(work), env=env, capture_output=True, text=True,
+                           timeout=120)
+        assert r.returncode == 0, f"README python block {number}, run alone:\n{block}\n{r.stdout}{r.stderr}"
     transcripts = [os.path.join(d, f) for d, _, files in os.walk(work) for f in files if f.endswith(".jsonl")]
     assert transcripts
     for path in transcripts:

@@ -12,7 +12,7 @@ import pytest
 
 from helpers import child_env, dispatched_line, env_line, meta_line, msg_line, parsed_lines, read, write_raw
 from llm_agent_session import Message, Session, assistant_message, tool_message, user_message
-from llm_agent_session.session import INTERRUPTED_TEXT, NEVER_RUN_TEXT, RESULT_GONE_TEXT
+from llm_agent_session.session import INTERRUPTED_TEXT, NEVER_RUN_TEXT, RESULT_GONE_TEXT, RESULT_LOST_TEXT
 
 # --------------------------------------------------------------------------- 10.2 message_extra
 
@@ -79,6 +79,31 @@ def test_message_extra_reads_only_its_own_line(tmp_path):
             f.seek(start)
             f.write(b"#" * (len(other) - 1))  # garbage where m2 was
         assert s.message_extra("m1") == {"k": "v"} and s.message_extra("m3") == {"k": "w"}
+
+
+@pytest.mark.parametrize("edit", [
+    (b'"STOP"', b'"stop"'),  # a value
+    (b'"contenX"', b'"content"'),  # a message key turned into an extra
+    None,  # the whole line, garbage
+])
+def test_message_extra_after_an_in_place_edit_is_what_was_loaded(tmp_path, edit):
+    """Issue #24, item 11: a same-length edit of message lines after the load. Both cores
+    answer what the lines held when loaded (from memory), never the edited bytes."""
+    path = tmp_path / "t.jsonl"
+    with_extras = msg_line("m1", "user", "hi", **{"finish-reason": "stop", "item": {"n": [1]}})
+    without = msg_line("m2", "user", "plain")
+    data = write_raw(path, meta_line(), with_extras, without)
+    with Session.load(path) as s:
+        for line in (with_extras, without):
+            new = line.replace(edit[1], edit[0]) if edit else b"#" * (len(line) - 1) + b"\n"
+            with open(path, "r+b") as f:
+                f.seek(data.index(line))
+                f.write(new)
+        assert read(path) != data and len(read(path)) == len(data)
+        assert s.message_extra("m1") == {"finish-reason": "stop", "item": {"n": [1]}}
+        assert s.message_extra("m2") == {}
+        with pytest.raises(KeyError):
+            s.message_extra(s.events[0].id)  # still not a message line
 
 
 # --------------------------------------------------------------------------- 10.3 interrupted calls
@@ -173,6 +198,77 @@ def test_a_rewound_result_is_answered_as_gone(session):
         s.answer_interrupted_tool_calls()
         assert s.messages[-1] == Message("tool", RESULT_GONE_TEXT, tool_call_id="c1")
         assert chat_api_accepts(s.messages)
+
+
+def test_a_compacted_result_is_answered_as_gone(session):
+    # A sticky assistant message outlives the compaction that folds its call's result away.
+    session.append_message(Message("assistant", None, tool_calls=[call("c1")], sticky=True))
+    op = session.append_tool_dispatched("c1", "bash", {})
+    result = session.append_message(tool_message("c1", "done"))
+    session.append_tool_settled(op, "completed")
+    session.append_compaction("it listed the files", result, 100, 10)
+    session.answer_interrupted_tool_calls()
+    assert [m.content for m in session.messages[-2:]] == ["it listed the files", RESULT_GONE_TEXT]
+
+
+def test_a_reused_call_id_is_answered_by_what_came_after_its_own_call(session, tpath):
+    """Providers reuse call ids across turns: the first call_0's answer does not answer
+    the second, and the first call's operation is not the second's."""
+    session.append_message(assistant_message(None, [call("call_0")]))
+    first = session.append_tool_dispatched("call_0", "bash", {})
+    session.append_message(tool_message("call_0", "a.txt"))
+    session.append_tool_settled(first, "completed")
+    session.append_message(user_message("again"))
+    session.append_message(assistant_message(None, [call("call_0"), call("call_1")]))
+    second = session.append_tool_dispatched("call_0", "bash", {})
+    session.close()
+    with Session.load(tpath) as s:  # a crash inside the second call_0
+        assert not chat_api_accepts(s.messages)
+        assert len(s.answer_interrupted_tool_calls()) == 2
+        assert [(m.tool_call_id, m.content) for m in s.messages[-2:]] == [
+            ("call_0", INTERRUPTED_TEXT),  # its own operation was cut off mid-call
+            ("call_1", NEVER_RUN_TEXT),
+        ]
+        assert s.pending_tool_operations() == [] and chat_api_accepts(s.messages)
+        [settle] = [e.payload for e in s.events if e.type == "tool-settled"][1:]
+        assert (settle["op-id"], settle["outcome"]) == (second, "outcome-unknown")
+
+
+def test_a_reused_call_id_never_dispatched_is_never_run(session):
+    session.append_message(assistant_message(None, [call("call_0")]))
+    op = session.append_tool_dispatched("call_0", "bash", {})
+    session.append_message(tool_message("call_0", "ok"))
+    session.append_tool_settled(op, "completed")
+    session.append_message(assistant_message(None, [call("call_0")]))
+    session.answer_interrupted_tool_calls()
+    assert session.messages[-1].content == NEVER_RUN_TEXT  # not "ran": that was the first call_0
+
+
+@pytest.mark.parametrize("reason", ["the app could not tell", "interrupted"])
+def test_an_outcome_unknown_call_may_or_may_not_have_run(session, reason):
+    """Settled outcome-unknown with nothing rewound or compacted: nobody knows whether it
+    ran. Also when an earlier answer to it was rewound (reason "interrupted")."""
+    a = session.append_message(assistant_message(None, [call("c1")]))
+    op = session.append_tool_dispatched("c1", "bash", {})
+    if reason == "interrupted":
+        session.answer_interrupted_tool_calls()  # the answer, then the settle
+        session.append_rewind(a)
+    else:
+        session.resolve_tool_operation(op, reason=reason)
+    before = len(session.events)
+    session.answer_interrupted_tool_calls(content="[stopped]")
+    assert session.messages[-1].content == "[stopped]"
+    assert session.answer_interrupted_tool_calls() == []
+    assert len(session.events) == before + 1  # the answer alone: it is settled already
+    assert "may or may not have run" in INTERRUPTED_TEXT
+
+
+def test_a_settled_call_whose_result_was_never_recorded(session):
+    session.append_message(assistant_message(None, [call("c1"), call("c2")]))
+    session.append_tool_settled(session.append_tool_dispatched("c1", "bash", {}), "completed")
+    session.append_tool_settled(session.append_tool_dispatched("c2", "bash", {}), "failed", error="boom")
+    session.answer_interrupted_tool_calls()
+    assert [m.content for m in session.messages[-2:]] == [RESULT_LOST_TEXT, RESULT_LOST_TEXT]
 
 
 def test_answered_calls_and_no_calls_write_nothing(session, tpath):

@@ -9,9 +9,11 @@ so the order of their fields is kept here alone.
 
 from __future__ import annotations
 
-from typing import Any, Callable, Dict, Iterator, List, NamedTuple, Optional, Protocol, Sequence, Tuple, Union
+from typing import Any, Callable, Dict, Iterator, List, MutableMapping, NamedTuple, Optional, Protocol, Sequence, Tuple, Union
 
 from ._fold import FoldState
+from ._history_fold import Operation, Removal, SeenIds
+from ._history_fold import Problem as FoldedProblem
 from .messages import Event, Message
 
 # One line that did not parse: (line number, byte offset, length without its \n, reason).
@@ -76,6 +78,24 @@ class Scanned(NamedTuple):
     ids: List[str]
     # Peek's survey of the envelopes, when asked for (else None).
     survey: Optional[SurveyCounts]
+
+
+class HistoryRead(NamedTuple):
+    """What ``History.read`` takes over: a ``_history_fold.HistoryFold``'s state after
+    every envelope peek lists was fed to it (its ``meta`` is ``state.meta``)."""
+
+    state: FoldState
+    fed: int  # envelopes fed (``HistoryFold.count``)
+    removed: MutableMapping[str, Removal]
+    elided: Dict[str, List[str]]
+    operations: MutableMapping[str, Operation]
+    answers: MutableMapping[str, str]
+    calls: MutableMapping[Any, List[str]]
+    grants_by_id: Dict[str, Dict[str, Any]]
+    grants_id: Optional[str]
+    problems: List[FoldedProblem]
+    seen: SeenIds
+    unanswered: Dict[Any, List[str]]
 
 
 class NativeBuffer(Protocol):
@@ -172,6 +192,14 @@ class Core(Protocol):
         """Parse what parses in bytes ``[start, size)`` (lenient, no fold); line numbers
         count from `start`; bytes after the last ``\\n`` are parsed only if `final_line`."""
 
+    def history(
+        self, fd: int, size: int, keep_payloads: bool = True, path: Optional[str] = None
+    ) -> Optional[HistoryRead]:
+        """Fold the envelopes a scan of bytes ``[0, size)`` lists (peek's: up to the
+        last ``\\n``, malformed lines skipped) as ``HistoryFold(keep_payloads).feed``
+        does, one after another; None when the first line is not a session-meta envelope
+        (peek's error)."""
+
     @property
     def encode_envelope(self) -> Optional[EncodeEnvelope]:
         """The native serialiser of one envelope line; None: ``Session`` runs ``canonical``."""
@@ -182,6 +210,13 @@ class Core(Protocol):
 
     def identical_prefix(self, a: List[Any], b: List[Any]) -> int:
         """How many leading items of `a` and `b` are the very same objects (``is``)."""
+
+    def find_lines(
+        self, fd: int, needle: bytes, start: int, end: int, ignore_case: bool = False, limit: int = ...
+    ) -> Tuple[List[int], int]:
+        """The start offsets of the lines starting in ``[start, end)`` that contain
+        `needle` (ASCII letters folded with `ignore_case`; at most `limit`), and the start
+        of the first line not examined (the search of ``llm_agent_session.search``)."""
 
     def dataset_pass(self, fd: int, stop: int, final_line: bool, extras: bool, chunk: int) -> DatasetPass:
         """The dataset rows of bytes ``[0, stop)`` of `fd` (``dataset/rows.py``): every

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import Any, Callable, Dict, Iterator, List, Mapping, Optional, Sequence, TypeVar, Union, overload
 
+from .canonical import copy_json
 from .messages import Event
 
 T = TypeVar("T")
@@ -78,28 +79,41 @@ class EventLog(_ListLike[Event]):
 
     Indexing, slicing, ``len`` and iteration work as on a list; items the native
     core has not built yet are built on access, so a long transcript opens without
-    turning every line into Python objects.
+    turning every line into Python objects. Every Event it hands out is new, with a
+    payload of its own: the session's Events (what it appended, what the pure core
+    read, and the native one when `copy_read` says its read sequence is a list) are
+    copied, so that nothing a caller edits reaches the session's state.
     """
 
-    __slots__ = ("_read", "_appended")
+    __slots__ = ("_read", "_appended", "_copy_read")
 
-    def __init__(self, read: Sequence[Event], appended: List[Event]) -> None:
+    def __init__(self, read: Sequence[Event], appended: List[Event], copy_read: bool = True) -> None:
         self._read = read
         self._appended = appended
+        self._copy_read = copy_read
 
     def __len__(self) -> int:
         return len(self._read) + len(self._appended)
 
     def _at(self, i: int) -> Event:
         k = len(self._read)
-        return self._read[i] if i < k else self._appended[i - k]
+        if i < k:
+            return _copy(self._read[i]) if self._copy_read else self._read[i]
+        return _copy(self._appended[i - k])
 
     def __iter__(self) -> Iterator[Event]:
-        yield from self._read
-        yield from self._appended
+        if self._copy_read:
+            yield from map(_copy, self._read)
+        else:
+            yield from self._read
+        yield from map(_copy, self._appended)
 
     def __repr__(self) -> str:
         return f"<EventLog of {len(self)} events>"
+
+
+def _copy(event: Event) -> Event:
+    return Event(event.id, event.type, event.ts, event.v, copy_json(event.payload))
 
 
 class LazyTexts(Mapping[str, str]):

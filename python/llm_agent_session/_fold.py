@@ -1,4 +1,5 @@
-"""The replay fold (SPEC 4, "How replay folds"), shared by load and by every append.
+"""The replay fold (docs/FORMAT.md, "Replay: from lines to the conversation"), shared by
+load and by every append.
 
 ``FoldState`` is the whole in-memory state of a session, on both cores. The pure
 replay (``_pure/replay.py``) feeds it every envelope in file order; the native one
@@ -13,9 +14,17 @@ from __future__ import annotations
 from typing import Any, Dict, Iterator, List, Mapping, MutableMapping, Optional, Protocol, Tuple, cast
 
 from ._compaction import compacted
-from .messages import Message, PendingToolOperation
+from .messages import Message, PendingToolOperation, freeze
 
 OUTCOMES = ("completed", "failed", "outcome-unknown")
+
+
+class KeptExtras(Protocol):
+    """The extras of every message line as a native load read them
+    (``_native.KeptExtras``), by the line's index in the events replay read."""
+
+    def get(self, event: int) -> Optional[Dict[str, Any]]:
+        """A new dict of that message line's extras; None: not a message line."""
 
 
 class SettledOps(Protocol):
@@ -35,7 +44,7 @@ NAME_MAX = 255
 
 
 def dispatched_operation(op_id: str, ts: str, payload: Dict[str, Any], state: str) -> PendingToolOperation:
-    """The operation a ``tool-dispatched`` envelope opened (SPEC 2.6): the one constructor
+    """The operation a ``tool-dispatched`` envelope opened (docs/FORMAT.md): the one constructor
     of the pure fold, peek's survey and the native replay (``rust/py/survivors.rs``).
     Reads every key leniently: the fold has checked ``call-id`` and ``tool`` first;
     peek's survey has not."""
@@ -82,7 +91,7 @@ def artifact_name_problem(name: Any) -> Optional[str]:
 
 
 def message_from_payload(payload: Dict[str, Any]) -> Message:
-    """The Message a message line holds; extras (keys outside SPEC 2.2) are dropped."""
+    """The Message a message line holds; extras (keys other than the message keys) are dropped."""
     return Message.from_dict(payload)
 
 
@@ -101,6 +110,7 @@ class FoldState:
         "sections",
         "section_lines",
         "envelope_at",
+        "kept_extras",
     )
 
     def __init__(self) -> None:
@@ -119,6 +129,9 @@ class FoldState:
         # envelope id -> its index in the events replay read (after a native load: a
         # native map); what Session.message_extra finds a line by
         self.envelope_at: Mapping[str, int] = {}
+        # After a native load, the extras of each message line as it read them (the pure
+        # core keeps its Events); what Session.message_extra answers for the lines read.
+        self.kept_extras: Optional[KeptExtras] = None
 
     @classmethod
     def from_parts(
@@ -132,6 +145,7 @@ class FoldState:
         sections: MutableMapping[str, str],
         section_lines: MutableMapping[str, str],
         envelope_at: Mapping[str, int],
+        kept_extras: Optional[KeptExtras] = None,
     ) -> "FoldState":
         """The state a replay done elsewhere (the native core) ended in."""
         state = cls()
@@ -148,6 +162,7 @@ class FoldState:
         state.sections = sections
         state.section_lines = section_lines
         state.envelope_at = envelope_at
+        state.kept_extras = kept_extras
         return state
 
     # -- lookups -------------------------------------------------------------------------
@@ -238,13 +253,15 @@ class FoldState:
         """Fold one envelope in; `check` must have passed for it. `message`: for a
         `message`, the Message its payload makes, if the caller has one (an append)."""
         if type_ == "message":
-            msg = message if message is not None else message_from_payload(payload)
+            # Kept read-only (`Message._frozen`): `Session.messages` hands these very
+            # objects out, and `sync_messages` knows them again by identity.
+            msg = message if message is not None else message_from_payload(payload)._frozen()
             if self.index is not None:
                 self.index[id_] = len(self.ids)
             self.ids.append(id_)
             self.messages.append(msg)
             call_id = msg.tool_call_id
-            # Only a `tool` message answers a call (SPEC 2.6).
+            # Only a `tool` message answers a call.
             if msg.role == "tool" and isinstance(call_id, str) and call_id in self.waiting_by_call:
                 for op_id in self.waiting_by_call.pop(call_id):
                     op = self.pending.get(op_id)
@@ -258,7 +275,7 @@ class FoldState:
             self.messages = compacted(self.messages, cut, Message("user", payload["summary"]), sticky)
             self.index = None
         elif type_ == "rewind":
-            # SPEC 10.1: the live list ends with `to-id` (null: nothing is left).
+            # The live list ends with `to-id` (null: nothing is left).
             to_id = payload["to-id"]
             end = 0 if to_id is None else cast(int, self.position(to_id)) + 1
             del self.ids[end:]
@@ -268,7 +285,7 @@ class FoldState:
             for item in payload["items"]:
                 pos = self.position(item["id"])
                 assert pos is not None
-                self.messages[pos] = self.messages[pos].with_content(item["stub"])
+                self.messages[pos] = self.messages[pos].with_content(freeze(item["stub"]))
         elif type_ == "grants":
             self.grants = payload["grants"]
         elif type_ == "tool-dispatched":

@@ -2,7 +2,7 @@
 
 from typing import Any, Dict, Iterator, List, Optional, Tuple, final
 
-from llm_agent_session._core import Column, DatasetSummary, Replayed, Scanned, TailVerdict
+from llm_agent_session._core import Column, DatasetSummary, HistoryRead, Replayed, Scanned, TailVerdict
 
 __all__ = [
     "classify_line",
@@ -13,9 +13,12 @@ __all__ = [
     "new_id",
     "append_size",
     "identical_prefix",
+    "find_lines",
     "SourceReader",
     "replay",
     "scan",
+    "history",
+    "HistoryRows",
     "LineIndex",
     "LineIter",
     "Deferred",
@@ -23,6 +26,7 @@ __all__ = [
     "Spans",
     "EnvelopeIds",
     "SettledIds",
+    "KeptExtras",
     "LineProblem",
     "MAX_READ_DEPTH",
     "dataset_pass",
@@ -62,6 +66,11 @@ def append_size(fd: int, path: str) -> int:
 def identical_prefix(a: List[Any], b: List[Any]) -> int:
     """How many leading items of ``a`` and ``b`` are the very same objects."""
 
+def find_lines(
+    fd: int, needle: bytes, start: int, end: int, ignore_case: bool = False, limit: int = ...
+) -> Tuple[List[int], int]:
+    """The lines of ``[start, end)`` holding ``needle``, and where to go on (``_pure.search.find_lines``)."""
+
 @final
 class SourceReader:
     """An importer's source read once (``importers._source``): ``lines`` holds, for each line
@@ -72,7 +81,9 @@ class SourceReader:
     def __new__(cls, data: bytes, offset: int) -> SourceReader: ...
     @property
     def lines(self) -> List[Optional[Dict[str, Any]]]: ...
-    def encode(self, type_: str, payload: Dict[str, Any], id: Optional[str] = None) -> Optional[Tuple[str, bytes]]: ...
+    def encode(
+        self, type_: str, payload: Dict[str, Any], id: Optional[str] = None, ts: Optional[str] = None
+    ) -> Optional[Tuple[str, bytes]]: ...
 
 @final
 class LineIndex:
@@ -122,6 +133,13 @@ class EnvelopeIds:
     def get(self, id: str) -> Optional[int]: ...
 
 @final
+class KeptExtras:
+    """The extras of every message line as the load read them (``Session.message_extra``)."""
+
+    def __len__(self) -> int: ...
+    def get(self, event: int) -> Optional[Dict[str, Any]]: ...
+
+@final
 class SettledIds:
     """The op ids of the settled operations (``FoldState.settled`` after a native load)."""
 
@@ -150,6 +168,26 @@ def scan(
     """The lenient scan of ``[start, size)`` (``_pure.core.scan``); ``events`` and
     ``messages`` are ``LazyList``s over ``LineIndex``es (lists where no descriptor of
     their own can be opened, as for ``replay``)."""
+
+@final
+class HistoryRows:
+    """One of a native history read's big mappings (``removed``, ``operations``,
+    ``answers``, ``calls``; a ``ReadMapping`` wraps it): its keys in order, each value
+    built when asked for."""
+
+    def __len__(self) -> int: ...
+    def keys(self) -> List[str]: ...
+    def find(self, key: str) -> Optional[int]: ...
+    def build(self, at: int) -> Any: ...
+
+def history(
+    fd: int, size: int, keep_payloads: bool = True, reopen_path: Optional[str] = None
+) -> Optional[HistoryRead]:
+    """``History.read``'s fold of the envelopes a scan of ``[0, size)`` lists
+    (``_pure.core.history``), or None when the first line is not a session-meta
+    envelope. ``removed``, ``operations``, ``answers`` and ``calls`` are ``ReadMapping``s
+    over ``HistoryRows`` (``operations`` a dict, built now, where no descriptor of its
+    own can be opened: see ``replay``)."""
 
 @final
 class DatasetPass:

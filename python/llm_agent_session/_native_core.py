@@ -11,16 +11,17 @@ from __future__ import annotations
 from typing import Optional
 
 from . import _platform
-from ._core import AppendSize, EncodeEnvelope, Replayed, Scanned
+from ._core import AppendSize, EncodeEnvelope, HistoryRead, Replayed, Scanned
 from ._native import append_size as _append_size
-from ._native import copy_prefix, identical_prefix, tail_check
+from ._native import copy_prefix, find_lines, identical_prefix, tail_check
 from ._native import encode_envelope as _encode_envelope
+from ._native import history as _history
 from ._native import replay as _replay
 from ._native import scan as _scan
 from ._native import dataset_pass as dataset_pass
 
-__all__ = ["name", "tail_check", "copy_prefix", "replay", "scan", "encode_envelope", "append_size",
-           "identical_prefix", "dataset_pass"]
+__all__ = ["name", "tail_check", "copy_prefix", "replay", "scan", "history", "encode_envelope", "append_size",
+           "identical_prefix", "find_lines", "dataset_pass"]
 
 name = "native"
 encode_envelope: Optional[EncodeEnvelope] = _encode_envelope
@@ -41,3 +42,7 @@ def scan(
     path: Optional[str] = None,
 ) -> Scanned:
     return _scan(fd, start, size, final_line, want_ids, want_survey, _platform.reopen_path(path))
+
+
+def history(fd: int, size: int, keep_payloads: bool = True, path: Optional[str] = None) -> Optional[HistoryRead]:
+    return _history(fd, size, keep_payloads, _platform.reopen_path(path))

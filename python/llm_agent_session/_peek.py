@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import os
 import stat
-from typing import Any, Dict, List, Optional, Tuple
+from typing import Any, Dict, List, Optional, Tuple, Union
 
 from . import _backend, _platform
-from ._core import Scanned, SurveyCounts
+from ._core import HistoryRead, Scanned, SurveyCounts
 from ._fold import dispatched_operation
 from .messages import Event
 
@@ -16,9 +16,44 @@ def describe(line: int, offset: int, numbered: bool) -> str:
     return f"line {line} (byte {offset})" if numbered else f"byte {offset}"
 
 
+def open_to_read(path: str) -> Union[Tuple[int, os.stat_result], str]:
+    """A read-only descriptor of the regular file at `path` and its status, or why there
+    is none (peek's ``error``). Nothing is locked; O_NONBLOCK: opening a FIFO planted at
+    the path must not hang the viewer."""
+    try:
+        fd = os.open(path, os.O_RDONLY | _platform.O_CLOEXEC | _platform.O_NONBLOCK | _platform.O_BINARY)
+    except OSError as e:
+        return f"cannot open {path}: {e.strerror}"
+    try:
+        st = os.fstat(fd)
+    except BaseException:
+        os.close(fd)
+        raise
+    if not stat.S_ISREG(st.st_mode):
+        os.close(fd)
+        return f"{path} is not a regular file, so not a transcript"
+    return fd, st
+
+
+def read_history(path: str, keep_payloads: bool = True) -> Optional[HistoryRead]:
+    """``History.read``: the history of the envelopes ``peek(path)`` lists, folded by the
+    core; None where peek lists none (its ``error``)."""
+    opened = open_to_read(path)
+    if isinstance(opened, str):
+        return None
+    fd, st = opened
+    try:
+        return _backend.core.history(fd, st.st_size, keep_payloads, path=path)
+    finally:
+        os.close(fd)
+
+
 def peek(
-    path: str, *, offset: int = 0, identity: Optional[Tuple[int, int]] = None, survey: bool = False
+    path: str, *, offset: int = 0, identity: Optional[Tuple[int, int]] = None, survey: bool = False,
+    spans: bool = False,
 ) -> Dict[str, Any]:
+    """``Session.peek``; with `spans` (the viewer's) the result also has ``spans``: the
+    ``(line, byte offset, length)`` of each envelope, lines counted from where it read."""
     survey = bool(survey)  # any truthy value, on both cores
     if not isinstance(offset, int) or isinstance(offset, bool) or offset < 0:
         raise ValueError(f"offset must be an int >= 0, not {offset!r}")
@@ -41,17 +76,14 @@ def peek(
     }
     if survey:
         result["survey"] = _survey_of(None, [], [])
-    try:
-        # O_NONBLOCK: opening a FIFO planted at the path must not hang the viewer.
-        fd = os.open(path, os.O_RDONLY | _platform.O_CLOEXEC | _platform.O_NONBLOCK | _platform.O_BINARY)
-    except OSError as e:
-        result["error"] = f"cannot open {path}: {e.strerror}"
+    if spans:
+        result["spans"] = []
+    opened = open_to_read(path)
+    if isinstance(opened, str):
+        result["error"] = opened
         return result
+    fd, st = opened
     try:
-        st = os.fstat(fd)
-        if not stat.S_ISREG(st.st_mode):
-            result["error"] = f"{path} is not a regular file, so not a transcript"
-            return result
         size = st.st_size
         ident = (st.st_dev, st.st_ino)
         start = offset
@@ -79,6 +111,8 @@ def peek(
         notes.append((off, f"{describe(line, off, numbered)}: message payload has no string role; skipped"))
     notes.sort(key=lambda n: n[0])
     result["envelopes"] = found.events
+    if spans:
+        result["spans"] = found.spans
     result["messages"] = found.messages
     result["warnings"] = [text for _, text in notes]
     if survey:

@@ -1,9 +1,18 @@
-"""``AsyncSession``: the ``Session`` API for asyncio runtimes (SPEC 10.4).
+"""``AsyncSession``: the ``Session`` API for asyncio runtimes (README, "For agent runtimes").
 
 Every method is a coroutine whose blocking work (file reads and writes, fsync, the
 lock, a repair, a replay) runs on a thread of the session's own, one call at a time
 in the order the calls were awaited, so the event loop never waits on the disk.
 Properties are plain attributes read from memory. Errors are ``Session``'s own classes.
+
+Cancellation: a call runs to its end once it has started (its coroutine first ran:
+at once when awaited, at the first step of a task that wraps it), whether or not the
+task awaiting it is cancelled (``task.cancel()``, ``asyncio.wait_for``,
+``asyncio.timeout``); the cancellation reaches that task when the call has ended. So a
+call cancelled ran completely or not at all, and the session's memory always equals
+its file: an append cancelled while awaited was written, unless it failed (its error
+is then the ``CancelledError``'s ``__cause__``). Never retry a cancelled append
+blindly. A cancelled ``close()`` still closes.
 
     async with await AsyncSession.load("run.jsonl") as s:
         await s.append_message(user_message("go on"))
@@ -21,14 +30,82 @@ from .session import Session
 
 T = TypeVar("T")
 
-# create/load/peek/salvage/fork of no session yet: one shared thread pool (the default
-# executor may be small or busy with the app's own work; these calls may take seconds).
+# create/load/peek/salvage/fork of no session yet, and the calls on a closed one: one
+# shared thread pool (the default executor may be small or busy with the app's own
+# work; these calls may take seconds).
 _OPENERS = ThreadPoolExecutor(max_workers=4, thread_name_prefix="llm-agent-session-open")
 
 
+async def _to_the_end(future: "asyncio.Future[T]") -> T:
+    """The result of a call already handed to a thread, once it has ended. A cancellation
+    of the awaiting task does not abandon the call: it is raised when the call is done
+    (chained to the call's error, if it failed), so that the caller knows the call ran."""
+    cancelled: Optional[BaseException] = None
+    while not future.done():
+        try:
+            await asyncio.wait((future,))  # unlike `await future`, never cancels it
+        except asyncio.CancelledError as e:
+            cancelled = e
+    if cancelled is not None:
+        raise cancelled from (None if future.cancelled() else future.exception())
+    return future.result()
+
+
 async def _off_loop(fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
-    loop = asyncio.get_running_loop()
-    return await loop.run_in_executor(_OPENERS, functools.partial(fn, *args, **kwargs))
+    """`fn` on the shared pool, to its end (see `_to_the_end`)."""
+    return await _to_the_end(asyncio.wrap_future(_OPENERS.submit(functools.partial(fn, *args, **kwargs))))
+
+
+A = TypeVar("A", bound="AsyncSession")
+
+
+async def _open(cls: "type[A]", fn: Callable[..., Session], *args: Any, **kwargs: Any) -> A:
+    """A `cls` over the new session that `fn` (create, load, fork) opens off the loop. If
+    the awaiting task was cancelled meanwhile, that session is closed again (its lock
+    released) before the cancellation is raised."""
+    call = asyncio.wrap_future(_OPENERS.submit(functools.partial(fn, *args, **kwargs)))
+    try:
+        return cls(await _to_the_end(call))
+    except asyncio.CancelledError:
+        if call.done() and not call.cancelled() and call.exception() is None:
+            await _off_loop(call.result().close)
+        raise
+
+
+class SerialThread:
+    """A thread of its own that runs one owner's blocking calls one at a time, in the
+    order they were submitted: the order they were awaited, since a coroutine submits
+    when it first runs. An ``AsyncSession`` has one, and so has each adapter of
+    ``llm_agent_session.integrations``.
+
+    Every call submitted runs, to its end, whether or not the task awaiting it is
+    cancelled; the cancellation reaches that task when the call has ended (see the
+    module's docstring). A coroutine submits its call when it first runs. ``run_last`` runs the owner's close: the thread ends after it,
+    and the calls submitted later (which find the session closed: they raise
+    ``SessionClosed`` or read memory) run on a shared pool, never on the loop's thread.
+    """
+
+    def __init__(self, name: str) -> None:
+        self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix=name)
+
+    async def run(self, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
+        call = functools.partial(fn, *args, **kwargs)
+        try:
+            submitted = self._pool.submit(call)
+        except RuntimeError:  # the thread has ended: the close ran, nothing is left to order
+            submitted = _OPENERS.submit(call)
+        return await _to_the_end(asyncio.wrap_future(submitted))
+
+    async def run_last(self, close: Callable[[], T]) -> T:
+        """Run `close` after every call submitted before it, then end the thread."""
+
+        def last() -> T:
+            try:
+                return close()
+            finally:
+                self._pool.shutdown(wait=False)  # the calls queued meanwhile still run
+
+        return await self.run(last)
 
 
 class AsyncSession:
@@ -36,38 +113,32 @@ class AsyncSession:
 
     Open one with ``await AsyncSession.create(...)`` or ``await AsyncSession.load(...)``;
     ``async with`` closes it. Calls on one session run one at a time, in the order they
-    were awaited, on a thread of the session's own.
+    were awaited, on a thread of the session's own; each runs to its end once started,
+    a cancellation of its task being raised when it has (the module's docstring).
     """
 
     def __init__(self, session: Session) -> None:
         if not isinstance(session, Session):
             raise TypeError(f"AsyncSession wraps a Session, not {type(session).__name__}")
         self._session = session
-        # One worker: calls on one session run in the order they were submitted, which
-        # is the order they were awaited (a coroutine submits when it first runs).
-        self._worker = ThreadPoolExecutor(max_workers=1, thread_name_prefix="llm-agent-session")
-        self._stopped = False
+        self._thread = SerialThread("llm-agent-session")
 
     async def _run(self, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
-        if self._stopped:
-            # Closed: the session answers from memory (SessionClosed for every append).
-            return fn(*args, **kwargs)
-        loop = asyncio.get_running_loop()
-        return await loop.run_in_executor(self._worker, functools.partial(fn, *args, **kwargs))
+        return await self._thread.run(fn, *args, **kwargs)
 
     # -- the three ways in (and the two ways out) ---------------------------------------------
 
     @classmethod
     async def create(
-        cls, path: Any, meta: Optional[Mapping[str, Any]] = None, *, fsync: bool = False
-    ) -> "AsyncSession":
+        cls: "type[A]", path: Any, meta: Optional[Mapping[str, Any]] = None, *, fsync: bool = False
+    ) -> A:
         """``Session.create`` off the event loop."""
-        return cls(await _off_loop(Session.create, path, meta, fsync=fsync))
+        return await _open(cls, Session.create, path, meta, fsync=fsync)
 
     @classmethod
-    async def load(cls, path: Any, *, fsync: bool = False) -> "AsyncSession":
+    async def load(cls: "type[A]", path: Any, *, fsync: bool = False) -> A:
         """``Session.load`` (lock, repair, replay) off the event loop."""
-        return cls(await _off_loop(Session.load, path, fsync=fsync))
+        return await _open(cls, Session.load, path, fsync=fsync)
 
     @staticmethod
     async def peek(
@@ -83,10 +154,10 @@ class AsyncSession:
 
     @classmethod
     async def fork(
-        cls, path: Any, out: Any, through_id: str, meta: Optional[Mapping[str, Any]] = None
-    ) -> "AsyncSession":
+        cls: "type[A]", path: Any, out: Any, through_id: str, meta: Optional[Mapping[str, Any]] = None
+    ) -> A:
         """``Session.fork`` off the event loop; the new transcript, open."""
-        return cls(await _off_loop(Session.fork, path, out, through_id, meta))
+        return await _open(cls, Session.fork, path, out, through_id, meta)
 
     # -- properties: memory only ------------------------------------------------------------
 
@@ -234,12 +305,9 @@ class AsyncSession:
         return await self._run(self._session.answer_interrupted_tool_calls, content)
 
     async def close(self) -> None:
-        """Close the session (after every call awaited before it) and stop its thread."""
-        try:
-            await self._run(self._session.close)
-        finally:
-            self._stopped = True
-            self._worker.shutdown(wait=False)
+        """Close the session (after every call awaited before it) and end its thread.
+        Cancelling the awaiting task does not stop it: the lock is released either way."""
+        await self._thread.run_last(self._session.close)
 
     async def __aenter__(self) -> "AsyncSession":
         return self

@@ -14,7 +14,7 @@ import sys
 import threading
 import time
 from datetime import datetime, timezone
-from typing import Any, Callable, List, Optional
+from typing import Any, Callable, Iterator, List, Optional, Tuple
 
 # Containers deeper than this (counting the payload itself as 1) are refused on write.
 MAX_WRITE_DEPTH = 100
@@ -258,11 +258,45 @@ def refuse_constant(name: str) -> Any:
     raise NotJSON(f"{name} is not JSON")
 
 
+_CONTAINERS = (dict, list, tuple)
+
+
+def rebuild_json(
+    value: Any, make_list: Callable[[List[Any]], Any] = list, make_dict: Callable[[List[Any]], Any] = dict
+) -> Any:
+    """A deep copy of a JSON value whose lists (and tuples) are ``make_list(items)`` and
+    whose dicts are ``make_dict(pairs)``, built children first; other values as they are.
+    Without recursion: a value read from a file may nest 512 deep."""
+    if not isinstance(value, _CONTAINERS):
+        return value
+    # Each open container: its remaining items, what was built of them, whether a dict.
+    stack: List[Tuple[Iterator[Any], List[Any], bool]] = [_opened(value)]
+    keys: List[Any] = []  # the key each open container (but the first) goes under
+    while True:
+        items, built, is_dict = stack[-1]
+        for item in items:
+            v = item[1] if is_dict else item
+            if isinstance(v, _CONTAINERS):
+                keys.append(item[0] if is_dict else None)
+                stack.append(_opened(v))
+                break
+            built.append(item if is_dict else v)
+        else:
+            stack.pop()
+            done = make_dict(built) if is_dict else make_list(built)
+            if not stack:
+                return done
+            key, (_, parent, parent_is_dict) = keys.pop(), stack[-1]
+            parent.append((key, done) if parent_is_dict else done)
+
+
+def _opened(container: Any) -> Tuple[Iterator[Any], List[Any], bool]:
+    if isinstance(container, dict):
+        return iter(container.items()), [], True
+    return iter(container), [], False
+
+
 def copy_json(value: Any) -> Any:
-    """A fresh copy of a validated JSON value (what a reader would get back)."""
-    if isinstance(value, dict):
-        return {k: copy_json(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [copy_json(v) for v in value]
-    return value
+    """A fresh copy of a JSON value in plain lists and dicts (what a reader would get back)."""
+    return rebuild_json(value)
 

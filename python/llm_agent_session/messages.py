@@ -1,12 +1,16 @@
-"""The value types of SPEC section 8: Message (and its helpers), Event, PendingToolOperation."""
+"""The value types of the Python API: Message (and its helpers), Event, PendingToolOperation,
+and the read-only lists and dicts that a session's own Messages hold."""
 
 from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass
-from typing import Any, Dict, List, Mapping, Optional, Tuple, Union
+from typing import Any, Dict, List, Mapping, NoReturn, Optional, Tuple, Union
 
-# The message keys of SPEC 2.2, in the order to_dict writes them (the serialiser sorts anyway).
+from .canonical import copy_json, rebuild_json
+
+# The message keys (docs/FORMAT.md, `message`), in the order to_dict writes them (the
+# serialiser sorts anyway).
 MESSAGE_KEYS: Tuple[str, ...] = (
     "role",
     "content",
@@ -21,14 +25,16 @@ _MESSAGE_KEY_SET = frozenset(MESSAGE_KEYS)
 
 
 def message_extras(payload: Mapping[str, Any]) -> Dict[str, Any]:
-    """SPEC 2.2: what a message line's payload (or an ``extra`` mapping) holds beside the
-    message keys, which belong to the message alone. A new dict; the values are shared."""
+    """What a message line's payload (or an ``extra`` mapping) holds beside the message
+    keys, which belong to the message alone (docs/FORMAT.md, ``message``). A new dict;
+    the values are shared."""
     return {k: v for k, v in payload.items() if k not in _MESSAGE_KEY_SET}
 
 
 def marks_sticky(sticky: Any, sysprompt: Any, depth: Any) -> bool:
-    """SPEC 2.2's stickiness rule, for a Message and for a message line's payload alike:
-    ``sticky`` or ``sysprompt`` is true, or ``depth`` is set. Compaction keeps such a message."""
+    """The stickiness rule (docs/FORMAT.md, ``message``), for a Message and for a message
+    line's payload alike: ``sticky`` or ``sysprompt`` is true, or ``depth`` is set.
+    Compaction keeps such a message."""
     return sticky is True or sysprompt is True or depth is not None
 
 
@@ -37,6 +43,46 @@ def payload_marks_sticky(payload: Mapping[str, Any]) -> bool:
     ``Message.from_dict(payload).is_sticky`` says without building the Message."""
     get = payload.get
     return marks_sticky(get("sticky"), get("sysprompt"), get("depth"))
+
+
+def _read_only(self: Any, *args: Any, **kwargs: Any) -> NoReturn:
+    raise TypeError(
+        f"this {type(self).__bases__[0].__name__} belongs to a session's Message, which never "
+        "changes; edit a copy: Message.to_dict() gives one of plain lists and dicts"
+    )
+
+
+class FrozenList(list):  # type: ignore[type-arg]
+    """A list that refuses every change: the lists inside a session's own Messages
+    (``content`` parts, ``tool_calls``), so that what ``Session.messages`` hands out can
+    never change the session's state. Equal to a list of the same items; serialises,
+    copies and pickles as a plain list (``copy.deepcopy`` and ``to_dict`` give plain ones)."""
+
+    __slots__ = ()
+    __setitem__ = __delitem__ = __iadd__ = __imul__ = _read_only
+    append = extend = insert = pop = remove = clear = sort = reverse = _read_only
+
+    def __reduce_ex__(self, protocol: Any) -> Any:
+        return (list, (list(self),))
+
+
+class FrozenDict(dict):  # type: ignore[type-arg]
+    """A dict that refuses every change: the dicts inside a session's own Messages (see
+    ``FrozenList``). Equal to a dict of the same items; copies and pickles as a plain dict."""
+
+    __slots__ = ()
+    __setitem__ = __delitem__ = __ior__ = _read_only
+    pop = popitem = clear = update = setdefault = _read_only
+
+    def __reduce_ex__(self, protocol: Any) -> Any:
+        return (dict, (dict(self),))
+
+
+def freeze(value: Any) -> Any:
+    """A deep copy of a JSON value whose lists and dicts refuse changes (tuples become
+    FrozenLists); other values as they are. What a session keeps of a message's content
+    and tool calls."""
+    return rebuild_json(value, FrozenList, FrozenDict)
 
 
 class _BuiltOnAccess:
@@ -98,7 +144,7 @@ class Message:
     sysprompt: bool = False
     depth: Optional[int] = None
 
-    # Keyword-only after `content`, as SPEC 8 writes the signature.
+    # Keyword-only after `content`.
     def __init__(
         self,
         role: str,
@@ -127,8 +173,19 @@ class Message:
         return marks_sticky(self.sticky, self.sysprompt, self.depth)
 
     def to_dict(self) -> Dict[str, Any]:
-        """The message as a dict of its set keys (None and False left out): the
-        chat-completions shape, plus ``sticky``/``sysprompt``/``depth`` when set."""
+        """The message as a new dict of its set keys (None and False left out): the
+        chat-completions shape, plus ``sticky``/``sysprompt``/``depth`` when set. Its
+        lists and dicts are new too (plain ones): editing them changes no Message."""
+        d = self._fields()
+        if "content" in d:
+            d["content"] = copy_json(d["content"])
+        if "tool_calls" in d:
+            d["tool_calls"] = copy_json(d["tool_calls"])
+        return d
+
+    def _fields(self) -> Dict[str, Any]:
+        """``to_dict()`` whose values are this message's own (not copied): for reading
+        and serialising, never for handing on."""
         d: Dict[str, Any] = {"role": self.role}
         if self.content is not None:
             d["content"] = self.content
@@ -167,6 +224,18 @@ class Message:
         new.__dict__.update(self.__dict__)
         new.__dict__.pop("_deferred_content", None)
         object.__setattr__(new, "content", content)
+        return new
+
+    def _frozen(self) -> "Message":
+        """This message, or an equal one whose content and tool calls are read-only
+        copies (``freeze``): what a session keeps, so that nothing it hands out or is
+        handed can change its state."""
+        content, calls = self.content, self.tool_calls
+        if calls is None and (content is None or type(content) is str):
+            return self
+        new = self.with_content(freeze(content))
+        if calls is not None:
+            object.__setattr__(new, "tool_calls", freeze(calls))
         return new
 
     def __getstate__(self) -> Dict[str, Any]:

@@ -1,4 +1,4 @@
-"""The public ``Session``: create, load, append, close (SPEC 3 and 4); peek, salvage, fork delegate."""
+"""The public ``Session``: create, load, append, close; peek, salvage, fork delegate."""
 
 from __future__ import annotations
 
@@ -6,6 +6,7 @@ import contextlib
 import os
 import threading
 import weakref
+from dataclasses import replace
 from typing import Any, Callable, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple, cast
 
 from . import _backend, _platform
@@ -33,19 +34,12 @@ from .errors import (
     UnknownToolOperation,
     public_error,
 )
-from .messages import Event, Message, MessageLike, PendingToolOperation, message_extras
-
-
-# The default texts of answer_interrupted_tool_calls (SPEC 10.3), also in the README.
-INTERRUPTED_TEXT = (
-    "This tool call was interrupted before its result was recorded (the process running it "
-    "stopped). It may or may not have run: check its effects before running it again."
-)
-NEVER_RUN_TEXT = "This tool call was never run: the run stopped before it was dispatched."
-RESULT_GONE_TEXT = (
-    "This tool call ran, but its result is no longer in the conversation (it was rewound or "
-    "compacted away)."
-)
+from ._unanswered import INTERRUPTED_TEXT as INTERRUPTED_TEXT
+from ._unanswered import NEVER_RUN_TEXT as NEVER_RUN_TEXT
+from ._unanswered import RESULT_GONE_TEXT as RESULT_GONE_TEXT
+from ._unanswered import RESULT_LOST_TEXT as RESULT_LOST_TEXT
+from ._unanswered import UnansweredCall, find_operations, unanswered_calls
+from .messages import Event, FrozenDict, FrozenList, Message, MessageLike, PendingToolOperation, message_extras
 
 
 def _require(value: Any, types: Tuple[type, ...], what: str, *, optional: bool = False) -> None:
@@ -58,6 +52,12 @@ def _require(value: Any, types: Tuple[type, ...], what: str, *, optional: bool =
     if not ok:
         names = " or ".join(t.__name__ for t in types) + (" or None" if optional else "")
         raise TypeError(f"{what} must be {names}, not {type(value).__name__}")
+
+
+def _require_content(value: Any, what: str) -> None:
+    """Message content: a str, a list of content parts, or None."""
+    if value is not None and not isinstance(value, (str, list, tuple)):
+        raise TypeError(f"{what} must be a str, a list of content parts or None, not {type(value).__name__}")
 
 
 def _plain(msg: Message) -> bool:
@@ -86,11 +86,7 @@ def as_message(message: MessageLike) -> Message:
     else:
         raise TypeError(f"a message must be a Message or a mapping, not {type(message).__name__}")
     _require(msg.role, (str,), "message role")
-    if msg.content is not None and not isinstance(msg.content, (str, list, tuple)):
-        raise TypeError(
-            f"message content must be a str, a list of content parts or None, not "
-            f"{type(msg.content).__name__}"
-        )
+    _require_content(msg.content, "message content")
     _require(msg.tool_calls, (list, tuple), "message tool_calls", optional=True)
     _require(msg.tool_call_id, (str,), "message tool_call_id", optional=True)
     _require(msg.name, (str,), "message name", optional=True)
@@ -108,8 +104,8 @@ def _close_inherited_descriptors() -> None:
     """In a child right after ``fork()``: close every session's inherited descriptor.
 
     The lock is shared by every descriptor of the open file, so a child that kept its
-    copy would hold the parent's lock after the parent closed (SPEC 3: a forked child
-    never holds a session's lock). No lock is taken here: another thread of the parent
+    copy would hold the parent's lock after the parent closed (a forked child never
+    holds a session's lock). No lock is taken here: another thread of the parent
     may have held one at the fork, and it would never be released in the child. The
     session object stays; its appends refuse with ``SessionBroken`` (the pid differs).
     """
@@ -133,7 +129,7 @@ def dispatched_payload(
     run_id: Optional[str] = None,
     round: Optional[int] = None,
 ) -> Dict[str, Any]:
-    """The ``tool-dispatched`` payload (SPEC 2.6): `arguments` canonicalised (a string of
+    """The ``tool-dispatched`` payload (docs/FORMAT.md): `arguments` canonicalised (a string of
     JSON stored parsed, unless what it parses to cannot be stored) and its digest.
     Raises TypeError/ValueError for arguments JSON cannot carry. Shared by
     ``append_tool_dispatched`` and the importers' bulk writer."""
@@ -367,9 +363,13 @@ class Session:
 
     @property
     def events(self) -> EventLog:
-        """Every envelope in file order (a list-like view, items built on access)."""
+        """Every envelope in file order (a list-like view, items built on access). Each
+        Event read from it is new, its payload a copy: editing it changes nothing."""
         with self._lock:
-            return EventLog(self._read_events, list(self._appended_events()))
+            # The native core's lazy sequence builds a new Event at each access; a list
+            # (the pure core's, or what this session appended) is the session's own.
+            copy_read = isinstance(self._read_events, list)
+            return EventLog(self._read_events, list(self._appended_events()), copy_read=copy_read)
 
     def _appended_events(self) -> List[Event]:
         """The Events of this session's appends, built on the first access after them
@@ -393,7 +393,9 @@ class Session:
         state: ``dispatched`` (may or may not have run) or ``result-recorded`` (a tool
         message answers its call; only the settle is missing). O(pending operations)."""
         with self._lock:
-            return self._state.pending_operations()
+            ops = self._state.pending_operations()
+        # The arguments are the session's own (its events hold them too): a copy each.
+        return [op if _immutable(op.arguments) else replace(op, arguments=copy_json(op.arguments)) for op in ops]
 
     def run_context_section(self, digest: str) -> Optional[str]:
         """The text of the run-context section with this digest ("sha256:<hex>"), or None
@@ -403,19 +405,28 @@ class Session:
 
     def message_extra(self, message_id: str) -> Dict[str, Any]:
         """The extras the ``message`` envelope `message_id` carries: its payload minus the
-        message keys (SPEC 10.2), as a new dict (editing it changes nothing).
+        message keys, as a new dict (editing it changes nothing).
 
         How a runtime reads back its own item stored beside the chat-shaped message.
         Works for every message line of the transcript, live or not (compacted,
-        rewound). Raises ``KeyError`` when `message_id` is not a ``message`` envelope of
-        this transcript. Cost: that one line (found by id in memory, read from its
-        byte range on the native core), never a scan of the file.
+        rewound). The answer is what the line held when it was loaded (or appended),
+        from memory: the file is not read again, so an edit of the file made since
+        changes nothing. Raises ``KeyError`` when `message_id` is not a ``message``
+        envelope of this transcript. Cost: that one line's extras, never a scan.
         """
         with self._lock:
-            event = self._event_by_id(message_id)
-        if event is None or event.type != "message":
+            if isinstance(message_id, str) and message_id not in self._appended_at:
+                kept = self._state.kept_extras
+                event = self._state.envelope_at.get(message_id)
+                if kept is not None and event is not None:
+                    extras = kept.get(event)  # a native load's: a new dict each time
+                    if extras is None:
+                        raise KeyError(message_id)
+                    return extras
+            read = self._event_by_id(message_id)
+        if read is None or read.type != "message":
             raise KeyError(message_id)
-        return {k: copy_json(v) for k, v in message_extras(event.payload).items()}
+        return {k: copy_json(v) for k, v in message_extras(read.payload).items()}
 
     def _event_by_id(self, id_: Any) -> Optional[Event]:
         """The envelope `id_` of this transcript, read or appended; None if there is none."""
@@ -461,13 +472,13 @@ class Session:
         if extra is not None:
             if not isinstance(extra, Mapping):
                 raise TypeError(f"extra must be a mapping, not {type(extra).__name__}")
-            # SPEC 2.2: the message keys belong to the message alone. An extra named like
-            # one is dropped even when the message leaves that key unset, or replay would
-            # read it as the message's own (a name, stickiness, an answered tool call).
+            # The message keys belong to the message alone. An extra named like one is
+            # dropped even when the message leaves that key unset, or replay would read
+            # it as the message's own (a name, stickiness, an answered tool call).
             payload.update(message_extras(extra))
-            payload.update(msg.to_dict())
+            payload.update(msg._fields())
         else:
-            payload = msg.to_dict()  # a new dict already
+            payload = msg._fields()  # a new dict; `_append` copies its values
         return self._append("message", payload, "message", message=kept)
 
     def append_grants(self, grants: Mapping[str, Any]) -> str:
@@ -509,19 +520,22 @@ class Session:
 
     def append_elision(self, items: Iterable[Any]) -> str:
         """Replace the content of live messages with stubs: `items` are (id, stub) pairs
-        or {"id", "stub"} mappings; everything else about those messages stays.
+        or {"id", "stub"} mappings; everything else about those messages stays. A stub
+        is message content: a str, a list of content parts, or None.
         Returns the envelope id. Raises DanglingReference (nothing written) when an id
-        is not a live message, and as ``append_message`` does."""
+        is not a live message, TypeError for a stub that is not message content, and as
+        ``append_message`` does."""
         out = []
-        for item in items:
+        for n, item in enumerate(items):
             id_, stub = _pair(item, ("id", "stub"), "elision items")
             _require(id_, (str,), "elision item id")
+            _require_content(stub, f"elision item {n} stub (the message's new content)")
             out.append({"id": id_, "stub": stub})
         return self._append("elision", {"items": out}, "elision")
 
     def append_rewind(self, to_id: Optional[str]) -> str:
         """Cut the live conversation back so that it ends with the live message `to_id`
-        (``None``: nothing live is left, sticky messages included). SPEC 10.1.
+        (``None``: nothing live is left, sticky messages included).
 
         Nothing is removed from the file: the rewound messages stay on their lines, in
         ``events`` and every viewer. Tool operations, grants and run context are left
@@ -648,16 +662,20 @@ class Session:
         """Append each message past those the session has; refuse a list that contradicts it.
 
         "Starts with" compares JSON values exactly (``True`` is not ``1``, ``1`` is not
-        ``1.0``); the very objects ``messages`` handed out compare by identity, for free.
+        ``1.0``). What cannot have changed since the last sync compares by identity, for
+        free: the very Messages ``messages`` handed out (read-only) and the caller's own
+        plain Messages (text, no tool calls) synced before; any other object (a dict, a
+        Message with content parts or tool calls, which the caller may have edited in
+        place) is compared again as JSON.
         A list that does not start with the session's messages raises
         ``TranscriptConflict``, unless ``allow_rewind=True``: then one ``rewind`` to the
-        longest common prefix is written, followed by the rest of the list (SPEC 10.1).
+        longest common prefix is written, followed by the rest of the list.
         Every new message is checked before the first line is written, so a bad one
         leaves the transcript as it was. Returns the new messages' ids. Cost: one
         identity check per message (a pass over the list's pointers, 2-3 nanoseconds a
         message on the native core: a Python list gives no sign that an item was
-        replaced, so a sound check reads them all) plus O(new) when the list reuses the
-        session's message objects; one serialisation per message compared where it does not.
+        replaced, so a sound check reads them all), plus one comparison per message not
+        known by identity, plus O(new).
         """
         # A list is read as it is (copying it would touch every item's reference count).
         given = messages if type(messages) is list else list(messages)
@@ -671,8 +689,8 @@ class Session:
             common = by_identity
             for have, mine, known in zip(current[common:], given[common:], synced[common:]):
                 # Compared as JSON, not with `==`: Python says True == 1 == 1.0, the
-                # serialisations (and so the transcript) keep them apart (SPEC 3).
-                if mine is not have and mine is not known and _canonical(as_message(mine)) != _canonical(have):
+                # serialisations (and so the transcript) keep them apart.
+                if mine is not have and mine is not known and not _same_message(mine, have):
                     break
                 common += 1
             if common < len(current) and not allow_rewind:
@@ -691,75 +709,83 @@ class Session:
                 )
             new = [as_message(m) for m in given[common:]]
             for m in new:
-                validate(m.to_dict(), "message")
+                validate(m._fields(), "message")
             if common < len(current):
                 self.append_rewind(self._state.ids[common - 1] if common else None)
             ids = [self.append_message(m) for m in new]
-            ours = self._state.messages
-            if by_identity == n and synced is self._synced:
-                synced.extend(g if type(g) is Message else h for g, h in zip(given[n:], ours[n:]))
-            else:
-                self._synced = [g if type(g) is Message else h for g, h in zip(given, ours)]
+            # The next sync knows by identity only what cannot change: the session's own
+            # messages (read-only), and a caller's plain Message (text, no tool calls);
+            # anything else the caller handed in may be edited in place before then. The
+            # leading items known by identity keep their places (a rewind cuts after
+            # them), so only the rest is looked at.
+            ours, kept = self._state.messages, min(by_identity, common)
+            if synced is self._synced:
+                del synced[kept:]
+            else:  # `current` (never to be changed), or a list a rewind made stale
+                synced = synced[:kept]
+            synced.extend(g if type(g) is Message and _plain(g) else h for g, h in zip(given[kept:], ours[kept:]))
+            self._synced = synced
             return ids
 
     def answer_interrupted_tool_calls(self, content: Any = None) -> List[str]:
         """Answer every tool call of a live assistant message that no live ``tool``
-        message answers, so that ``messages`` is a conversation the OpenAI
-        chat-completions API accepts again (SPEC 10.3). Returns the new message ids.
+        message after it answers (providers reuse call ids: an earlier answer with the
+        same id does not count), so that ``messages`` is a conversation the OpenAI
+        chat-completions API accepts again. Returns the new message ids.
 
-        - A call with an operation in state ``dispatched`` (a crash mid-call): a tool
-          message saying it was interrupted and may or may not have run (`content` when
-          given; default ``INTERRUPTED_TEXT``), then the operation is settled
-          ``outcome-unknown`` with reason ``"interrupted"``.
-        - A call that was never dispatched: a tool message saying it never ran
-          (``NEVER_RUN_TEXT``).
-        - A call whose operation ran but whose result is no longer live (rewound or
-          compacted away): a tool message saying so (``RESULT_GONE_TEXT``).
+        The answer says what is known of the call (texts in the README, "For agent
+        runtimes"):
+
+        - its operation is still ``dispatched`` (a crash mid-call): interrupted, may or
+          may not have run (`content` when given; default ``INTERRUPTED_TEXT``); the
+          operation is then settled ``outcome-unknown`` with reason ``"interrupted"``;
+        - its operation was settled ``outcome-unknown`` (nobody knows whether it ran):
+          the same text, nothing more written;
+        - it ran and its result was recorded, then rewound or compacted away:
+          ``RESULT_GONE_TEXT``;
+        - its operation was settled ``completed`` or ``failed`` with no result recorded:
+          ``RESULT_LOST_TEXT``;
+        - it was never dispatched: ``NEVER_RUN_TEXT``.
+
         Nothing else is written; an operation in state ``result-recorded`` is left for
         the app to settle. The answers are appended at the end, in the order the calls
         were made: where a later non-tool message already follows an unanswered call,
         the append-only file cannot put the answer before it. Cost: O(live messages),
-        plus one line read per settled operation when a call has no pending one.
+        plus a read of the lines written since the oldest unanswered call.
         """
         if content is not None:
             as_message(Message("tool", content))  # the content's type, checked before any write
             validate(content, "content")
         with self._lock:
-            answered = {
-                m.tool_call_id for m in self._state.messages if m.role == "tool" and isinstance(m.tool_call_id, str)
-            }
-            calls: List[str] = []
-            for m in self._state.messages:
-                if m.role != "assistant" or not isinstance(m.tool_calls, (list, tuple)):
-                    continue
-                for call in m.tool_calls:
-                    call_id = call.get("id") if isinstance(call, Mapping) else None
-                    if isinstance(call_id, str) and call_id not in answered:
-                        answered.add(call_id)
-                        calls.append(call_id)
             new_ids: List[str] = []
-            for call_id in calls:
-                waiting = list(self._state.waiting_by_call.get(call_id, ()))
-                if waiting:
-                    text = INTERRUPTED_TEXT if content is None else content
-                elif self._call_was_dispatched(call_id):
-                    text = RESULT_GONE_TEXT
-                else:
-                    text = NEVER_RUN_TEXT
-                new_ids.append(self.append_message(Message("tool", text, tool_call_id=call_id)))
-                for op_id in waiting:
+            for call in self._unanswered_tool_calls():
+                text, interrupted = call.answer(self._state.pending, content)
+                new_ids.append(self.append_message(Message("tool", text, tool_call_id=call.call_id)))
+                for op_id in interrupted:
                     self.append_tool_settled(op_id, "outcome-unknown", reason="interrupted")
             return new_ids
 
-    def _call_was_dispatched(self, call_id: str) -> bool:
-        """Whether any operation, pending or settled, was dispatched for `call_id`."""
-        if any(op.call_id == call_id for op in self._state.pending.values()):
-            return True
-        for op_id in self._state.settled:
-            event = self._event_by_id(op_id)
-            if event is not None and event.payload.get("call-id") == call_id:
-                return True
-        return False
+    def _unanswered_tool_calls(self) -> List[UnansweredCall]:
+        """The live calls no tool message answers, each with the operations dispatched for
+        it (also what the integrations ask before answering)."""
+        with self._lock:
+            calls = unanswered_calls(self._state.messages, self._state.ids)
+            if calls:
+                find_operations(calls, self._events_from(min(self._event_index(c.message_id) for c in calls)))
+            return calls
+
+    def _event_index(self, id_: str) -> int:
+        """The index in ``events`` of the envelope `id_`, read or appended."""
+        k = self._appended_at.get(id_)
+        return len(self._read_events) + k if k is not None else cast(int, self._state.envelope_at.get(id_))
+
+    def _events_from(self, start: int) -> Iterable[Event]:
+        """The session's own Events (not copies) from index `start` on, in file order."""
+        read = self._read_events
+        for i in range(start, len(read)):
+            yield read[i]
+        appended = self._appended_events()
+        yield from appended[max(start - len(read), 0) :]
 
     # -- closing -------------------------------------------------------------------------------
 
@@ -895,8 +921,55 @@ def _pair(item: Any, keys: Optional[Tuple[str, str]], what: str) -> Tuple[Any, A
     return first, second
 
 
-def _canonical(message: Message) -> str:
-    return dumps(copy_json(message.to_dict()))
+_JSON_SCALARS = (str, int, float, bool, type(None))
+_JSON_LISTS = (list, tuple, FrozenList)
+_JSON_DICTS = (dict, FrozenDict)
+
+
+def _same_json(a: Any, b: Any) -> bool:
+    """Whether two JSON values serialise alike (``dumps(a) == dumps(b)``), without
+    serialising them: ``True`` is not ``1``, ``1`` is not ``1.0``, ``-0.0`` is not ``0.0``;
+    a tuple is a list. Without recursion (a value read may nest 512 deep)."""
+    pairs = [(a, b)]
+    while pairs:
+        a, b = pairs.pop()
+        if a is b:
+            continue
+        ta, tb = type(a), type(b)
+        if ta in _JSON_LISTS and tb in _JSON_LISTS:
+            if len(a) != len(b):
+                return False
+            pairs.extend(zip(a, b))
+        elif ta in _JSON_DICTS and tb in _JSON_DICTS:
+            if a.keys() != b.keys():
+                return False
+            pairs.extend((v, b[k]) for k, v in a.items())
+        elif ta in _JSON_SCALARS and tb in _JSON_SCALARS:
+            if ta is not tb or not (float.__repr__(a) == float.__repr__(b) if ta is float else a == b):
+                return False
+        else:  # subclasses of JSON types, and values JSON cannot carry
+            try:
+                if dumps(a) != dumps(b):
+                    return False
+            except (TypeError, ValueError):
+                return False
+    return True
+
+
+def _same_message(given: Any, have: Message) -> bool:
+    """Whether `given` (a Message, or a mapping in its shape) is the message `have` as the
+    transcript holds it: the same keys set, the same values as JSON."""
+    if isinstance(given, Message):
+        mine = given
+    elif isinstance(given, Mapping):
+        mine = Message.from_dict(given)
+    else:
+        return False  # as_message then names what is wrong with it
+    return _same_json(mine._fields(), have._fields())
+
+
+def _immutable(value: Any) -> bool:
+    return type(value) in _JSON_SCALARS
 
 
 def _artifact_payload(artifact: Mapping[str, Any]) -> Dict[str, Any]:

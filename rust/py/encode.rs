@@ -47,24 +47,33 @@ pub fn encode_envelope<'py>(
     let Ok(copy) = write_value(py, &mut body, payload.as_any(), 1) else {
         return Ok(None);
     };
-    let (id, ts, line) = envelope_line(type_, &body, id)?;
+    let (id, ts, line) = envelope_line(type_, &body, id, None)?;
     Ok(Some((id, ts, PyBytes::new(py, &line), copy)))
 }
 
 /// `(id, ts, line)`: the envelope line around a payload's canonical JSON `body`
 /// (`\n` included), the reference's `envelope_line`; `id` made here (UUIDv7) unless
-/// given, the timestamp now.
+/// given, the timestamp `ts` if given (already in the line format's form), else now.
 pub(super) fn envelope_line(
     type_: &str,
     body: &[u8],
     id: Option<String>,
+    ts: Option<String>,
 ) -> PyResult<(String, String, Vec<u8>)> {
     let (ms, micros) = now();
     let id = match id {
         Some(id) => id,
         None => new_id_at(ms).map_err(|e| pyo3::exceptions::PyOSError::new_err(e.to_string()))?,
     };
-    let ts = format_ts(micros);
+    let ts = match ts {
+        Some(ts) if is_line_ts(&ts) => ts,
+        Some(ts) => {
+            return Err(pyo3::exceptions::PyValueError::new_err(format!(
+                "{ts:?} is not a timestamp of the line format (YYYY-MM-DDTHH:MM:SS.ffffffZ)"
+            )))
+        }
+        None => format_ts(micros),
+    };
     let mut line = Vec::with_capacity(body.len() + 128);
     line.extend_from_slice(b"{\"id\":");
     write_string(&mut line, &id, false);
@@ -76,6 +85,21 @@ pub(super) fn envelope_line(
     write_string(&mut line, type_, false);
     line.extend_from_slice(b",\"v\":1}\n");
     Ok((id, ts, line))
+}
+
+/// Whether `ts` has the line format's shape, `YYYY-MM-DDTHH:MM:SS.ffffffZ` (digits where
+/// digits go): a given timestamp is written between quotes as it is.
+fn is_line_ts(ts: &str) -> bool {
+    let b = ts.as_bytes();
+    b.len() == 27
+        && b.iter().enumerate().all(|(i, &c)| match i {
+            4 | 7 => c == b'-',
+            10 => c == b'T',
+            13 | 16 => c == b':',
+            19 => c == b'.',
+            26 => c == b'Z',
+            _ => c.is_ascii_digit(),
+        })
 }
 
 /// A new id (the reference's `new_id`, from the same generator as the lines').

@@ -158,15 +158,17 @@ impl SourceReader {
     }
 
     /// `(id, line)`: the envelope line of `payload` (`\n` included), with the id
-    /// given or a new UUIDv7 and the timestamp of now; `None` where the reference
+    /// given or a new UUIDv7 and the timestamp given (the source record's, in the line
+    /// format's form; ValueError if it is not) or of now; `None` where the reference
     /// must write it (or refuse it).
-    #[pyo3(signature = (type_, payload, id=None))]
+    #[pyo3(signature = (type_, payload, id=None, ts=None))]
     fn encode<'py>(
         &self,
         py: Python<'py>,
         type_: &str,
         payload: &Bound<'py, PyDict>,
         id: Option<String>,
+        ts: Option<String>,
     ) -> PyResult<Option<(String, Bound<'py, PyBytes>)>> {
         let source = self.data.bind(py).as_bytes();
         let mut writer = Writer {
@@ -178,7 +180,7 @@ impl SourceReader {
         if writer.value(payload.as_any(), 1).is_err() {
             return Ok(None);
         }
-        let (id, _, line) = envelope_line(type_, &writer.out, id)?;
+        let (id, _, line) = envelope_line(type_, &writer.out, id, ts)?;
         Ok(Some((id, PyBytes::new(py, &line))))
     }
 }

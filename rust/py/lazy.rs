@@ -35,7 +35,7 @@ use crate::file_io::{read_full, BorrowedFile};
 use crate::json::grammar::{Kind, Span};
 use crate::json::view::token;
 use crate::json::view::{self as json_view, Entry, Item};
-use crate::replay::fold::{LineRef, SectionRef};
+use crate::replay::fold::{LineRef, MessageExtras, SectionRef};
 use crate::scan::headers::{Cursor, Header, Headers, TypeName, Unpacked};
 
 use super::build::Builder;
@@ -672,6 +672,10 @@ impl EnvelopeIds {
     pub fn new(at: IdTable) -> Self {
         EnvelopeIds { at }
     }
+
+    pub(super) fn table(&self) -> &IdTable {
+        &self.at
+    }
 }
 
 impl Drop for EnvelopeIds {
@@ -696,6 +700,61 @@ impl EnvelopeIds {
 
     fn get(&self, id: &str) -> Option<usize> {
         self.at.get(id)
+    }
+}
+
+/// The extras of every message line as the load read them (`fold::MessageExtras`), by
+/// the line's index in `events`: what `Session.message_extra` answers after a native
+/// load, from memory (the file may have changed since; the pure core keeps its events).
+#[pyclass(frozen, module = "llm_agent_session._native")]
+pub struct KeptExtras {
+    kept: MessageExtras,
+}
+
+impl KeptExtras {
+    pub fn new(kept: MessageExtras) -> Self {
+        KeptExtras { kept }
+    }
+}
+
+impl Drop for KeptExtras {
+    fn drop(&mut self) {
+        // As `EnvelopeIds`: a big one is freed off the thread that holds the GIL.
+        if self.kept.len() > 10_000 {
+            let kept = std::mem::take(&mut self.kept);
+            let _ = std::thread::Builder::new()
+                .name("llm-agent-session-free".into())
+                .spawn(move || drop(kept));
+        }
+    }
+}
+
+#[pymethods]
+impl KeptExtras {
+    fn __len__(&self) -> usize {
+        self.kept.len()
+    }
+
+    /// A new dict of the extras of the message line at `event` (`{}` when it has none);
+    /// None when that envelope is not a message line.
+    fn get<'py>(&self, py: Python<'py>, event: usize) -> PyResult<Option<Bound<'py, PyDict>>> {
+        let Some(text) = self.kept.get(event) else {
+            return Ok(None);
+        };
+        let object = Item {
+            kind: Kind::Object,
+            span: (0, text.len()),
+        };
+        let entries = match json_view::members(text, object) {
+            Some(entries) => entries,
+            None if text.is_empty() => Vec::new(),
+            None => {
+                return Err(PyValueError::new_err(
+                    "the extras kept from the load do not parse",
+                ))
+            }
+        };
+        Ok(Some(Builder::new(py).dict(text, &entries)?))
     }
 }
 

@@ -11,9 +11,11 @@
 mod build;
 mod columns;
 mod encode;
+mod history;
 mod import;
 mod lazy;
 mod named;
+mod search;
 mod survivors;
 
 use std::io;
@@ -374,6 +376,8 @@ fn scan<'py>(
 fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(replay, m)?)?;
     m.add_function(wrap_pyfunction!(scan, m)?)?;
+    m.add_function(wrap_pyfunction!(history::history, m)?)?;
+    m.add_class::<history::HistoryRows>()?;
     m.add_class::<LineIndex>()?;
     m.add_class::<lazy::LineIter>()?;
     m.add_class::<lazy::Deferred>()?;
@@ -381,6 +385,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<lazy::Spans>()?;
     m.add_class::<EnvelopeIds>()?;
     m.add_class::<lazy::SettledIds>()?;
+    m.add_class::<lazy::KeptExtras>()?;
     let py = m.py();
     m.add_function(wrap_pyfunction!(classify_line, m)?)?;
     m.add_function(wrap_pyfunction!(parse_envelope_check, m)?)?;
@@ -391,6 +396,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<import::SourceReader>()?;
     m.add_function(wrap_pyfunction!(append_size, m)?)?;
     m.add_function(wrap_pyfunction!(identical_prefix, m)?)?;
+    m.add_function(wrap_pyfunction!(search::find_lines, m)?)?;
     m.add_function(wrap_pyfunction!(columns::dataset_pass, m)?)?;
     m.add_class::<columns::DatasetPass>()?;
     m.add_class::<columns::RowBuffer>()?;

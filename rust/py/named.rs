@@ -41,6 +41,7 @@ pub static TAIL_VERDICT: PyName = PyName::new("llm_agent_session._core", "TailVe
 pub static SCANNED: PyName = PyName::new("llm_agent_session._core", "Scanned");
 pub static SURVEY_COUNTS: PyName = PyName::new("llm_agent_session._core", "SurveyCounts");
 pub static REPLAYED: PyName = PyName::new("llm_agent_session._core", "Replayed");
+pub static HISTORY_READ: PyName = PyName::new("llm_agent_session._core", "HistoryRead");
 pub static DATASET_SUMMARY: PyName = PyName::new("llm_agent_session._core", "DatasetSummary");
 pub static COLUMN: PyName = PyName::new("llm_agent_session._core", "Column");
 pub static FOLD_STATE: PyName = PyName::new("llm_agent_session._fold", "FoldState");
@@ -53,6 +54,12 @@ pub static MESSAGE: PyName = PyName::new("llm_agent_session.messages", "Message"
 pub static MESSAGE_DEFAULTS: PyName = PyName::new("llm_agent_session.messages", "MESSAGE_DEFAULTS");
 pub static LAZY_LIST: PyName = PyName::new("llm_agent_session._events", "LazyList");
 pub static LAZY_TEXTS: PyName = PyName::new("llm_agent_session._events", "LazyTexts");
+// What a history read holds.
+pub static REMOVAL: PyName = PyName::new("llm_agent_session._history_fold", "Removal");
+pub static PROBLEM: PyName = PyName::new("llm_agent_session._history_fold", "Problem");
+pub static OPERATION: PyName = PyName::new("llm_agent_session._history_fold", "Operation");
+pub static IDS_SINCE_READ: PyName = PyName::new("llm_agent_session._history_fold", "IdsSinceRead");
+pub static READ_MAPPING: PyName = PyName::new("llm_agent_session._history_fold", "ReadMapping");
 // Refusals, and integers longer than an i64.
 pub static CORE_FAILURE: PyName = PyName::new("llm_agent_session.errors", "CoreFailure");
 pub static STR_TO_INT: PyName = PyName::new("llm_agent_session.canonical", "str_to_int");

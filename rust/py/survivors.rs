@@ -8,18 +8,21 @@ use std::fs::File;
 use std::sync::Arc;
 
 use pyo3::prelude::*;
-use pyo3::types::{PyDict, PyList};
+use pyo3::types::{PyDict, PyList, PyString};
 
 use crate::json::grammar::Kind;
 use crate::json::view::{self as json_view, Item};
 use crate::replay::fold::{Fold, LineRef, MessageSource, ValueRef};
 
 use super::build::Builder;
-use super::lazy::{message_from_fields, read_line, EnvelopeIds, SectionTexts, SettledIds};
+use super::lazy::{
+    message_from_fields, read_line, EnvelopeIds, KeptExtras, SectionTexts, SettledIds,
+};
 use super::named::{self, call_kw};
 
 /// One line read back, kept while consecutive values come from it.
-struct LastLine {
+#[derive(Default)]
+pub(super) struct LastLine {
     at: Option<LineRef>,
     bytes: Vec<u8>,
 }
@@ -50,7 +53,7 @@ fn object_at<'py>(
     )
 }
 
-fn value_at<'py>(
+pub(super) fn value_at<'py>(
     b: &mut Builder<'py>,
     last: &mut LastLine,
     file: &File,
@@ -106,14 +109,39 @@ pub fn fold_state<'py>(
                 .ok_or_else(|| {
                     pyo3::exceptions::PyValueError::new_err("the transcript changed under a read")
                 })?;
-                message_from_fields(&mut b, &raw, &fields, content)?
+                // Content parts or tool calls: kept read-only (`Message._frozen`, as the
+                // pure fold keeps them), since `Session.messages` hands these very
+                // objects out. A message of text alone needs no copy.
+                let plain_content = match &content {
+                    Some(stub) => stub.is_none() || stub.is_instance_of::<PyString>(),
+                    None => matches!(
+                        json_view::get(&raw, &fields, "content").map(|i| i.kind),
+                        None | Some(Kind::String | Kind::Null)
+                    ),
+                };
+                let no_calls = matches!(
+                    json_view::get(&raw, &fields, "tool_calls").map(|i| i.kind),
+                    None | Some(Kind::Null)
+                );
+                let message = message_from_fields(&mut b, &raw, &fields, content)?;
+                if plain_content && no_calls {
+                    message
+                } else {
+                    message.call_method0(pyo3::intern!(py, "_frozen"))?
+                }
             }
             MessageSource::Summary(summary) => {
                 let content = match content {
                     Some(c) => c,
                     None => value_at(&mut b, &mut last, file, summary)?,
                 };
-                message_cls.call1(("user", content))?
+                let plain = content.is_none() || content.is_instance_of::<PyString>();
+                let message = message_cls.call1(("user", content))?;
+                if plain {
+                    message
+                } else {
+                    message.call_method0(pyo3::intern!(py, "_frozen"))?
+                }
             }
         };
         messages.append(message)?;
@@ -193,6 +221,7 @@ pub fn fold_state<'py>(
         sections = sections,
         section_lines = section_lines,
         envelope_at = envelope_at,
+        kept_extras = Bound::new(py, KeptExtras::new(std::mem::take(&mut fold.extras)))?,
     )
 }
 

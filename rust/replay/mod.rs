@@ -1,6 +1,7 @@
 //! The replay (SPEC 4 step 3) without Python: stream, validate, reduce, fold.
 
 pub mod fold;
+pub mod history;
 pub mod id;
 pub mod records;
 pub mod stream;

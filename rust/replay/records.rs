@@ -12,7 +12,7 @@ use crate::envelope::{
 };
 use crate::json::grammar::{Kind, Span};
 use crate::json::view::{self as json_view, Entry, Item};
-use crate::message_rules::is_sticky;
+use crate::message_rules::{extras_text, is_sticky};
 use crate::replay::id::{Id, IdKeys};
 
 /// One envelope line, reduced.
@@ -65,6 +65,8 @@ pub struct MessageFacts {
     pub tool_call_id: Option<Id>,
     /// `Message.is_sticky`: `sticky is True or sysprompt is True or depth is not None`.
     pub sticky: bool,
+    /// Its extras as one JSON object's text (`message_rules::extras_text`); None: none.
+    pub extras: Option<Box<[u8]>>,
 }
 
 #[derive(Clone, Debug)]
@@ -197,6 +199,7 @@ pub fn body_of(raw: &[u8], type_: &str, entries: &[Entry]) -> Body {
                     None
                 },
                 sticky: is_sticky(raw, entries),
+                extras: extras_text(raw, entries),
             }),
             _ => Err("message payload has no string role"),
         }),

@@ -6,7 +6,8 @@ from __future__ import annotations
 import os
 import sys
 from dataclasses import dataclass
-from typing import Dict, List, Optional
+from functools import lru_cache
+from typing import Dict, List, Optional, Set
 
 from llm_agent_session import Session, assistant_message, system_message, tool_message, user_message
 
@@ -69,6 +70,14 @@ def build_transcript(path: str) -> Transcript:
         ids["op5"] = s.append_tool_dispatched("call_5", "bash", '{"cmd": "pytest"}', round=3)
         ids["user_last"] = s.append_message(user_message("Thanks — ship it when green."), extra={"client": "tui"})
     return Transcript(path, ids)
+
+
+@lru_cache(maxsize=None)
+def declared_exit_codes() -> Dict[str, Set[int]]:
+    """Each command's exit codes, as its --help lists them."""
+    from llm_agent_session.cli import build_parser
+
+    return {name: set(parser.exit_codes or ()) for name, parser in build_parser().subcommands().items()}
 
 
 def child_env(backend: str, extra: Optional[Dict[str, str]] = None) -> Dict[str, str]:

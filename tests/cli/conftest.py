@@ -13,7 +13,7 @@ import pytest
 
 sys.path.insert(0, os.path.dirname(__file__))
 
-from cli_support import Transcript, build_transcript, child_env  # noqa: E402
+from cli_support import Transcript, build_transcript, child_env, declared_exit_codes  # noqa: E402
 
 
 @pytest.fixture
@@ -23,13 +23,18 @@ def transcript(tmp_path) -> Transcript:
 
 @pytest.fixture
 def cli(backend_name):
-    """Run ``python -m llm_agent_session ARGS`` on the backend under test."""
+    """Run ``python -m llm_agent_session ARGS`` on the backend under test. Every run also
+    checks that the command returned one of the exit codes its --help lists (issue #27)."""
 
     def run(*args: str, env: Optional[Dict[str, str]] = None, timeout: float = 60, **kw) -> subprocess.CompletedProcess:
-        return subprocess.run(
+        r = subprocess.run(
             [sys.executable, "-m", "llm_agent_session", *args],
             capture_output=True, text=True, timeout=timeout, env=child_env(backend_name, env), **kw,
         )
+        declared = declared_exit_codes().get(args[0]) if args else None
+        if declared is not None:
+            assert r.returncode in declared, f"{args[0]} exited {r.returncode}, which its --help does not list"
+        return r
 
     return run
 

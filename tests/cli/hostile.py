@@ -112,13 +112,14 @@ def commands(path: str, out_dir: str, through: str) -> List[List[str]]:
     new = lambda what: os.path.join(out_dir, f"{n}-{what}{FILE_NAME}")  # noqa: E731
     return [
         ["peek", path], ["peek", path, "--json"],
-        ["show", path], ["show", path, "--full"], ["show", path, "--raw"], ["show", path, "--raw", "--full"],
+        ["show", path], ["show", path, "--full", "--extras"], ["show", path, "--raw"], ["show", path, "--raw", "--full"],
         ["show", path, "--from", "no" + SHORT],
         ["tail", path, "-n", "100"], ["tail", path, "-n", "100", "--json"],
         ["stats", path], ["stats", path, "--json"],
         ["check", path], ["check", path, "--json"],
         ["export", path, "--format", "markdown"], ["export", path, "--format", "openai"],
-        ["export", path, "--format", "html"],
+        ["export", path, "--format", "html"], ["export", path, "--format", "markdown", "--all"],
+        ["export", path, "--format", "html", "--all"], ["export", path, "--format", "otlp", "--content"],
         ["salvage", path, new("salvaged")], ["fork", path, new("fork"), "--through", through],
         ["fork", path, new("fork2"), "--through", "no" + SHORT],
         ["repair", path],  # last: it changes the file

@@ -72,7 +72,7 @@ def test_salvage_that_does_not_load_yet_names_fork_of_the_new_file(cli, tmp_path
         f.write(b"\n".join(lines))
     out = str(tmp_path / "new.jsonl")
     r = cli("salvage", path, out)
-    assert r.returncode == 1
+    assert r.returncode == 6 and os.path.exists(out)  # written, does not load yet: not "nothing was written" (1)
     text = output(r)
     assert f"llm-agent-session fork {out} {tmp_path}/new.fork.jsonl --through ID" in text
 

@@ -50,7 +50,7 @@ def test_check_of_a_file_8x_larger_than_tmpdir_copies_nothing(cli, tmp_path, tin
         f.write(TORN)
     before = open(path, "rb").read()
     r = cli("check", path, "--json", env={"TMPDIR": tiny_tmpfs})
-    assert r.returncode == 1, r.stdout + r.stderr
+    assert r.returncode == 4, r.stdout + r.stderr
     verdict = json.loads(r.stdout)
     assert verdict["verdict"] == "would repair"
     assert verdict["torn"]["offset"] == size and verdict["torn"]["bytes"] == len(TORN)
@@ -72,7 +72,7 @@ def test_check_reports_the_torn_line_as_repair_does(cli, tmp_path):
     with open(path, "ab") as f:
         f.write(TORN)
     r = cli("check", path)
-    assert r.returncode == 1, r.stdout + r.stderr
+    assert r.returncode == 4, r.stdout + r.stderr
     assert f"a torn last line of {len(TORN)} bytes (line 3, from byte {size:,} to the end" in r.stdout
     assert f"llm-agent-session repair {path}" in r.stdout
 

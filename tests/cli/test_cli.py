@@ -130,7 +130,8 @@ def test_show_renders_the_conversation_the_model_would_be_sent(cli, transcript):
     assert "[elided by " in out and "[elided: 3,400 chars of build log]" in out
     assert "SECRET-BUILD-LOG" not in out
     assert "→ call edit" in out and '"file": "dates.py"' in out
-    assert 'client="tui"' in out and 'finish-reason="tool_calls"' in out
+    assert "extras: client (--extras shows them)" in out and '"tui"' not in out  # extras collapsed
+    assert "extras: finish-reason (--extras shows them)" in out
     assert "pending tool operation" in out and "result-recorded" in out
     ids = [transcript.ids[k] for k in ("system", "compaction", "a3", "t3_call", "t3", "a4", "t4", "user_last")]
     positions = [out.index(i) for i in ids]
@@ -237,7 +238,7 @@ def test_check_exit_codes(cli, transcript, tmp_path):
     torn = tear(torn_path)
     before = read(torn_path)
     r = cli("check", torn_path)
-    assert r.returncode == 1, r.stdout + r.stderr
+    assert r.returncode == 4, r.stdout + r.stderr  # would repair
     assert f"torn last line of {torn:,} bytes" in r.stdout
     assert read(torn_path) == before and not os.path.exists(torn_path + ".repair")
 
@@ -246,7 +247,7 @@ def test_check_exit_codes(cli, transcript, tmp_path):
     offset = corrupt_middle(bad_path)
     before = read(bad_path)
     r = cli("check", bad_path)
-    assert r.returncode == 2, r.stdout + r.stderr
+    assert r.returncode == 5, r.stdout + r.stderr  # would fail: never 2, a usage error
     assert "CorruptTranscript" in r.stdout and f"line 3, byte offset {offset:,}" in r.stdout
     assert f"llm-agent-session salvage {bad_path}" in r.stdout and "Session." not in r.stdout
     assert read(bad_path) == before

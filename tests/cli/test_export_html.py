@@ -57,6 +57,23 @@ def test_html_export_renders_in_headless_chromium(cli, transcript, tmp_path):
     assert data[:8] == b"\x89PNG\r\n\x1a\n" and len(data) > 10_000
 
 
+@pytest.mark.skipif(CHROMIUM is None, reason="Debian's chromium is not installed (apt-get install -y chromium)")
+def test_html_export_of_the_whole_history_renders_in_headless_chromium(cli, transcript, tmp_path):
+    out = tmp_path / "all.html"
+    r = cli("export", transcript.path, "--format", "html", "--all", "-o", str(out))
+    assert r.returncode == 0, r.stderr
+    dom = chromium("--dump-dom", out.as_uri(), cwd=str(tmp_path))
+    assert dom.returncode == 0, dom.stderr[-2000:]
+    html = dom.stdout
+    with open(transcript.path, "rb") as f:
+        ids = [json.loads(line)["id"] for line in f.read().splitlines()][1:]
+    built = elements(html)
+    assert [a["id"][2:] for _, a in built if a.get("id", "").startswith("m-")] == ids  # every line, in file order
+    assert "Please fix the date parser in dates.py." in html and "SECRET-BUILD-LOG" in html  # compacted, elided
+    assert html.count('class="note compacted-note"') == 5 and '<span class="note failed-note">failed</span>' in html
+    assert [t for t, _ in built if t == "script"] == ["script"]
+
+
 # ------------------------------------------------------------------ hostile payloads (issue #11)
 
 # Each payload, if it ever ran, marks the page; "EXEC" + "UTED" is built at run time, so
@@ -118,6 +135,9 @@ def test_html_export_runs_no_script_from_any_field(cli, tmp_path):
     out = tmp_path / "hostile.html"
     r = cli("export", path, "--format", "html", "-o", str(out))
     assert r.returncode == 0, r.stderr
+    whole = tmp_path / "hostile-all.html"
+    r = cli("export", path, "--format", "html", "--all", "-o", str(whole))
+    assert r.returncode == 0, r.stderr
 
     # The detector works: the same payloads in a page that does not escape them do run.
     control = tmp_path / "control.html"
@@ -125,18 +145,19 @@ def test_html_export_runs_no_script_from_any_field(cli, tmp_path):
     dom = chromium("--dump-dom", control.as_uri(), cwd=str(tmp_path))
     assert 'data-pwned="EXECUTED"' in dom.stdout, dom.stdout[:2000]
 
-    dom = chromium("--dump-dom", out.as_uri(), cwd=str(tmp_path))
-    assert dom.returncode == 0, dom.stderr[-2000:]
-    html = dom.stdout
-    assert "EXECUTED" not in html
-    built = elements(html)
-    assert [t for t, _ in built if t == "script"] == ["script"]  # only the page's own
-    assert not [t for t, _ in built if t in ("img", "svg", "iframe", "b", "a", "object", "embed")]
-    assert not [(t, a) for t, a in built for k in a if k.startswith("on")]
-    assert not [(t, a) for t, a in built for v in a.values() if v and "javascript:" in v]
-    # Every payload is on the page as text, in every field: meta, roles, names, tool names,
-    # call ids, arguments, content parts, image URLs, results, summaries, stubs, extras.
-    shown = html.count("&lt;script&gt;")
-    assert shown >= 15, shown
-    assert "javascript:document.documentElement" in html  # the image URL, as text
-    assert "\u202e" not in html and "&lt;U+202E&gt;" in html
+    for page, least in ((out, 15), (whole, 20)):  # the whole history has the compacted message and the stub's original too
+        dom = chromium("--dump-dom", page.as_uri(), cwd=str(tmp_path))
+        assert dom.returncode == 0, dom.stderr[-2000:]
+        html = dom.stdout
+        assert "EXECUTED" not in html
+        built = elements(html)
+        assert [t for t, _ in built if t == "script"] == ["script"]  # only the page's own
+        assert not [t for t, _ in built if t in ("img", "svg", "iframe", "b", "a", "object", "embed")]
+        assert not [(t, a) for t, a in built for k in a if k.startswith("on")]
+        assert not [(t, a) for t, a in built for v in a.values() if v and "javascript:" in v]
+        # Every payload is on the page as text, in every field: meta, roles, names, tool names,
+        # call ids, arguments, content parts, image URLs, results, summaries, stubs, extras.
+        shown = html.count("&lt;script&gt;")
+        assert shown >= least, (page, shown)
+        assert "javascript:document.documentElement" in html  # the image URL, as text
+        assert "\u202e" not in html and "&lt;U+202E&gt;" in html

@@ -8,6 +8,8 @@ import os
 import subprocess
 import sys
 
+import pytest
+
 from cli_support import child_env
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(__file__)))
@@ -44,6 +46,7 @@ def test_tree_import_lines_exit_codes_and_json(cli, tmp_path):
     assert done.returncode == 0, done.stderr
     reports = [json.loads(line) for line in done.stdout.splitlines()]
     assert [r["status"] for r in reports] == ["unchanged", "imported"]
+    assert not [k for r in reports for k in r if k.startswith("_")]  # (an importer's own notes stay inside)
     assert reports[1]["malformed"] == [{"line": 1, "offset": 0, "reason": "Expecting value: line 1 column 1 (char 0)"}]
     assert cli("check", str(out / "p" / "s1.jsonl")).returncode == 0
 
@@ -96,3 +99,17 @@ def test_works_without_rich(backend_name, tmp_path):
                           capture_output=True, text=True, timeout=60)
     assert done.returncode == 0, done.stderr
     assert "1 transcript(s): 1 imported" in done.stdout and "\x1b[" not in done.stdout
+
+
+def test_a_fifo_in_the_tree_fails_without_a_traceback_or_a_hang(cli, tmp_path):
+    if not hasattr(os, "mkfifo"):
+        pytest.skip("no FIFOs on this platform")
+    root = tmp_path / "sessions"
+    write(str(root / "2025" / "rollout-1.jsonl"), codex_rollout())
+    write(str(root / "rollout-2.jsonl"), codex_rollout())
+    os.mkfifo(root / "fifo.jsonl")
+    done = cli("import", "codex", str(root), str(tmp_path / "out"))
+    assert done.returncode == 1
+    assert "Traceback" not in done.stderr + done.stdout
+    assert "fifo.jsonl: " in done.stdout and "a FIFO, not a regular file" in done.stdout
+    assert done.stdout.splitlines()[-1] == "3 transcript(s): 2 imported, 1 failed"

@@ -38,3 +38,21 @@ def test_annotate_last_n_reads_only_the_tail(tmp_path):
     assert len(events.touched) <= 7
     assert [e.message.content for e in entries][-1] == "m1999"
     assert entries[2].elided_by is not None and entries[2].message.content == "[stub]"
+
+
+def test_annotate_finds_a_failed_result_near_the_end_without_reading_back_further(tmp_path):
+    path = tmp_path / "long.jsonl"
+    call = {"id": "c9", "type": "function", "function": {"name": "bash", "arguments": "{}"}}
+    with Session.create(path, {}) as s:
+        s.sync_messages([{"role": "user", "content": f"m{i}"} for i in range(2000)])
+        s.append_message({"role": "assistant", "content": None, "tool_calls": [call]})
+        op = s.append_tool_dispatched("c9", "bash", {})
+        s.append_message({"role": "tool", "tool_call_id": "c9", "content": "boom"})
+        s.append_tool_settled(op, "failed")
+        s.append_message({"role": "user", "content": "and now?"})
+    with Session.load(path) as s:
+        events = CountingEvents(s.events)
+        n = len(s.message_ids)
+        entries = annotate(events, s.message_ids, s.messages, n - 2, n)
+    assert [e.outcome for e in entries] == ["failed", None]
+    assert len(events.touched) <= 6  # back to the dispatch, not to the start

@@ -22,10 +22,10 @@ from dataset_support import cli, every_kind, small
 def test_help_lists_every_exit_code(backend_name: str) -> None:
     r = cli(backend_name, "dataset", "--help")
     assert r.returncode == 0
-    assert "  0  done" in r.stdout and "  1  some files could not be read" in r.stdout and "  2  usage error" in r.stdout
-    assert "  3  OUT is not a dataset directory" in r.stdout
+    assert "  0  ok: every file exported" in r.stdout and "  1  failed: some files could not be read" in r.stdout
+    assert "  2  usage error" in r.stdout and "  7  not a dataset: OUT is a file" in r.stdout
     q = cli(backend_name, "query", "--help")
-    assert all(f"  {n}  " in q.stdout for n in (0, 1, 2, 3))
+    assert all(f"  {n}  " in q.stdout for n in (0, 1, 2, 7))
     assert "dataset" in cli(backend_name, "--help").stdout and "query" in cli(backend_name, "--help").stdout
 
 
@@ -59,7 +59,7 @@ def test_query_errors_have_their_own_codes(tmp_path: Any, backend_name: str) -> 
     assert bad.returncode == 1 and "the query failed" in bad.stderr
     missing = cli(backend_name, "query", out, "SELECT nope FROM sessions")
     assert missing.returncode == 1 and "nope" in missing.stderr
-    assert cli(backend_name, "query", str(tmp_path), "SELECT 1").returncode == 3
+    assert cli(backend_name, "query", str(tmp_path), "SELECT 1").returncode == 7
     assert cli(backend_name, "query", out).returncode == 2
     assert cli(backend_name, "dataset", str(tmp_path / "nowhere"), out).returncode == 2
 

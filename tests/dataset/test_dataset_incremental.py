@@ -136,7 +136,7 @@ def test_an_out_that_overlaps_src_or_is_not_a_dataset_is_refused(tmp_path: Any, 
     with pytest.raises(DatasetError):
         export(str(src), str(out))
     r = cli(backend_name, "dataset", str(src), str(out))
-    assert r.returncode == (3 if where in ("out-is-a-file", "out-is-foreign") else 2) and "error:" in r.stderr
+    assert r.returncode == (7 if where in ("out-is-a-file", "out-is-foreign") else 2) and "error" in r.stderr
     assert sorted(os.listdir(src)) == ["a.jsonl"] and (where != "out-is-foreign" or os.listdir(out) == ["precious.txt"])
 
 

@@ -5,16 +5,18 @@ from __future__ import annotations
 import operator
 from typing import Any, List, Optional, Tuple
 
-from .._core import AppendSize, EncodeEnvelope, Replayed, Scanned
+from .._core import AppendSize, EncodeEnvelope, HistoryRead, Replayed, Scanned
 from .._fold import message_from_payload
+from .._history_fold import HistoryFold
 from ..messages import Message
 from . import replay as _replay
 from .columns import dataset_pass
+from .search import find_lines
 from .survey import survey
 from .tail_check import copy_prefix, tail_check
 
-__all__ = ["name", "tail_check", "copy_prefix", "replay", "scan", "encode_envelope", "append_size",
-           "identical_prefix", "dataset_pass"]
+__all__ = ["name", "tail_check", "copy_prefix", "replay", "scan", "history", "encode_envelope", "append_size",
+           "identical_prefix", "find_lines", "dataset_pass"]
 
 name = "pure"
 # ``Session`` runs the reference's serialiser (``canonical``) and append check itself.
@@ -63,4 +65,27 @@ def scan(
         bad_roles=bad_roles,
         ids=[e.id for e in events] if want_ids else [],
         survey=survey(events, spans) if want_survey else None,
+    )
+
+
+def history(fd: int, size: int, keep_payloads: bool = True, path: Optional[str] = None) -> Optional[HistoryRead]:
+    events, spans, problems, _ = _replay.scan(fd, 0, size)
+    # Peek lists nothing unless the first line is a session-meta envelope.
+    if not events or events[0].type != "session-meta" or (problems and problems[0][1] < spans[0][1]):
+        return None
+    fold = HistoryFold(keep_payloads)
+    fold.feed_all(events)
+    return HistoryRead(
+        state=fold.state,
+        fed=fold.count,
+        removed=fold.removed,
+        elided=fold.elided,
+        operations=fold.operations,
+        answers=fold.answers,
+        calls=fold.calls,
+        grants_by_id=fold.grants_by_id,
+        grants_id=fold.grants_id,
+        problems=fold.problems,
+        seen=fold._seen,
+        unanswered=fold._unanswered,
     )

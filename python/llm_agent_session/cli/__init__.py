@@ -4,10 +4,10 @@ Each subcommand lives in its own module and is imported only when run, so
 ``llm-agent-session peek`` does not pay for the HTML exporter. rich (the ``cli`` extra)
 is optional: without it, or when output is not a terminal, everything is plain text.
 
-Exit codes: 0 success; 1 the operation failed (the message says what, where and what
-to do); 2 a usage error; 3 the file is not a transcript (or cannot be read). ``check``
-documents its own: 0 loads clean, 1 would repair a torn tail, 2 would fail, 3 not a
-transcript. Every subcommand's ``--help`` lists its codes.
+Exit codes mean one thing in every command (``exit_codes.py``: 0 ok, 1 the operation
+failed, 2 a usage error, 3 not a transcript, ``check``'s 4 would repair and 5 would
+fail, ``salvage``'s 6 written but does not load yet, 130 Ctrl-C); each command declares
+the ones it returns, and its ``--help`` lists them.
 
 Everything printed passes through ``output.visible`` (transcript text is shown, never
 obeyed), suggestions name commands (``advice.py``), and ``--json`` keys are spelled as
@@ -20,37 +20,35 @@ import argparse
 import importlib
 import os
 import sys
-from typing import Any, Callable, Dict, List, Optional, Tuple
+from typing import Any, Callable, Dict, List, Mapping, Optional
 
 from .advice import PROG
-from .arguments import whole_number
+from .arguments import HIDDEN_NOTE, CommandParser, whole_number
+from .exit_codes import (
+    FAILED,
+    INTERRUPTED,
+    NOT_A_TRANSCRIPT,
+    NOT_A_TRANSCRIPT_DETAIL,
+    OK,
+    OUT_DOES_NOT_LOAD,
+    READS_TRANSCRIPT,
+    TABLE,
+    USAGE,
+    WOULD_FAIL,
+    WOULD_REPAIR,
+    listing,
+)
 from .output import CliError, Out, visible, want_colour
-
-USAGE_EXIT = "  2  usage error (a wrong or missing argument)"
-
-
-def exit_codes(*rows: str) -> str:
-    """A subcommand's --help epilog: its exit codes, then how output treats transcript text."""
-    return "exit codes:\n" + "\n".join(f"  {row}" for row in rows) + "\n" + USAGE_EXIT + "\n\n" + OUTPUT_NOTE
-
-
-OUTPUT_NOTE = """Transcript text is shown, never obeyed: control characters and escape sequences
-appear as \\x1b, \\r, ...; invisible and bidi characters as <U+202E>, ...; rich markup
-as the brackets it is. --json keys are spelled as in the Python API (snake_case)."""
-
-NOT_A_TRANSCRIPT_EXIT = "3  not a transcript (missing, unreadable, empty, or no session-meta first line)"
-
 
 FILE_HELP = "the transcript (a .jsonl file written by llm-agent-session)"
 
 
-def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+def build_parser() -> CommandParser:
+    parser = CommandParser(
         prog=PROG,
         description="The durable, resumable JSONL transcript of an LLM agent run: look at one, check it, repair it.",
-        epilog="exit codes: 0 ok, 1 the operation failed, 2 usage error, 3 not a transcript "
-        "(check has its own, see check -h; every COMMAND -h lists its codes)\n\n" + OUTPUT_NOTE,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
+        epilog=listing(TABLE, "exit codes (each means one thing in every command; COMMAND -h lists "
+                                          "the ones it returns):") + "\n\n" + HIDDEN_NOTE,
     )
     parser.add_argument("--version", action="version", version=f"%(prog)s {_version()}",
                         help="print the version and exit")
@@ -59,28 +57,29 @@ def build_parser() -> argparse.ArgumentParser:
         "--color", "--colour", dest="color", choices=("auto", "always", "never"), default="auto",
         help="colour the output: auto (default) only on a terminal without NO_COLOR; always for less -R",
     )
-    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND", help="what to do (COMMAND -h for more)")
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND", help="what to do (COMMAND -h for more)",
+                                parser_class=CommandParser)
 
-    def add_parser(name: str, codes: Tuple[str, ...], **kw: Any) -> argparse.ArgumentParser:
+    def add_parser(name: str, exit_codes: Mapping[int, Optional[str]], **kw: Any) -> CommandParser:
+        """A command: `exit_codes` are the codes it returns (``exit_codes.py``) and what each means for it."""
         kw.setdefault("description", kw.get("help"))  # `COMMAND -h` says what it does too
-        return sub.add_parser(
-            name, epilog=exit_codes(*codes), formatter_class=argparse.RawDescriptionHelpFormatter, **kw
-        )
+        return sub.add_parser(name, exit_codes=exit_codes, **kw)
 
-    demo = add_parser("demo", ("0  the demo ran: the run was killed and resumed", "1  it failed"),
+    demo = add_parser("demo", {OK: "the demo ran: the run was killed and resumed", FAILED: "it failed"},
                       help="run a scripted agent, kill it with SIGKILL mid-write, resume it")
     demo.add_argument("--dir", help="where to write the transcript (default: a new temp directory)")
 
     p = add_parser(
-        "peek", ("0  the file was read (whether a load would accept it is in the report)", NOT_A_TRANSCRIPT_EXIT),
+        "peek", {OK: "the file was read (whether a load would accept it is in the report)", **READS_TRANSCRIPT},
         parents=[common], help="what the file says without opening it (never writes)",
     )
     p.add_argument("file", metavar="FILE", help=FILE_HELP)
     p.add_argument("--json", action="store_true", help="print the report as JSON")
 
     p = add_parser(
-        "show", ("0  shown", "1  it does not load (the error says where and what to run), or no such --from ID",
-                 NOT_A_TRANSCRIPT_EXIT),
+        "show", {OK: "shown",
+                 FAILED: "it does not load (the error says where and what to run), or no such --from ID",
+                 **READS_TRANSCRIPT},
         parents=[common], help="the conversation as the model would be sent it next",
     )
     p.add_argument("file", metavar="FILE", help=FILE_HELP)
@@ -88,11 +87,13 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--last", type=whole_number(0), metavar="N", help="only the last N messages (envelopes with --raw)")
     p.add_argument("--from", dest="from_id", metavar="ID", help="start at the message (envelope with --raw) with this id")
     p.add_argument("--max-chars", type=whole_number(0), default=2000, metavar="N",
-                   help="shorten tool results (payloads with --raw) to N chars (default 2000)")
+                   help="shorten tool results and extras (payloads with --raw) to N chars (default 2000)")
     p.add_argument("--full", action="store_true", help="do not shorten anything")
+    p.add_argument("--extras", action="store_true",
+                   help="print each message's extras (usage, thinking, source ids, ...); by default only their names")
 
     p = add_parser(
-        "tail", ("0  printed (with -f: stopped with Ctrl-C)", NOT_A_TRANSCRIPT_EXIT),
+        "tail", {OK: "printed (with -f: stopped with Ctrl-C)", **READS_TRANSCRIPT},
         parents=[common], help="print envelopes as they are appended (-f follows)",
     )
     p.add_argument("file", metavar="FILE", help=FILE_HELP)
@@ -103,34 +104,37 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = add_parser(
         "check",
-        ("0  loads clean",
-         "1  a load would repair a torn tail (which line and how many bytes is printed)",
-         "2  a load would fail (the error, line and byte offset are printed)",
-         "3  not a transcript (missing, empty, or no session-meta first line)"),
-        parents=[common], help="read-only verdict: 0 clean, 1 would repair, 2 would fail, 3 not a transcript",
+        {OK: "loads clean",
+         WOULD_REPAIR: "a load would repair a torn tail (which line and how many bytes is printed)",
+         WOULD_FAIL: "a load would fail (the error, line and byte offset are printed)",
+         NOT_A_TRANSCRIPT: NOT_A_TRANSCRIPT_DETAIL},
+        parents=[common],
+        help=f"read-only verdict: {OK} clean, {WOULD_REPAIR} would repair, {WOULD_FAIL} would fail, "
+             f"{NOT_A_TRANSCRIPT} not a transcript",
     )
     p.add_argument("file", metavar="FILE", help=FILE_HELP)
     p.add_argument("--json", action="store_true", help="print the verdict as JSON (the exit code is the same)")
 
     p = add_parser(
-        "repair", ("0  loaded: repaired, or nothing to repair", "1  it cannot be loaded (locked, damaged, read-only)",
-                   NOT_A_TRANSCRIPT_EXIT),
+        "repair", {OK: "loaded: repaired, or nothing to repair", FAILED: "it cannot be loaded (locked, damaged, read-only)",
+                   **READS_TRANSCRIPT},
         parents=[common], help="load the file (repairing a torn tail) and report what changed",
     )
     p.add_argument("file", metavar="FILE", help=FILE_HELP + "; repaired in place (atomically)")
 
     p = add_parser(
-        "salvage", ("0  OUT was written and loads clean",
-                    "1  OUT was written but does not load yet (what to run next is printed), or nothing was "
-                    "written (OUT exists, the disk is full, ...)", NOT_A_TRANSCRIPT_EXIT),
+        "salvage", {OK: "OUT was written and loads clean",
+                    FAILED: "nothing was written (OUT exists, the disk is full, ...)",
+                    OUT_DOES_NOT_LOAD: "OUT was written but does not load yet (what to run next is printed)",
+                    **READS_TRANSCRIPT},
         parents=[common], help="copy every envelope that parses into the new file OUT",
     )
     p.add_argument("file", metavar="FILE", help=FILE_HELP + " (only read)")
     p.add_argument("out", metavar="OUT", help="the new file to write (never an existing one)")
 
     p = add_parser(
-        "fork", ("0  OUT was written", "1  nothing was written (no such ID, OUT exists, the part does not replay)",
-                 NOT_A_TRANSCRIPT_EXIT),
+        "fork", {OK: "OUT was written", FAILED: "nothing was written (no such ID, OUT exists, the part does not replay)",
+                 **READS_TRANSCRIPT},
         parents=[common], help="a new transcript OUT with FILE's envelopes through --through ID",
     )
     p.add_argument("file", metavar="FILE", help=FILE_HELP + " (only read)")
@@ -139,29 +143,21 @@ def build_parser() -> argparse.ArgumentParser:
                    help="the id of the last envelope to copy (`llm-agent-session show --raw FILE` lists them)")
 
     p = add_parser(
-        "stats", ("0  counted", NOT_A_TRANSCRIPT_EXIT),
+        "stats", {OK: "counted", **READS_TRANSCRIPT},
         parents=[common], help="bytes, messages, tool operations, compactions, elisions, artifacts",
     )
     p.add_argument("file", metavar="FILE", help=FILE_HELP)
     p.add_argument("--json", action="store_true", help="print the report as JSON")
 
-    p = add_parser(
-        "export", ("0  written", "1  it does not load, or OUT exists or cannot be written", NOT_A_TRANSCRIPT_EXIT),
-        parents=[common], help="the conversation as html, markdown or an openai messages array",
-    )
-    p.add_argument("file", metavar="FILE", help=FILE_HELP)
-    p.add_argument("--format", required=True, choices=("html", "markdown", "openai"),
-                   help="html: one self-contained page; markdown; openai: a chat-completions messages array (JSON)")
-    p.add_argument("-o", "--output", metavar="OUT", help="write to this new file instead of stdout")
-    p.add_argument("--max-chars", type=whole_number(0), default=100_000, metavar="N",
-                   help="shorten each tool result to N chars (default 100000; not for openai)")
-    p.add_argument("--full", action="store_true", help="do not shorten tool results")
+    from . import dataset, export, import_, query  # these commands keep their parsers in their own modules
 
-    from . import dataset, import_, query  # these commands keep their parsers in their own modules
-
+    export.add_parser(add_parser, common)
     import_.add_parser(add_parser, common)
     dataset.add_parser(add_parser, common)
     query.add_parser(add_parser, common)
+    from . import view  # so does view
+
+    view.add_parser(add_parser, common)
     return parser
 
 
@@ -198,6 +194,7 @@ COMMANDS: Dict[str, Handler] = {
         ("stats", "stats"),
         ("export", "export"),
         ("import", "import_"),
+        ("view", "view"),
         ("dataset", "dataset"),
         ("query", "query"),
     )
@@ -216,14 +213,18 @@ def main(argv: Optional[List[str]] = None) -> int:
         return COMMANDS[args.command](args, out)
     except CliError as e:
         sys.stdout.flush()
-        print(visible(f"{PROG} {args.command}: error: {e}"), file=sys.stderr)
+        if e.code == USAGE:  # found after parsing: said as argparse says it, with the command's usage
+            for line in parser.usage_error(args, str(e)):
+                print(visible(line), file=sys.stderr)
+        else:
+            print(visible(f"{PROG} {args.command}: error: {e}"), file=sys.stderr)
         return e.code
     except KeyboardInterrupt:
         print(file=sys.stderr)
-        return 130
+        return INTERRUPTED
     except BrokenPipeError:
         # The reader went away (| head): stop quietly; point stdout at nothing so the
         # interpreter's final flush does not complain.
         devnull = os.open(os.devnull, os.O_WRONLY)
         os.dup2(devnull, sys.stdout.fileno())
-        return 0
+        return OK

@@ -1,18 +1,23 @@
 """What the viewers need beyond ``Session.messages``: which message is a compaction summary,
-which content is an elision stub, which extras a message line carried; and one-line
-summaries of envelopes (for ``tail`` and ``show --raw``).
+which content is an elision stub, which extras a message line carried, which tool result
+belongs to an operation that failed; and one-line summaries of envelopes (for ``tail``
+and ``show --raw``).
+
+Times are the envelopes' own ``ts`` (for an imported record, the source's time), never an
+extra. A token count a compaction does not record is shown as unknown (``?``), never 0.
 """
 
 from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field
-from typing import Any, Dict, List, Optional, Sequence, Tuple
+from datetime import datetime
+from typing import Any, Callable, Dict, Iterable, List, Optional, Sequence, Tuple
 
 from .. import Event, Message
+from ..history import Removal
 from ..messages import message_extras
-from .output import count, human_seconds
-
+from .output import count, human_seconds, json_text, shorten
 
 
 @dataclass
@@ -27,7 +32,23 @@ class Entry:
     compaction: Dict[str, Any] = field(default_factory=dict)  # the compaction payload, for summaries
     elided_by: Optional[str] = None  # the elision envelope whose stub is the content now
     extras: Dict[str, Any] = field(default_factory=dict)  # e.g. finish-reason
-    rewound_by: Optional[str] = None  # the rewind that cut it from the conversation (SPEC 10.1)
+    removed: Optional[Removal] = None  # the compaction or rewind that took it out of the conversation
+    outcome: Optional[str] = None  # a tool result's: how the operation it answers settled
+    # Set where the content shown is the original an elision replaced (the whole history):
+    # the stub the model is sent instead.
+    stub: Any = None
+    shows_original: bool = False
+    line: Optional[int] = None  # set in the whole history: its line in the file (from 1)
+
+    @property
+    def place(self) -> str:
+        """``#12``, its index in the live conversation, or ``line 12`` in the whole history."""
+        return f"#{self.index:,}" if self.line is None else f"line {self.line:,}"
+
+    @property
+    def failed(self) -> bool:
+        """A tool result whose operation settled ``failed``."""
+        return self.outcome == "failed"
 
 
 @dataclass
@@ -65,7 +86,7 @@ def rewound_groups(envelopes: Sequence[Event], rewound: Dict[str, str]) -> List[
         else:
             entry = Entry(at[message_id], e.id, Message.from_dict(p), ts=e.ts,
                           extras=message_extras(p))
-        entry.rewound_by = rewind_id
+        entry.removed = Removal(rewind_id, "rewind", group.ts)
         group.entries.append(entry)
     return list(groups.values())
 
@@ -76,33 +97,122 @@ def annotate(events: Sequence[Event], ids: List[str], messages: List[Message], s
     Walks the events backwards and stops once every shown id's own line has been met:
     an elision always comes after the line it names, so nothing affecting the shown
     messages lies before that, and ``--last N`` costs what the tail of the file costs.
+
+    A tool result's ``outcome`` comes from its operation's settle, which is written after
+    the result (dispatch, result, settle). Only settles that did not complete matter, so
+    the walk notes those, the tool results met while one is open, and goes on (past the
+    shown lines if need be) until each one's dispatch is met: the result it settles is
+    the first tool message with the dispatch's call id after the dispatch.
     """
     entries = [Entry(i, ids[i], messages[i]) for i in range(start, stop)]
     wanted = {e.id: e for e in entries}
     found = 0
+    unsettled: Dict[str, str] = {}  # op id -> outcome other than completed, dispatch not met yet
+    results: Dict[str, List[str]] = {}  # call id -> tool message ids met while one was open, latest first
     for i in range(len(events) - 1, -1, -1):
-        if found == len(wanted):
+        if found == len(wanted) and not unsettled:
             break
         event = events[i]
-        if event.type == "elision":
+        type_ = event.type
+        if type_ == "elision":
             for item in event.payload.get("items") or ():
                 target = wanted.get(str(item.get("id"))) if isinstance(item, dict) else None
                 if target is not None and target.elided_by is None:
                     target.elided_by = event.id  # the last elision naming it is the one in effect
+        elif type_ == "tool-settled":
+            p = event.payload
+            if p.get("outcome") != "completed" and isinstance(p.get("op-id"), str):
+                unsettled[p["op-id"]] = str(p.get("outcome"))
+        elif type_ == "tool-dispatched" and event.id in unsettled:
+            outcome = unsettled.pop(event.id)
+            answers = results.get(str(event.payload.get("call-id")))
+            target = wanted.get(answers[-1]) if answers else None
+            if target is not None and target.outcome is None:
+                target.outcome = outcome
+        elif type_ == "message" and unsettled:
+            p = event.payload
+            if p.get("role") == "tool" and isinstance(p.get("tool_call_id"), str):
+                results.setdefault(p["tool_call_id"], []).append(event.id)
         entry = wanted.get(event.id)
         if entry is not None and not entry.ts:
             found += 1
             entry.ts = event.ts
-            if event.type == "compaction":
+            if type_ == "compaction":
                 entry.kind = "summary"
                 entry.compaction = dict(event.payload)
-            elif event.type == "message":
+            elif type_ == "message":
                 entry.extras = message_extras(event.payload)
     return entries
 
 
+def tokens(value: Any) -> str:
+    """A token count: ``12,345``, or ``?`` where the record does not state it (never 0)."""
+    return count(value) if isinstance(value, int) and not isinstance(value, bool) else "?"
+
+
+def compaction_tokens(payload: Dict[str, Any]) -> str:
+    """``5,200 → 310 tokens``; ``167,094 → ? tokens`` when tokens-after is not recorded."""
+    return f"{tokens(payload.get('tokens-before'))} → {tokens(payload.get('tokens-after'))} tokens"
+
+
+def time_span(times: Iterable[Optional[str]], code: Callable[[str], str] = str) -> str:
+    """``from <earliest> to <latest>`` of envelope times; "" if there are none. `code`
+    marks up a value taken from the file (Markdown: a code span)."""
+    known = [t for t in times if t]
+    if not known:
+        return ""
+    first, last = min(known), max(known)
+    return f"from {code(first)} to {code(last)}" if first != last else f"at {code(first)}"
+
+
+def removal_note(removed: Removal, code: Callable[[str], str] = str) -> str:
+    """What took a message out of the conversation, for the viewers' marks (`code`: as in
+    :func:`time_span`)."""
+    if removed.kind == "compaction":
+        return (f"Compacted by {code(removed.by)} at {code(removed.ts)}: folded into that compaction's summary, "
+                "no longer sent to the model; the line stays in the transcript file")
+    return (f"Rewound by {code(removed.by)} at {code(removed.ts)}: no longer in the conversation; "
+            "the line stays in the transcript file")
+
+
+def operation_seconds(dispatched_at: str, settled_at: str, settle: Dict[str, Any]) -> Optional[float]:
+    """How long a tool operation took: its settle's ``duration`` where the writer recorded
+    one, else the time from its dispatch to its settle (their envelopes' ``ts``); None when
+    neither says (a time that does not parse, a settle dated before its dispatch: no order
+    between lines is promised)."""
+    duration = settle.get("duration")
+    if isinstance(duration, (int, float)) and not isinstance(duration, bool):
+        return float(duration)
+    try:
+        seconds = (_utc(settled_at) - _utc(dispatched_at)).total_seconds()
+    except (TypeError, ValueError):
+        return None
+    return seconds if seconds >= 0 else None
+
+
+def _utc(ts: str) -> datetime:
+    # The line format's "...Z"; Python before 3.11 reads only "+00:00".
+    return datetime.fromisoformat(ts[:-1] + "+00:00" if ts.endswith("Z") else ts)
+
+
+def outcome_mark(outcome: Optional[str]) -> Optional[str]:
+    """How a tool result is marked by its operation's outcome (None: not marked)."""
+    return {"failed": "failed", "outcome-unknown": "outcome unknown"}.get(outcome or "")
+
+
+def extras_text(extras: Dict[str, Any], limit: int, hint: str = "") -> str:
+    """Each extra on a line of its own, ``key = <its JSON>``, shortened to `limit` chars
+    as a tool result is (`hint` follows the count of chars cut): a long extra (the
+    source's copy of a tool result, thinking, ...) never repeats in full what was shortened."""
+    lines = []
+    for key, value in sorted(extras.items()):
+        text, cut = shorten(json_text(value, sort_keys=True), limit)
+        lines.append(f"{key} = {text}" + (f" … {cut:,} more chars{hint}" if cut else ""))
+    return "\n".join(lines)
+
+
 def sticky_marks(message: Message) -> List[str]:
-    """What makes `message` sticky (SPEC 2.2), as the viewers label it: ``sysprompt``,
+    """What makes `message` sticky (docs/FORMAT.md, messages), as the viewers label it: ``sysprompt``,
     ``sticky``, ``depth N``."""
     marks = [k for k, on in (("sysprompt", message.sysprompt), ("sticky", message.sticky)) if on]
     if message.depth is not None:
@@ -191,10 +301,7 @@ def _summary(e: Event, width: int) -> str:
         return " ".join(bits)
     if e.type == "compaction":
         fb = ", fallback" if p.get("fallback") else ""
-        return (
-            f"through {p.get('replaces-through-id')}: {count(p.get('tokens-before'))} → {count(p.get('tokens-after'))} tokens{fb}: "
-            f"{cut(str(p.get('summary', '')))}"
-        )
+        return f"through {p.get('replaces-through-id')}: {compaction_tokens(p)}{fb}: {cut(str(p.get('summary', '')))}"
     if e.type == "elision":
         items = p.get("items") or []
         return f"{len(items):,} item(s): " + ", ".join(str(i.get("id")) for i in items[:5] if isinstance(i, dict))
@@ -211,7 +318,7 @@ def _summary(e: Event, width: int) -> str:
 
 
 def canonical_line(e: Event) -> str:
-    """The envelope in the line format's serialisation (SPEC 2), without the newline."""
+    """The envelope in the line format's serialisation (docs/FORMAT.md), without the newline."""
     text = json.dumps(
         {"id": e.id, "payload": e.payload, "ts": e.ts, "type": e.type, "v": e.v},
         sort_keys=True,

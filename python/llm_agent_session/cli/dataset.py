@@ -11,6 +11,7 @@ import sys
 from typing import Any, Callable
 
 from .arguments import whole_number
+from .exit_codes import FAILED, NOT_A_DATASET, OK, USAGE
 from .output import CliError, Out
 
 DESCRIPTION = """Export the transcripts under SRC (files or directories, searched recursively)
@@ -30,11 +31,12 @@ EPILOG = """examples:
 
 docs/dataset.md: the tables column by column, and what a reader sees while an export runs."""
 
-EXIT_CODES = (
-    "0  done: every file exported, unchanged, removed or skipped (not a transcript)",
-    "1  some files could not be read (each one's line says why); the others were exported",
-    "3  OUT is not a dataset directory (a file, a directory of other files, another version's)",
-)
+EXIT_CODES = {
+    OK: "every file exported, unchanged, removed or skipped (not a transcript)",
+    FAILED: "some files could not be read (each one's line says why); the others were exported, "
+            "or the dataset extra (pyarrow) is not installed",
+    NOT_A_DATASET: "OUT is a file, a directory of other files, or another version's dataset",
+}
 
 
 def add_parser(add: Callable[..., argparse.ArgumentParser], common: argparse.ArgumentParser) -> None:
@@ -52,17 +54,19 @@ def add_parser(add: Callable[..., argparse.ArgumentParser], common: argparse.Arg
 
 def run(args: argparse.Namespace, out: Out) -> int:
     try:
-        from ..dataset.export import EXPORTED, FAILED, SKIPPED, FileResult, export
+        from ..dataset.export import EXPORTED, SKIPPED, FileResult, export
+        from ..dataset.export import FAILED as FAILED_FILE
         from ..dataset.write import DatasetError, NotADataset
     except ImportError as e:
-        raise CliError(f"the dataset command needs pyarrow ({e}): pip install 'llm-agent-session[dataset]'", 1) from None
+        raise CliError(f"the dataset command needs pyarrow ({e}): pip install 'llm-agent-session[dataset]'",
+                       FAILED) from None
     from .progress import Progress
 
     srcs = [os.path.expanduser(s) for s in args.src]
     dst = os.path.expanduser(args.out)
 
     def shown(f: FileResult) -> bool:
-        return args.verbose or f.status == FAILED or (f.status == EXPORTED and f.verdict == "would-fail")
+        return args.verbose or f.status == FAILED_FILE or (f.status == EXPORTED and f.verdict == "would-fail")
 
     def waiting() -> None:
         print(f"waiting for another export into {dst} to finish publishing ...", file=sys.stderr)
@@ -71,20 +75,20 @@ def run(args: argparse.Namespace, out: Out) -> int:
         def on_file(f: FileResult, done: int, total: int) -> None:
             bar.update(done, total, f"exporting {done}/{total}")
             if not args.json and shown(f):
-                style = {FAILED: "error", SKIPPED: "dim"}.get(f.status, "warn" if f.verdict == "would-fail" else None)
+                style = {FAILED_FILE: "error", SKIPPED: "dim"}.get(f.status, "warn" if f.verdict == "would-fail" else None)
                 detail = f" ({f.verdict})" if f.verdict and f.verdict != "clean" else ""
                 out.line((f"{f.status:9}", style), " ", f.path, detail, f": {f.reason}" if f.reason else "")
         try:
             report = export(srcs, dst, jobs=args.jobs, extras=args.extras, on_file=on_file, waiting=waiting)
         except NotADataset as e:
-            raise CliError(str(e), 3) from None
+            raise CliError(str(e), NOT_A_DATASET) from None
         except DatasetError as e:
-            raise CliError(str(e), 2) from None
+            raise CliError(str(e), USAGE) from None
     if args.json:
         out.json(_as_json(report))
     else:
         out.line(report.summary())
-    return 1 if report.count(FAILED) else 0
+    return FAILED if report.count(FAILED_FILE) else OK
 
 
 def _as_json(report: Any) -> Any:

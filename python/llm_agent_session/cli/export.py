@@ -1,59 +1,157 @@
-"""``export``: the conversation (replay applied) as HTML, Markdown or an OpenAI messages array."""
+"""``export``: a transcript as HTML, Markdown or an OpenAI messages array, or the whole run
+as OpenTelemetry spans (``--format otlp``, written and sent by ``export_otlp.py``).
+
+Without ``--all`` an export is the live conversation (replay applied: what the model
+would be sent next); with ``--all`` (html, markdown) it is the whole history in file
+order (``whole_history.py``), written as it is rendered, a row at a time, so its memory
+does not grow with the file. Each format is one entry of :data:`FORMATS`: what its
+``--help`` says, whether it can write the whole history, and the function that renders it.
+"""
 
 from __future__ import annotations
 
 import argparse
 import os
 import sys
+from typing import Any, Callable, Dict, Iterable, List, NamedTuple, Optional
 
 from .. import Session
-from .conversation import annotate, rewound_groups
+from .arguments import whole_number
+from .conversation import Entry, RewoundGroup, annotate, rewound_groups
+from .exit_codes import FAILED, OK, READS_TRANSCRIPT, USAGE
+from .new_file import write_new_file
 from .output import CliError, Out, visible
-from .reading import open_read_only
+from .reading import open_read_only, peek_transcript, require_file
+from .whole_history import WholeHistory
+
+
+class Exported(NamedTuple):
+    text: Iterable[str]  # the export, in pieces to write one after the other
+    messages: int  # how many messages it holds (for the line on stderr)
+    note: Optional[str] = None  # why it was read from a private copy, if it was
+
+
+class Live(NamedTuple):
+    """The live conversation, read without changing the file."""
+
+    meta: Dict[str, Any]
+    entries: List[Entry]
+    messages: List[Any]
+    pending: List[Any]
+    note: Optional[str]
+
+
+def read_live(path: str, annotated: bool = True) -> Live:
+    with open_read_only(path) as opened:
+        s = opened.session
+        messages, ids = s.messages, s.message_ids
+        entries = annotate(s.events, ids, messages, 0, len(ids)) if annotated else []
+        return Live(s.meta, entries, messages, s.pending_tool_operations(), opened.note)
+
+
+def _whole(path: str) -> WholeHistory:
+    require_file(path)
+    return WholeHistory.read(peek_transcript(path)["envelopes"])
+
+
+def _limit(args: argparse.Namespace) -> int:
+    return 0 if args.full else int(args.max_chars)
+
+
+def html(args: argparse.Namespace) -> Exported:
+    from .export_html import render, render_all
+
+    if args.all:
+        whole = _whole(args.file)
+        return Exported(render_all(args.file, whole, _limit(args)), whole.messages)
+    live = read_live(args.file)
+    rewound: List[RewoundGroup] = []
+    # What rewinds cut stays on the page, marked: nothing is ever deleted from a transcript.
+    view = Session.peek(args.file, survey=True)
+    if "survey" in view and "error" not in view:
+        rewound = rewound_groups(view["envelopes"], view["survey"]["rewound"])
+    text = render(args.file, live.meta, live.entries, live.pending, _limit(args), rewound)
+    return Exported([text], len(live.entries), live.note)
+
+
+def markdown(args: argparse.Namespace) -> Exported:
+    from .export_markdown import render, render_all
+
+    if args.all:
+        whole = _whole(args.file)
+        return Exported(render_all(args.file, whole, _limit(args)), whole.messages)
+    live = read_live(args.file)
+    text = render(args.file, live.meta, live.entries, _limit(args), live.pending)
+    return Exported([text], len(live.entries), live.note)
+
+
+def openai(args: argparse.Namespace) -> Exported:
+    from .export_openai import render
+
+    live = read_live(args.file, annotated=False)
+    return Exported([render(live.messages)], len(live.messages), live.note)
+
+
+class Format(NamedTuple):
+    help: str
+    render: Callable[[argparse.Namespace], Exported]
+    whole_history: bool  # whether --all can write it
+
+
+FORMATS: Dict[str, Format] = {
+    "html": Format("one self-contained page", html, True),
+    "markdown": Format("a Markdown document", markdown, True),
+    "openai": Format("a chat-completions messages array (JSON)", openai, False),
+}
+
+
+def add_parser(add: Callable[..., argparse.ArgumentParser], common: argparse.ArgumentParser) -> None:
+    p = add(
+        "export",
+        {OK: "written", FAILED: "it does not load (without --all; otlp exports what parses), or OUT exists or cannot "
+                             "be written, or the --endpoint collector could not be reached or refused",
+         **READS_TRANSCRIPT},
+        parents=[common], help="the conversation (or with --all the whole history) as " + ", ".join(FORMATS),
+    )
+    p.add_argument("file", metavar="FILE", help="the transcript (a .jsonl file written by llm-agent-session)")
+    p.add_argument("--format", required=True, choices=tuple(FORMATS) + ("otlp",),
+                   help="; ".join(f"{name}: {f.help}" for name, f in FORMATS.items())
+                   + "; otlp: OpenTelemetry GenAI spans, one OTLP/JSON request per line (docs/otlp.md)")
+    p.add_argument("--all", action="store_true",
+                   help="the whole history in file order, not only the live conversation: compacted and rewound "
+                        "messages marked by what removed them, elided ones with their original and stub, every "
+                        "tool dispatch and settle, grants, run context (" + ", ".join(
+                            name for name, f in FORMATS.items() if f.whole_history) + ")")
+    p.add_argument("-o", "--output", metavar="OUT", help="write to this new file instead of stdout")
+    p.add_argument("--max-chars", type=whole_number(0), default=100_000, metavar="N",
+                   help="shorten each tool result and extra to N chars (default 100000; not for openai)")
+    p.add_argument("--full", action="store_true", help="do not shorten tool results or extras")
+    p.add_argument("--content", action="store_true",
+                   help="otlp: put the messages in the spans (opt-in: they hold whatever the conversation held)")
+    p.add_argument("--endpoint", metavar="URL",
+                   help="otlp: also send the spans to this OTLP/HTTP collector (e.g. http://localhost:4318); "
+                   "nothing goes to stdout then unless -o - is given")
 
 
 def run(args: argparse.Namespace, out: Out) -> int:
-    with open_read_only(args.file) as opened:
-        s = opened.session
-        messages, ids = s.messages, s.message_ids
-        meta = s.meta
-        if args.format == "openai":
-            entries = []
-        else:
-            entries = annotate(s.events, ids, messages, 0, len(ids))
-        pending = s.pending_tool_operations()
-        note = opened.note
-    rewound = []
-    if args.format == "html":
-        # What rewinds cut stays on the page, marked (SPEC 10.1: nothing is ever deleted).
-        view = Session.peek(args.file, survey=True)
-        if "survey" in view and "error" not in view:
-            rewound = rewound_groups(view["envelopes"], view["survey"]["rewound"])
-    limit = 0 if args.full else args.max_chars
-    if args.format == "openai":
-        from .export_openai import render as render_openai
+    if args.format == "otlp":  # read as peek reads (a file a load refuses still exports): its own module
+        from .export_otlp import run as run_otlp
 
-        text = render_openai(messages)
-    elif args.format == "markdown":
-        from .export_markdown import render as render_markdown
-
-        text = render_markdown(args.file, meta, entries, limit)
-    else:
-        from .export_html import render as render_html
-
-        text = render_html(args.file, meta, entries, pending, limit, rewound)
+        return run_otlp(args, out)
+    if args.content or args.endpoint:
+        raise CliError("--content and --endpoint are for --format otlp", USAGE)
+    chosen = FORMATS[args.format]
+    if args.all and not chosen.whole_history:
+        raise CliError(f"--all is for {', '.join(n for n, f in FORMATS.items() if f.whole_history)}, "
+                       f"not {args.format}", USAGE)
+    exported = chosen.render(args)
     if args.output in (None, "-"):
-        out.stream.write(text)
+        for piece in exported.text:
+            out.stream.write(piece)
     else:
-        try:
-            with open(args.output, "x", encoding="utf-8") as f:
-                f.write(text)
-        except FileExistsError:
-            raise CliError(f"{args.output}: already exists; name a new file (export never overwrites)", 1) from None
-        except OSError as e:
-            raise CliError(f"{args.output}: cannot write it ({e.strerror})", 1) from None
-        print(visible(f"wrote {args.output} ({os.path.getsize(args.output):,} bytes, {len(messages):,} messages)"),
+        write_new_file(args.output, exported.text)
+        print(visible(f"wrote {args.output} ({os.path.getsize(args.output):,} bytes, {exported.messages:,} messages)"),
               file=sys.stderr)
-    if note:
-        print(visible(f"llm-agent-session export: {note}"), file=sys.stderr)
-    return 0
+    if exported.note:
+        print(visible(f"llm-agent-session export: {exported.note}"), file=sys.stderr)
+    return OK

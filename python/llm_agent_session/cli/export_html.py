@@ -1,7 +1,10 @@
 """``export --format html``: one self-contained page (inline CSS, no network, printable).
 
-Tool results sit in ``<details>`` (collapsed on screen, opened for printing);
-compaction summaries and elision stubs are boxed and labelled as what they are.
+Tool results and extras sit in ``<details>`` (collapsed on screen, opened for printing);
+compaction summaries and elision stubs are boxed and labelled as what they are, a failed
+tool result is marked failed. With ``--all`` the page is the whole history in file order
+(``whole_history.py``): compacted and rewound messages marked by what removed them, an
+elided message's original with its stub, and every other line as what it did.
 """
 
 from __future__ import annotations
@@ -9,10 +12,23 @@ from __future__ import annotations
 import base64
 import hashlib
 from html import escape
-from typing import Any, Dict, List, Sequence
+from typing import Any, Dict, Iterator, List, Sequence, Tuple
 
-from .conversation import Entry, RewoundGroup, content_text, pretty_arguments, sticky_marks, tool_call_parts
-from .output import count, json_text, shorten, visible
+from .conversation import (
+    Entry,
+    RewoundGroup,
+    compaction_tokens,
+    content_text,
+    extras_text,
+    outcome_mark,
+    pretty_arguments,
+    removal_note,
+    sticky_marks,
+    time_span,
+    tool_call_parts,
+)
+from .output import json_text, shorten, visible
+from .whole_history import Row, WholeHistory
 
 CSS = """
 :root { --fg:#1d1f23; --muted:#6a6f78; --line:#dcdfe4; --bg:#fbfbfc; }
@@ -40,8 +56,15 @@ details[open].tool-result .preview { display: none; }
 .compaction-note { background: #dbe6ff; color: #143d73; }
 .elision-note { background: #fde8e8; color: #8a1c1c; }
 .elided .content, .elided pre { color: #8a1c1c; font-style: italic; }
-.rewound { opacity: .7; border-style: dashed; }
-.rewound-note { background: #f0f0f0; color: #444; }
+.rewound, .compacted { opacity: .7; border-style: dashed; }
+.rewound-note, .compacted-note { background: #f0f0f0; color: #444; }
+.failed { border-left-color: #c0392b; }
+.failed-note { background: #fde8e8; color: #8a1c1c; }
+.stub { border-top: 1px dashed var(--line); margin-top: .4rem; }
+.stub pre { color: #8a1c1c; font-style: italic; }
+.event { font-size: .85rem; color: var(--muted); margin: .3rem 0 .3rem .9rem; }
+.event .kind { font-family: ui-monospace, monospace; font-weight: 600; color: var(--fg); }
+.problem-note { background: #fde8e8; color: #8a1c1c; }
 .rewound-group { margin: .6rem 0; }
 .pending { background: #fff7e0; border: 1px solid #e0b000; border-radius: 6px; padding: .5rem .9rem; }
 @media print {
@@ -79,15 +102,18 @@ def role_class(role: str) -> str:
     return f"role-{role}" if role in ("system", "user", "assistant", "tool") else "role-other"
 
 
-def render_entry(entry: Entry, limit: int) -> str:
+def render_entry(entry: Entry, limit: int, note: str = "") -> str:
     m = entry.message
     classes = ["msg", role_class(m.role)]
     if entry.kind == "summary":
         classes.append("compaction")
     if entry.elided_by:
-        classes.append("elided")
-    if entry.rewound_by:
-        classes.append("rewound")
+        classes.append("elided-original" if entry.shows_original else "elided")
+    if entry.removed:
+        classes.append("rewound" if entry.removed.kind == "rewind" else "compacted")
+    mark = outcome_mark(entry.outcome)
+    if entry.failed:
+        classes.append("failed")
     marks = sticky_marks(m)
     head = f'<span class="role">{esc(m.role)}</span>'
     if entry.kind == "summary":
@@ -96,24 +122,30 @@ def render_entry(entry: Entry, limit: int) -> str:
         head += f" ({esc(m.name)})"
     if m.tool_call_id:
         head += f' <span class="id">← {esc(m.tool_call_id)}</span>'
+    if mark:
+        head += f' <span class="note failed-note">{escape(mark)}</span>'
     if marks:
         head += f' <span class="id">[{escape(", ".join(marks))}]</span>'
-    head += f' <span class="id">#{entry.index:,} {esc(entry.id)} {esc(entry.ts)}</span>'
+    head += f' <span class="id">{escape(entry.place)} {esc(entry.id)} {esc(entry.ts)}</span>'
     parts = [f'<article class="{" ".join(classes)}" id="m-{esc(entry.id)}">', f'<div class="head">{head}</div>']
     if entry.kind == "summary":
         c = entry.compaction
         fb = " — fallback: the summarizer was unreachable, the middle was hard-trimmed" if c.get("fallback") else ""
         parts.append(
             f'<div class="note compaction-note">Compaction summary of the conversation through '
-            f'{esc(c.get("replaces-through-id"))} ({esc(count(c.get("tokens-before")))} → '
-            f'{esc(count(c.get("tokens-after")))} tokens){escape(fb)}</div>'
+            f'{esc(c.get("replaces-through-id"))} ({esc(compaction_tokens(c))}){escape(fb)}</div>'
         )
-    if entry.rewound_by:
+    if note:
+        parts.append(f'<div class="sub">{esc(note)}</div>')
+    if entry.removed:
+        kind = "rewound" if entry.removed.kind == "rewind" else "compacted"
+        parts.append(f'<div class="note {kind}-note">{esc(removal_note(entry.removed))}</div>')
+    if entry.elided_by and entry.shows_original:
         parts.append(
-            f'<div class="note rewound-note">Rewound by {esc(entry.rewound_by)}: no longer in the conversation; '
-            "the line stays in the transcript file</div>"
+            f'<div class="note elision-note">Elided by {esc(entry.elided_by)}: the original content below is '
+            "no longer sent to the model; the stub after it is</div>"
         )
-    if entry.elided_by:
+    elif entry.elided_by:
         parts.append(
             f'<div class="note elision-note">Elided by {esc(entry.elided_by)}: the content below is a stub; '
             "the original stays in the transcript file</div>"
@@ -121,15 +153,17 @@ def render_entry(entry: Entry, limit: int) -> str:
     text = content_text(m.content)
     if m.role == "tool":
         shown, cut = shorten(text, limit)
-        note = f"; {cut:,} chars not shown (export with --full)" if cut else ""
+        more = f"; {cut:,} chars not shown (export with --full)" if cut else ""
         preview = " ".join(text[:200].split())
         preview = preview if len(preview) <= 90 else preview[:89] + "…"
         parts.append(
-            f'<details class="tool-result"><summary>Tool result: {len(text):,} chars{escape(note)}'
+            f'<details class="tool-result"><summary>Tool result: {len(text):,} chars{escape(more)}'
             f' <span class="preview">{esc(preview)}</span></summary>{_pre(shown)}</details>'
         )
     elif text:
         parts.append(f'<div class="content">{esc(text, True)}</div>')
+    if entry.shows_original:
+        parts.append(f'<div class="stub"><span class="sub">stub sent instead:</span>{_pre(content_text(entry.stub))}</div>')
     for call in m.tool_calls or ():
         call_id, name, args = tool_call_parts(call)
         parts.append(
@@ -137,8 +171,10 @@ def render_entry(entry: Entry, limit: int) -> str:
             f'<span class="id">{esc(call_id)}</span>{_pre(pretty_arguments(args))}</div>'
         )
     if entry.extras:
-        extras = ", ".join(f"{k}={json_text(v)}" for k, v in sorted(entry.extras.items()))
-        parts.append(f'<div class="extras">{esc(extras)}</div>')
+        parts.append(
+            f'<details class="extras"><summary>extras: {esc(", ".join(sorted(entry.extras)))}</summary>'
+            f"{_pre(extras_text(entry.extras, limit))}</details>"
+        )
     parts.append("</article>")
     return "\n".join(parts)
 
@@ -154,6 +190,51 @@ def render_rewound(group: RewoundGroup, limit: int) -> str:
     )
 
 
+def render_row(row: Row, limit: int) -> str:
+    """One line of the whole history."""
+    problem = (f'<div class="note problem-note">not applied (a load refuses the file here): {esc(row.problem)}</div>'
+               if row.problem else "")
+    if row.entry is not None:
+        return render_entry(row.entry, limit, row.note) + problem
+    e = row.event
+    payload = ""
+    if row.payload:
+        shown, cut = shorten(row.payload, limit)
+        more = f"; {cut:,} chars not shown" if cut else ""
+        payload = f"<details><summary>payload{escape(more)}</summary>{_pre(shown)}</details>"
+    return (
+        f'<div class="event" id="m-{esc(e.id)}"><span class="kind">{esc(e.type)}</span> {esc(row.note)} '
+        f'<span class="id">line {row.number:,} {esc(e.id)} {esc(e.ts)}</span>{problem}{payload}</div>'
+    )
+
+
+def _pending(pending: Sequence[Any]) -> List[str]:
+    if not pending:
+        return []
+    return (['<div class="pending"><strong>Pending tool operations</strong> (may or may not have run)<ul>']
+            + [f"<li>{esc(op.tool)} [{esc(op.call_id)}]: {esc(op.state)}, dispatched at {esc(op.dispatched_at)} "
+               f'<span class="id">op {esc(op.op_id)}</span></li>' for op in pending]
+            + ["</ul></div>"])
+
+
+def _page(path: str, meta: Dict[str, Any], what: str) -> Tuple[str, str]:
+    """The page around the body: (everything before it, everything after it)."""
+    title = f"Transcript {path}"
+    head = [
+        '<!DOCTYPE html>\n<html lang="en">\n<head>\n<meta charset="utf-8">',
+        '<meta name="viewport" content="width=device-width, initial-scale=1">',
+        f'<meta http-equiv="Content-Security-Policy" content="{escape(CSP)}">',
+        f"<title>{esc(title)}</title>\n<style>{CSS}</style>\n</head>\n<body>",
+        "<header>",
+        f"<h1>{esc(title)}</h1>",
+        f'<div class="sub">{esc(what)}</div>',
+        f'<details class="meta"><summary class="sub">session meta</summary>{_pre(json_text(meta, indent=2, sort_keys=True))}</details>',
+        "</header>",
+        "<main>",
+    ]
+    return "\n".join(head) + "\n", f"</main>\n<script>{SCRIPT}</script>\n</body>\n</html>\n"
+
+
 def render(
     path: str,
     meta: Dict[str, Any],
@@ -162,15 +243,10 @@ def render(
     limit: int,
     rewound: Sequence[RewoundGroup] = (),
 ) -> str:
-    title = f"Transcript {path}"
-    body = [
-        "<header>",
-        f"<h1>{esc(title)}</h1>",
-        f'<div class="sub">{len(entries):,} messages, as the model would be sent them next</div>',
-        f'<details class="meta"><summary class="sub">session meta</summary>{_pre(json_text(meta, indent=2, sort_keys=True))}</details>',
-        "</header>",
-        "<main>",
-    ]
+    """The live conversation, with what rewinds cut beside it (marked)."""
+    span = time_span(e.ts for e in entries)
+    what = f"{len(entries):,} messages, as the model would be sent them next" + (f"; {span}" if span else "")
+    body: List[str] = []
     # A rewind's group goes right after the message the conversation went back to, when that
     # is still live; to the top for a rewind to the start; else after the conversation.
     live = {e.id for e in entries}
@@ -189,17 +265,19 @@ def render(
         body.append(render_entry(e, limit))
         body += [render_rewound(g, limit) for g in after.get(e.id, ())]
     body += [render_rewound(g, limit) for g in last]
-    if pending:
-        body.append('<div class="pending"><strong>Pending tool operations</strong><ul>')
-        for op in pending:
-            body.append(f"<li>{esc(op.tool)} [{esc(op.call_id)}]: {esc(op.state)}</li>")
-        body.append("</ul></div>")
-    body.append("</main>")
-    return (
-        '<!DOCTYPE html>\n<html lang="en">\n<head>\n<meta charset="utf-8">\n'
-        '<meta name="viewport" content="width=device-width, initial-scale=1">\n'
-        f'<meta http-equiv="Content-Security-Policy" content="{escape(CSP)}">\n'
-        f"<title>{esc(title)}</title>\n<style>{CSS}</style>\n</head>\n<body>\n"
-        + "\n".join(body)
-        + f"\n<script>{SCRIPT}</script>\n</body>\n</html>\n"
-    )
+    top, bottom = _page(path, meta, what)
+    return top + "\n".join(body + _pending(pending)) + "\n" + bottom
+
+
+def render_all(path: str, whole: WholeHistory, limit: int) -> Iterator[str]:
+    """The whole history in file order (``export --all``), a row at a time."""
+    span = time_span((whole.first_ts, whole.last_ts))
+    what = (f"the whole history: {len(whole.envelopes):,} lines in file order, {whole.live:,} messages live at the end"
+            + (f"; {span}" if span else "")
+            + (f"; {whole.problems:,} line(s) a load would refuse" if whole.problems else ""))
+    top, bottom = _page(path, whole.meta, what)
+    yield top
+    for row in whole.rows():
+        yield render_row(row, limit) + "\n"
+    yield "\n".join(_pending(whole.pending))
+    yield bottom

@@ -12,13 +12,18 @@ from types import ModuleType
 from typing import Any, Callable, List
 
 from .arguments import whole_number
+from .exit_codes import FAILED, OK, USAGE
 from .output import CliError, Out
 
 DESCRIPTION = """Import another agent's session files into transcripts. SRC is one file
 (then OUT is the new transcript) or a directory tree (then OUT is a directory that mirrors
-it, one transcript per session file). Importing into an OUT an earlier import made appends
-only what the source gained since (a session still running), so this can run every few
-minutes; a file whose imported part changed is refused, never rewritten."""
+it, one transcript per session file). Importing into an OUT an earlier import made reads
+the source again and appends what brings OUT to what one import of the whole source gives
+(usually what a session still running gained since), so this can run every few minutes;
+a file whose imported part changed is refused, never rewritten. OUT may not be
+inside SRC. A file that is not a regular file (a FIFO, a device), or that passes the
+importers' bounds (1 GiB decompressed, 10 million lines, a line of 256 MiB), fails with
+a reason and the others are imported."""
 
 EPILOG = """where the sources are by default:
   claude-code  ~/.claude/projects/<project>/<session-uuid>.jsonl
@@ -33,7 +38,8 @@ examples:
   llm-agent-session import codex ~/.codex/sessions ~/transcripts/codex"""
 
 
-EXIT_CODES = ("0  every file imported or unchanged", "1  at least one file failed (its line says why)")
+EXIT_CODES = {OK: "every file imported or unchanged",
+              FAILED: "at least one file failed (its line says why), or SRC does not exist"}
 
 
 def add_parser(add: Callable[..., argparse.ArgumentParser], common: argparse.ArgumentParser) -> None:
@@ -84,12 +90,13 @@ def run(args: argparse.Namespace, out: Out) -> int:
     from .progress import Progress
 
     from ..importers import claude_code, codex
+    from ..importers._driver import refuse_out_inside
 
     importer: ModuleType = claude_code if args.source_format == "claude-code" else codex
     src, dst = os.path.expanduser(args.src), os.path.expanduser(args.out)
     if not os.path.exists(src):
         raise CliError(f"{src}: no such file or directory (the default location is "
-                       f"{importer.DEFAULT_SOURCE})", 1)
+                       f"{importer.DEFAULT_SOURCE})", FAILED)
 
     def show(report: Any) -> None:
         if args.json:
@@ -99,7 +106,11 @@ def run(args: argparse.Namespace, out: Out) -> int:
 
     if os.path.isdir(src):
         if os.path.exists(dst) and not os.path.isdir(dst):
-            raise CliError(f"{dst}: SRC is a directory, so OUT must be a directory (it is a file)", 2)
+            raise CliError(f"{dst}: SRC is a directory, so OUT must be a directory (it is a file)", USAGE)
+        try:
+            refuse_out_inside(src, dst)
+        except ValueError as e:
+            raise CliError(str(e), USAGE) from None
         with Progress(f"importing {src}") as bar:
             def on_file(report: Any, done: int, total: int) -> None:
                 bar.update(done, total, f"importing {done}/{total}")
@@ -115,4 +126,4 @@ def run(args: argparse.Namespace, out: Out) -> int:
     counts = {s: sum(1 for r in flat if r["status"] == s) for s in ("imported", "appended", "unchanged", "failed")}
     if not args.json:
         out.line(("", None), f"{len(flat)} transcript(s): " + ", ".join(f"{n} {s}" for s, n in counts.items() if n))
-    return 1 if counts["failed"] else 0
+    return FAILED if counts["failed"] else OK

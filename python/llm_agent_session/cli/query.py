@@ -10,6 +10,7 @@ import json
 import os
 from typing import Any, Callable, List
 
+from .exit_codes import FAILED, NOT_A_DATASET, OK
 from .output import CliError, Out, json_text, visible
 
 DESCRIPTION = """Run SQL over the dataset in OUT (made by `llm-agent-session dataset`) with
@@ -21,11 +22,12 @@ EPILOG = """examples:
   llm-agent-session query fleet "SELECT tool, count(*) AS calls FROM tool_calls GROUP BY tool ORDER BY calls DESC"
   llm-agent-session query fleet "SELECT * FROM sessions WHERE verdict <> 'clean'" --json"""
 
-EXIT_CODES = (
-    "0  the result was printed",
-    "1  the query failed (the message says why: a syntax error, an unknown column ...)",
-    "3  OUT is not a dataset (no _dataset.json: make one with the dataset command)",
-)
+EXIT_CODES = {
+    OK: "the result was printed",
+    FAILED: "the query failed (the message says why: a syntax error, an unknown column ...), or the "
+            "dataset extra (pyarrow, duckdb) is not installed",
+    NOT_A_DATASET: "OUT is not a dataset (no _dataset.json: make one with the dataset command)",
+}
 
 MAX_CELL = 80
 
@@ -68,19 +70,20 @@ def run(args: argparse.Namespace, out: Out) -> int:
         from ..dataset.query import connect
         from ..dataset.write import NotADataset
     except ImportError as e:
-        raise CliError(f"the query command needs pyarrow and duckdb ({e}): pip install 'llm-agent-session[dataset]'", 1) from None
+        raise CliError(f"the query command needs pyarrow and duckdb ({e}): pip install 'llm-agent-session[dataset]'",
+                       FAILED) from None
     import duckdb
 
     try:
         con = connect(os.path.expanduser(args.out))
     except NotADataset as e:
-        raise CliError(str(e), 3) from None
+        raise CliError(str(e), NOT_A_DATASET) from None
     try:
         result = con.sql(args.sql)
         names: List[str] = [] if result is None else list(result.columns)
         rows = [] if result is None else result.fetchall()
     except duckdb.Error as e:
-        raise CliError(f"the query failed: {e}", 1) from None
+        raise CliError(f"the query failed: {e}", FAILED) from None
     finally:
         con.close()
     if args.json:
@@ -94,7 +97,7 @@ def run(args: argparse.Namespace, out: Out) -> int:
         out.stream.write(visible(text, multiline=True) if _is_tty(out) else text)
     else:
         _table(out, names, rows, args.full)
-    return 0
+    return OK
 
 
 def _is_tty(out: Out) -> bool:

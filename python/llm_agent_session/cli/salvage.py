@@ -6,6 +6,7 @@ import argparse
 
 from .. import Session, TranscriptError
 from .advice import error_text, fork_hint, operation_failure
+from .exit_codes import OK, OUT_DOES_NOT_LOAD
 from .output import Out
 from .progress import Progress
 from .reading import require_file
@@ -25,10 +26,10 @@ def run(args: argparse.Namespace, out: Out) -> int:
         out.line(f"  line {d['line']:,} (bytes {d['start']:,}–{d['end']:,}): {d['reason']}")
     if report["loads"]:
         out.line(("  the new file loads clean", "ok"))
-        return 0
+        return OK
     # The library's advice after "Nothing was changed" is about the source; ours is about OUT.
     error = str(report["error"]).replace(report["path"], args.out)
     error = error.split(" Nothing was changed")[0]
     out.line(("  the new file does not load yet: ", "error"), error_text(Exception(error), args.out))
     out.line(f"  keep what comes before that line: {fork_hint(args.out)}")
-    return 1
+    return OUT_DOES_NOT_LOAD

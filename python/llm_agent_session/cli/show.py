@@ -1,4 +1,10 @@
-"""``show``: the conversation as the model would be sent it next, or every envelope (``--raw``)."""
+"""``show``: the conversation as the model would be sent it next, or every envelope (``--raw``).
+
+Each message is headed by its role, marks (compaction summary, failed tool result, sticky),
+index, id and time (the envelope's ``ts``). Extras are named, not printed, unless
+``--extras``; then each is shortened like a tool result, so a shortened result is never
+printed again in full through the source's copy of it (``tool-use-result``).
+"""
 
 from __future__ import annotations
 
@@ -7,9 +13,19 @@ import json
 from typing import Any, List, Optional
 
 from .. import Event
-from .conversation import Entry, annotate, content_text, pretty_arguments, sticky_marks, tool_call_parts
 from .advice import command
-from .output import CliError, Out, count, shorten
+from .conversation import (
+    Entry,
+    annotate,
+    compaction_tokens,
+    content_text,
+    extras_text,
+    outcome_mark,
+    pretty_arguments,
+    sticky_marks,
+    tool_call_parts,
+)
+from .output import CliError, Out, shorten
 from .reading import open_read_only, peek_transcript, require_file
 
 ROLE_STYLES = {"system": "role.system", "user": "role.user", "assistant": "role.assistant", "tool": "role.tool"}
@@ -34,7 +50,7 @@ def select(ids: List[str], last: Optional[int], from_id: Optional[str], path: st
     return range(start, stop)
 
 
-def render_entry(out: Out, entry: Entry, limit: int) -> None:
+def render_entry(out: Out, entry: Entry, limit: int, extras: bool = False) -> None:
     msg = entry.message
     role_style = ROLE_STYLES.get(msg.role, "role.other")
     head: List[Any] = [(f"── {msg.role}", role_style)]
@@ -44,10 +60,13 @@ def render_entry(out: Out, entry: Entry, limit: int) -> None:
         head.append((f" ({msg.name})", role_style))
     if msg.tool_call_id:
         head.append((f" ← {msg.tool_call_id}", "call"))
+    mark = outcome_mark(entry.outcome)
+    if mark:
+        head.append((f" · {mark}", "error"))
     marks = sticky_marks(msg)
     if marks:
         head.append((f" [{', '.join(marks)}]", "dim"))
-    head.append((f"  #{entry.index:,} {entry.id}", "id"))
+    head.append((f"  #{entry.index:,} {entry.id}" + (f"  {entry.ts}" if entry.ts else ""), "id"))
     out.line(*head)
     if entry.kind == "summary":
         c = entry.compaction
@@ -55,7 +74,7 @@ def render_entry(out: Out, entry: Entry, limit: int) -> None:
         out.line(
             "   ",
             (f"[compaction summary of the conversation through {c.get('replaces-through-id')}: "
-             f"{count(c.get('tokens-before'))} → {count(c.get('tokens-after'))} tokens{fb}]", "summary"),
+             f"{compaction_tokens(c)}{fb}]", "summary"),
         )
     if entry.elided_by:
         out.line("   ", (f"[elided by {entry.elided_by}: the content below is a stub; the original stays in the file]", "elided"))
@@ -75,9 +94,12 @@ def render_entry(out: Out, entry: Entry, limit: int) -> None:
         call_id, name, args = tool_call_parts(call)
         out.line("   ", ("→ call ", "dim"), (name, "call"), (f"  {call_id}", "id"))
         out.block(pretty_arguments(args), None, "       ")
-    if entry.extras:
-        extras = ", ".join(f"{k}={json.dumps(v, ensure_ascii=False)}" for k, v in sorted(entry.extras.items()))
-        out.line("   ", (extras, "extra"))
+    if not entry.extras:
+        return
+    if not extras:
+        out.line("   ", (f"extras: {', '.join(sorted(entry.extras))} (--extras shows them)", "extra"))
+        return
+    out.block(extras_text(entry.extras, limit, " (--full shows everything)"), "extra", "   ")
 
 
 def show_conversation(args: argparse.Namespace, out: Out) -> int:
@@ -94,9 +116,10 @@ def show_conversation(args: argparse.Namespace, out: Out) -> int:
         out.line((f"# {rows.start:,} earlier message(s) not shown", "dim"))
     limit = 0 if args.full else args.max_chars
     for entry in entries:
-        render_entry(out, entry, limit)
+        render_entry(out, entry, limit, args.extras)
     for op in pending:
-        out.line((f"# pending tool operation {op.op_id}: {op.tool} [{op.call_id}] is {op.state}", "warn"))
+        out.line((f"# pending tool operation {op.op_id}: {op.tool} [{op.call_id}] is {op.state} "
+                  f"(dispatched at {op.dispatched_at})", "warn"))
     return 0
 
 

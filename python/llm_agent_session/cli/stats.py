@@ -7,6 +7,12 @@ or hand-edited lines, an unfinished tail) are reported as ``other``. Only the pa
 of the small envelope types are built here, and a message's content only when an
 elision names it: building and re-serialising every payload was most of the time the
 report took on a large file, for the same report.
+
+A tool's duration is its settle's ``duration`` where the writer recorded one, else the
+time between its dispatch and its settle (their envelopes' ``ts``: for an imported
+session, when the call was made and when its result came back in the source). A
+compaction token count that is not recorded makes the total unknown (``null``, shown
+as ``?``), never 0.
 """
 
 from __future__ import annotations
@@ -14,9 +20,9 @@ from __future__ import annotations
 import argparse
 import math
 from collections import Counter, defaultdict
-from typing import Any, Dict, List
+from typing import Any, Dict, List, Tuple
 
-from .conversation import content_text
+from .conversation import content_text, operation_seconds, tokens
 from .output import Out, human_bytes, human_seconds
 from .progress import Progress
 from .reading import peek_transcript, require_file
@@ -38,9 +44,10 @@ def compute(path: str) -> Dict[str, Any]:
     survey = view["survey"]
     message_at: Dict[str, int] = {}  # message id -> envelope index, for what elisions name
     content_chars: Dict[str, int] = {}  # chars of a compaction summary, or of content already elided
-    ops: Dict[str, str] = {}  # op id -> tool
+    ops: Dict[str, Tuple[str, str]] = {}  # op id -> (tool, dispatch ts)
     tools: Dict[str, Dict[str, Any]] = defaultdict(lambda: {"count": 0, "outcomes": Counter(), "durations": []})
-    compactions = {"count": 0, "fallbacks": 0, "tokens_before": 0, "tokens_after": 0}
+    # A total stays None (unknown) once one compaction does not record its count.
+    compactions: Dict[str, Any] = {"count": 0, "fallbacks": 0, "tokens_before": 0, "tokens_after": 0}
     elided = {"elisions": 0, "items": 0, "chars": 0}
     artifacts = {"count": 0, "bytes": 0, "chars": 0, "elided_chars": 0}
 
@@ -63,8 +70,10 @@ def compute(path: str) -> Dict[str, Any]:
                 compactions["count"] += 1
                 compactions["fallbacks"] += 1 if p.get("fallback") is True else 0
                 for key in ("tokens-before", "tokens-after"):
-                    if isinstance(p.get(key), int) and not isinstance(p.get(key), bool):
-                        compactions[key.replace("-", "_")] += p[key]
+                    total = key.replace("-", "_")
+                    value = p.get(key)
+                    known = isinstance(value, int) and not isinstance(value, bool)
+                    compactions[total] = compactions[total] + value if known and compactions[total] is not None else None
                 content_chars[e.id] = len(str(p.get("summary", "")))
             elif type_ == "elision":
                 elided["elisions"] += 1
@@ -78,23 +87,24 @@ def compute(path: str) -> Dict[str, Any]:
                     content_chars[str(item.get("id"))] = stub
             elif type_ == "tool-dispatched":
                 tool = str(p.get("tool"))
-                ops[e.id] = tool
+                ops[e.id] = (tool, e.ts)
                 tools[tool]["count"] += 1
             elif type_ == "tool-settled":
                 settled = ops.pop(str(p.get("op-id")), None)
                 if settled is None:
                     continue
-                tool = settled
+                tool, dispatched_at = settled
                 tools[tool]["outcomes"][str(p.get("outcome"))] += 1
-                if isinstance(p.get("duration"), (int, float)) and not isinstance(p.get("duration"), bool):
-                    tools[tool]["durations"].append(float(p["duration"]))
+                took = operation_seconds(dispatched_at, e.ts, p)
+                if took is not None:
+                    tools[tool]["durations"].append(took)
                 art = p.get("artifact")
                 if isinstance(art, dict):
                     artifacts["count"] += 1
                     for key in ("bytes", "chars", "elided-chars"):
                         if isinstance(art.get(key), int) and not isinstance(art.get(key), bool):
                             artifacts[key.replace("-", "_")] += art[key]
-    for tool in ops.values():  # dispatched, never settled
+    for tool, _ in ops.values():  # dispatched, never settled
         tools[tool]["outcomes"]["pending"] += 1
     accounted = sum(survey["bytes"].values())
     per_tool = {}
@@ -114,7 +124,7 @@ def compute(path: str) -> Dict[str, Any]:
         "roles": dict(sorted(survey["roles"].items())),
         "tools": per_tool,
         "compactions": compactions,
-        # SPEC 10.1: rewind lines, and the messages they cut (still in the file)
+        # rewind lines, and the messages they cut (still in the file)
         "rewinds": {"count": survey["counts"].get("rewind", 0), "rewound_messages": len(survey["rewound"])},
         "elided": elided,
         "artifacts": artifacts,
@@ -145,7 +155,8 @@ def run(args: argparse.Namespace, out: Out) -> int:
     c = report["compactions"]
     out.line(
         ("compactions ", "key"),
-        f"{c['count']:,}" + (f": {c['tokens_before']:,} → {c['tokens_after']:,} tokens, {c['fallbacks']:,} fallback(s)" if c["count"] else ""),
+        f"{c['count']:,}" + (f": {tokens(c['tokens_before'])} → {tokens(c['tokens_after'])} tokens, "
+                             f"{c['fallbacks']:,} fallback(s)" if c["count"] else ""),
     )
     r = report["rewinds"]
     out.line(

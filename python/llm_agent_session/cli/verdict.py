@@ -18,8 +18,11 @@ from typing import Any, List, Optional, Sequence, Tuple
 from .. import NotATranscript, PendingToolOperation
 from .. import _backend, _platform
 from ..errors import CoreFailure, public_error
+from . import exit_codes
 
-CLEAN, WOULD_REPAIR, WOULD_FAIL, NOT_A_TRANSCRIPT = 0, 1, 2, 3
+# A verdict is the exit code check returns for it.
+CLEAN, WOULD_REPAIR, WOULD_FAIL = exit_codes.OK, exit_codes.WOULD_REPAIR, exit_codes.WOULD_FAIL
+NOT_A_TRANSCRIPT = exit_codes.NOT_A_TRANSCRIPT
 
 
 @dataclass
@@ -34,7 +37,7 @@ class Torn:
 
 @dataclass
 class Verdict:
-    code: int  # CLEAN, WOULD_REPAIR, WOULD_FAIL or NOT_A_TRANSCRIPT
+    code: int  # CLEAN, WOULD_REPAIR, WOULD_FAIL or NOT_A_TRANSCRIPT: check's exit codes
     size: int
     torn: Optional[Torn] = None
     adds_newline: bool = False  # the last line is whole but has no final newline

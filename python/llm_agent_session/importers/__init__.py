@@ -7,8 +7,8 @@ Each has ``import_transcript(src, out)`` returning an :class:`ImportReport`, and
 ``import_tree(src_dir, out_dir)`` for a directory. A malformed or unknown source line
 never stops an import and never raises: the report says what was imported, kept as
 extras or skipped and why, and which lines were malformed. Importing the same source
-again appends only what it gained since (a session still running), and refuses if the
-part imported before has changed.
+again brings OUT to what one import of the whole source gives (a session still running),
+writing only what that takes, and refuses if the part imported before has changed.
 """
 
 from ._report import ImportReport

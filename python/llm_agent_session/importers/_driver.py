@@ -1,7 +1,9 @@
-"""One import, whatever the format: read the source, then either make a new transcript
-(written under a temporary name and published whole, so a failed import leaves nothing
-at OUT) or append what is new to the transcript an earlier import made, after checking
-that the part of the source it imported then is byte for byte unchanged."""
+"""One import, whatever the format: read the source (with bounds), plan what one import
+of the whole of it writes (``_plan``), then either make a new transcript (written under
+a temporary name and published whole, so a failed import leaves nothing at OUT) or bring
+the transcript an earlier import made to the same live messages and pending operations
+(``_reconcile``), after checking that the part of the source it read then is byte for
+byte unchanged. An append that fails is cut off again: OUT is left as it was."""
 
 from __future__ import annotations
 
@@ -10,13 +12,17 @@ import contextlib
 import gc
 import os
 import traceback
-from typing import Any, Callable, Dict, Iterator, List, Optional, Protocol, Sequence, Tuple
+from typing import Any, Callable, Dict, Iterator, List, Protocol, Sequence, Tuple, cast
 
-from .. import Session, TranscriptError, __version__, _backend
+from .. import Session, TranscriptError, __version__, _backend, _platform
+from .._files import publish_new
+from ._bulk import LineWriter, storable
+from ._checkpoint import CHECKPOINT, last_checkpoint, source_digest
+from ._plan import Record
+from ._reconcile import append
 from ._report import ImportReport, reason_of
-from ._source import SourceError, read_source
-from ._bulk import BulkWriter
-from ._writer import SessionWriter, Writer, _storable, last_checkpoint, publish, source_digest, temp_path_for
+from ._source import Line, Parsed, SourceError, parse_lines, read_source
+from ._source_time import source_time
 
 
 class Refused(Exception):
@@ -24,18 +30,16 @@ class Refused(Exception):
 
 
 class Job(Protocol):
-    """A source prepared for writing: what it adds and how far into the source that goes."""
+    """What one import of a source's lines writes."""
 
-    meta: Dict[str, Any]
-    end: int
-    line_count: int
-    reader: Any  # the native source reader (``_source.Parsed.reader``), or None
-
-    def write(self, writer: Writer) -> Dict[str, Any]:
-        """Append the records; return the state a later import resumes from."""
+    meta: Dict[str, Any]  # the session-meta of a new transcript
+    meta_time: Any  # the source's time of the record the meta comes from (None: none)
+    records: List[Record]
+    checkpoint: Dict[str, Any]  # more to keep in the import-checkpoint (a format's own)
 
 
-Prepare = Callable[[bytes, Optional[Dict[str, Any]], ImportReport], Job]
+# (the source's lines, the report to count them in, whether OUT is new) -> the job
+Plan = Callable[[List[Line], ImportReport, bool], Job]
 
 
 @contextlib.contextmanager
@@ -52,13 +56,13 @@ def _no_cyclic_gc() -> Iterator[None]:
             gc.enable()
 
 
-def run_import(src: Any, out: Any, fmt: str, prepare: Prepare) -> ImportReport:
+def run_import(src: Any, out: Any, fmt: str, plan: Plan) -> ImportReport:
     """Import ``src`` into ``out``; never raises on source content (the report says what failed)."""
     with _no_cyclic_gc():
-        return _run_import(src, out, fmt, prepare)
+        return _run_import(src, out, fmt, plan)
 
 
-def _run_import(src: Any, out: Any, fmt: str, prepare: Prepare) -> ImportReport:
+def _run_import(src: Any, out: Any, fmt: str, plan: Plan) -> ImportReport:
     src, out = os.fspath(src), os.fspath(out)
     report = ImportReport(src, out, fmt)
     try:
@@ -67,9 +71,9 @@ def _run_import(src: Any, out: Any, fmt: str, prepare: Prepare) -> ImportReport:
         return report.failed(str(e))
     try:
         if os.path.lexists(out):
-            _append_new(data, src, out, fmt, prepare, report)
+            _append_new(data, src, out, fmt, plan, report)
         else:
-            _create(data, src, out, fmt, prepare, report)
+            _create(data, src, out, fmt, plan, report)
     except Refused as e:
         report.failed(str(e))
     except (TranscriptError, OSError) as e:
@@ -83,38 +87,36 @@ def _run_import(src: Any, out: Any, fmt: str, prepare: Prepare) -> ImportReport:
     return report
 
 
-def _checkpoint(src: str, fmt: str, data: bytes, job: Job, resume: Dict[str, Any]) -> Dict[str, Any]:
-    return {
+def _checkpoint(src: str, fmt: str, data: bytes, parsed: Parsed, job: Job) -> Dict[str, Any]:
+    payload = {
         "format": fmt,
         "source": os.path.abspath(src),
-        "bytes": job.end,
-        "lines": job.line_count,
-        "digest": source_digest(data, job.end),
-        "resume": resume,
+        "bytes": parsed.end,
+        "lines": parsed.line_count,
+        "digest": source_digest(data, parsed.end),
         "importer": f"llm-agent-session {__version__}",
     }
+    payload.update(job.checkpoint)
+    return cast(Dict[str, Any], storable(payload))
 
 
-def _create(data: bytes, src: str, out: str, fmt: str, prepare: Prepare, report: ImportReport) -> None:
-    job = prepare(data, None, report)
-    temp = temp_path_for(out)
-    Session.create(temp, _storable(job.meta)).close()  # the meta line, in a private file of our own
-    try:
-        fd = os.open(temp, os.O_WRONLY | os.O_APPEND | os.O_CLOEXEC)
-        try:
-            writer = BulkWriter(fd, report, job.reader)
-            writer.checkpoint(_checkpoint(src, fmt, data, job, job.write(writer)))
-        finally:
-            os.close(fd)
-        publish(temp, out)
-    except BaseException:
-        if os.path.lexists(temp):
-            os.unlink(temp)
-        raise
-    report["written"] += 1  # the session-meta line
+def _create(data: bytes, src: str, out: str, fmt: str, plan: Plan, report: ImportReport) -> None:
+    parsed = parse_lines(data, 0, 1, report)
+    job = plan(parsed.lines, report, True)
+
+    def write(fd: int) -> None:
+        writer = LineWriter(fd, report, parsed.reader)
+        writer.line("session-meta", storable(job.meta), source_time(job.meta_time))
+        for at, record in enumerate(job.records):
+            writer.write(at, record)
+        writer.line(CHECKPOINT, _checkpoint(src, fmt, data, parsed, job))  # the import's own time
+        writer.flush()
+
+    # Private until whole, then linked to OUT (never over a file that appeared meanwhile).
+    os.close(publish_new(out, write, fsync=False, lock=False))
 
 
-def _append_new(data: bytes, src: str, out: str, fmt: str, prepare: Prepare, report: ImportReport) -> None:
+def _append_new(data: bytes, src: str, out: str, fmt: str, plan: Plan, report: ImportReport) -> None:
     try:
         session = Session.load(out)
     except (TranscriptError, OSError) as e:
@@ -127,8 +129,9 @@ def _append_new(data: bytes, src: str, out: str, fmt: str, prepare: Prepare, rep
             raise Refused(f"{out} is an import of a {cp.get('format')} source, not {fmt}; choose a new OUT")
         if after:
             raise Refused(
-                f"{out} has {after} envelope(s) after its last import checkpoint (an import was interrupted, "
-                "or another program appended); import into a new OUT"
+                f"{out} has {after} envelope(s) after its last import checkpoint: another program appended to it "
+                "(an import that fails takes back what it wrote, but one killed mid-write cannot); "
+                "import into a new OUT"
             )
         done = cp.get("bytes")
         if not isinstance(done, int) or done > len(data) or source_digest(data, done) != cp.get("digest"):
@@ -137,15 +140,58 @@ def _append_new(data: bytes, src: str, out: str, fmt: str, prepare: Prepare, rep
                 "import into a new OUT"
             )
         if done == len(data):
-            report["status"] = "unchanged"
+            _unchanged(report, cp)
             return
-        job = prepare(data, cp, report)
-        if job.end <= done:
-            report["status"] = "unchanged"  # only an unfinished last line: nothing whole yet
+        now = ImportReport(src, out, fmt)
+        parsed = parse_lines(data, 0, 1, now)
+        if parsed.end <= done:
+            report["pending_tail"] = now["pending_tail"]
+            _unchanged(report, cp)  # only an unfinished last line: nothing whole yet
             return
-        writer = SessionWriter(session, report)
-        writer.checkpoint(_checkpoint(src, fmt, data, job, job.write(writer)))
+        # What the last import read, planned again (the plan of a source depends on it alone).
+        was = ImportReport(src, out, fmt)
+        before = plan([ln for ln in parsed.lines if ln.offset < done], was, False)
+        job = plan(parsed.lines, now, False)
+        old_lines = cp.get("lines")
+        report.count_new(now, was, old_lines if isinstance(old_lines, int) else 0, done)
+
+        def write(writer: LineWriter) -> None:
+            append(session, before.records, job.records, writer)
+            writer.line(CHECKPOINT, _checkpoint(src, fmt, data, parsed, job))
+
+        _write_at_end(out, session, report, parsed, write)
         report["status"] = "appended"
+
+
+_CHECKPOINT_KEYS = ("format", "source", "bytes", "lines", "digest", "importer", "resume")
+
+
+def _unchanged(report: ImportReport, cp: Dict[str, Any]) -> None:
+    """Nothing to import: the format's own checkpoint fields (a Job's ``checkpoint``) come
+    back as the report's ``_<name>`` keys, which the format's import reads and removes."""
+    report["status"] = "unchanged"
+    for key, value in cp.items():
+        if key not in _CHECKPOINT_KEYS:
+            report["_" + key] = value
+
+
+def _write_at_end(out: str, session: Session, report: ImportReport, parsed: Parsed,
+                  write: Callable[[LineWriter], None]) -> None:
+    """Run ``write`` on a writer at the end of ``out`` (which ``session`` holds locked);
+    if anything fails, cut the file back to where it ended."""
+    fd = os.open(out, os.O_WRONLY | os.O_APPEND | _platform.O_CLOEXEC)
+    try:
+        end = os.fstat(fd).st_size
+        try:
+            # The lines of the run-context sections OUT already carries (digest -> id).
+            writer = LineWriter(fd, report, parsed.reader, dict(session._state.section_lines))
+            write(writer)
+            writer.flush()
+        except BaseException:
+            os.ftruncate(fd, end)  # nothing of a failed import stays behind
+            raise
+    finally:
+        os.close(fd)
 
 
 def run_files(
@@ -184,8 +230,20 @@ def run_files(
     return reports
 
 
+def refuse_out_inside(src_dir: str, out_dir: str) -> None:
+    """ValueError if the directory ``out_dir`` is ``src_dir`` or inside it: the next run
+    would import the transcripts this one writes, one level deeper each time."""
+    src_real, out_real = os.path.realpath(src_dir), os.path.realpath(out_dir)
+    if os.path.commonpath([src_real, out_real]) == src_real:
+        raise ValueError(
+            f"OUT {out_dir} is inside SRC {src_dir}: each run would import the transcripts the last one "
+            "wrote; choose an OUT outside SRC"
+        )
+
+
 def mirror_files(src_dir: str, pick: Callable[[str], bool]) -> List[str]:
-    """The files under ``src_dir`` (relative paths, sorted) that ``pick`` accepts."""
+    """The files under ``src_dir`` (relative paths, sorted) that ``pick`` accepts; what
+    each is (a FIFO, a device) is for its import to find out and report."""
     found = []
     for root, dirs, files in os.walk(src_dir):
         dirs.sort()

@@ -76,6 +76,37 @@ class ImportReport(dict):  # type: ignore[type-arg]
             text += f", an unfinished last line of {self['pending_tail']} bytes left for the next import"
         return text
 
+    def count_new(self, now: "ImportReport", was: "ImportReport", old_lines: int, old_bytes: int) -> None:
+        """Count what this import read for the first time: ``now`` is the report of the
+        whole source, ``was`` that of the part an earlier import read (both planned
+        again); the record counts and warnings are the difference (a record whose fate
+        changed shows as its new fate), the malformed lines those past ``old_bytes``."""
+        for kind, entry in now["types"].items():
+            old = was["types"].get(kind, {"imported": 0, "extras": 0, "skipped": {}})
+            mine = self._type(kind)
+            for key in ("imported", "extras"):
+                mine[key] += max(0, entry[key] - old[key])
+            for reason, n in entry["skipped"].items():
+                if n > old["skipped"].get(reason, 0):
+                    mine["skipped"][reason] = mine["skipped"].get(reason, 0) + n - old["skipped"].get(reason, 0)
+            if not (mine["imported"] or mine["extras"] or mine["skipped"]):
+                del self["types"][kind]
+        seen: Dict[str, int] = {}
+        for text in was["warnings"]:
+            seen[text] = seen.get(text, 0) + 1
+        for text in now["warnings"]:
+            if seen.get(text):
+                seen[text] -= 1
+            else:
+                self.warn(text)
+        self["malformed"].extend(m for m in now["malformed"] if m["offset"] >= old_bytes)
+        self["lines"] = now["lines"] - old_lines
+        self["bytes"] = now["bytes"] - old_bytes
+        self["pending_tail"] = now["pending_tail"]
+        for key, value in now.items():
+            if key.startswith("_"):  # a format's own notes (the sidechains found)
+                self[key] = value
+
     def failed(self, error: str) -> "ImportReport":
         self["status"] = "failed"
         self["error"] = error

@@ -6,22 +6,25 @@ Claude Code keeps one JSONL file per session, ``~/.claude/projects/<project>/<se
 rewind leaves the abandoned messages as siblings, so the conversation is the branch found
 by walking back from the last user or assistant line (through ``logicalParentUuid`` across a
 compaction). ``isSidechain`` lines (the subagents of older versions) form graphs of their
-own and become transcripts of their own, in ``<out-stem>/sidechains/<first-uuid>.jsonl``.
+own and become transcripts of their own, in ``<out-stem>/sidechains/<first-uuid>.jsonl``
+(see ``sidechain_path``). Each envelope's ``ts`` is the source line's ``timestamp``. The
+graph is read whole on every import (``_plan``, ``_reconcile``), so an import that resumes
+gives what one import of the whole file would, however the live branch moved meanwhile.
 
     report = import_transcript("~/.claude/projects/p/1234.jsonl", "out/1234.jsonl")
 """
 
 from __future__ import annotations
 
-import json
+import hashlib
 import os
-from typing import Any, Dict, List, Optional, Set, Tuple, cast
+from typing import Any, Dict, List, Optional, Set, cast
 
-from ._driver import Refused, mirror_files, run_files, run_import
+from ._driver import Plan, mirror_files, refuse_out_inside, run_files, run_import
 from ._parts import as_dict, as_str, image_part, simplest, text_part
+from ._plan import Call, Planner
 from ._report import ImportReport
-from ._source import Line, parse_lines
-from ._writer import SessionWriter, Writer
+from ._source import Line, json_text
 
 FORMAT = "claude-code"
 DEFAULT_SOURCE = "~/.claude/projects"
@@ -41,21 +44,24 @@ _TITLES = {"summary": "summary", "ai-title": "aiTitle", "custom-title": "customT
 
 def import_transcript(src: Any, out: Any) -> ImportReport:
     """Import one Claude Code session file ``src`` into the transcript ``out`` (a new file,
-    or one an earlier import made: then only what is new is appended). Its sidechains and
+    or one an earlier import made: then what brings it to what one import of the whole
+    file gives is appended, usually just what is new). Its sidechains and
     its ``subagents/`` files, when there are any, become transcripts beside ``out``; their
     reports are in ``report["transcripts"]``."""
     src, out = os.fspath(src), os.fspath(out)
-    report = run_import(src, out, FORMAT, lambda data, cp, rep: _Job(src, out, data, cp, rep, None))
-    roots = report.pop("_sidechains", [])
+    report = run_import(src, out, FORMAT, lambda lines, rep, first: _Job(src, lines, rep, first, None))
+    roots = report.pop("_sidechains", None)  # from the plan, or (unchanged) from the checkpoint
     if report["status"] == "failed":
         return report
-    if report["status"] == "unchanged":  # not parsed again: the sidechains imported before
+    if not isinstance(roots, list):
+        roots = []
         side_dir = os.path.join(_stem_dir(out), "sidechains")
-        names = sorted(os.listdir(side_dir)) if os.path.isdir(side_dir) else []
-        roots = [n[: -len(".jsonl")] for n in names if n.endswith(".jsonl")]
+        if report["status"] == "unchanged" and os.path.isdir(side_dir):  # since a version that did not keep them
+            roots = [n[: -len(".jsonl")] for n in sorted(os.listdir(side_dir)) if n.endswith(".jsonl")]
     for root in roots:
-        path = sidechain_path(out, root)
-        report["transcripts"].append(run_import(src, path, FORMAT, _sidechain_job(src, path, root)))
+        if isinstance(root, str):
+            path = sidechain_path(out, root)
+            report["transcripts"].append(run_import(src, path, FORMAT, _sidechain_job(src, root)))
     sub_dir = os.path.join(_stem_dir(src), "subagents")
     if os.path.isdir(sub_dir):
         for rel in mirror_files(sub_dir, lambda rel: rel.endswith(".jsonl")):
@@ -64,8 +70,8 @@ def import_transcript(src: Any, out: Any) -> ImportReport:
     return report
 
 
-def _sidechain_job(src: str, out: str, root: str) -> Any:
-    return lambda data, cp, rep: _Job(src, out, data, cp, rep, root)
+def _sidechain_job(src: str, root: str) -> Plan:
+    return lambda lines, rep, first: _Job(src, lines, rep, first, root)
 
 
 def import_subagent(src: Any, out: Any, parent_out: Optional[str] = None) -> ImportReport:
@@ -75,14 +81,15 @@ def import_subagent(src: Any, out: Any, parent_out: Optional[str] = None) -> Imp
     parent = {"source-path": parent_src}
     if parent_out is not None:
         parent["transcript"] = os.path.relpath(os.path.abspath(parent_out), os.path.dirname(os.path.abspath(out)))
-    return run_import(src, out, FORMAT, lambda data, cp, rep: _Job(src, out, data, cp, rep, None, parent))
+    return run_import(src, out, FORMAT, lambda lines, rep, first: _Job(src, lines, rep, first, None, parent))
 
 
 def import_tree(src_dir: Any, out_dir: Any, on_file: Any = None, workers: int = 1) -> List[ImportReport]:
     """Every session file under ``src_dir`` into the same place under ``out_dir``.
     ``on_file(report, done, total)`` is called after each file. ``workers`` > 1: that many
-    processes import files side by side."""
+    processes import files side by side. ValueError if ``out_dir`` is inside ``src_dir``."""
     src_dir, out_dir = os.fspath(src_dir), os.fspath(out_dir)
+    refuse_out_inside(src_dir, out_dir)
     files = mirror_files(src_dir, lambda rel: rel.endswith(".jsonl"))
     mains = [rel for rel in files if "subagents" not in rel.split(os.sep)[:-1]]
     main_stems = {rel[: -len(".jsonl")] for rel in mains}
@@ -99,7 +106,13 @@ def _owner(rel: str) -> str:
 
 
 def sidechain_path(out: str, root_uuid: str) -> str:
+    """Where the sidechain starting at ``root_uuid`` goes: its uuid as the file name, or,
+    where the uuid is not a plain name (characters other than letters, digits, ``-`` and
+    ``_``, or more than 64 of them), what is left of it and a digest of the whole, so that
+    two roots never share a file and a root gets the same file on every run."""
     safe = "".join(c for c in root_uuid if c.isalnum() or c in "-_")[:64] or "sidechain"
+    if safe != root_uuid:  # (a plain name has no ".", so it is never taken for one of these)
+        safe += "." + hashlib.sha256(root_uuid.encode("utf-8", "surrogatepass")).hexdigest()[:16]
     return os.path.join(_stem_dir(out), "sidechains", safe + ".jsonl")
 
 
@@ -276,39 +289,35 @@ class _Graph:
 
 
 class _Job:
-    """One Claude Code file (or one sidechain of it) prepared for writing."""
+    """One Claude Code file (or one sidechain of it) read into a plan of what one import writes."""
 
     def __init__(
         self,
         src: str,
-        out: str,
-        data: bytes,
-        cp: Optional[Dict[str, Any]],
+        lines: List[Line],
         report: ImportReport,
+        first: bool,
         sidechain: Optional[str],
         parent: Optional[Dict[str, Any]] = None,
     ) -> None:
         self.report = report
         self.sidechain = sidechain
-        self.resume: Dict[str, Any] = dict(cp.get("resume") or {}) if cp else {}
-        self.old_lines = int(cp.get("lines", 0)) if cp else 0
-        # The graph needs every line, old ones too; only new lines are counted in the report.
-        scratch = ImportReport(src, out, FORMAT)
-        parsed = parse_lines(data, 0, 1, scratch)
-        report["malformed"] = [m for m in scratch["malformed"] if m["line"] > self.old_lines]
-        report["pending_tail"] = scratch["pending_tail"]
-        old_end = int(cp.get("bytes", 0)) if cp else 0
-        report["bytes"] = parsed.end - old_end
-        report["lines"] = parsed.line_count - self.old_lines
-        self.end, self.line_count = parsed.end, parsed.line_count
-        self.reader = parsed.reader
-        self.graph = _Graph(parsed.lines, report)
+        self.first = first
+        self.graph = _Graph(lines, report)
         # A subagent's file (agent-<id>.jsonl) is one sidechain through and through: its own conversation.
         self.whole = sidechain is None and self.graph.only_sidechains()
         self.branch = self.graph.branch(self.graph.live_leaf(sidechain, self.whole))
-        self.meta = self._meta(src, parsed.lines, parent)
+        self.meta = self._meta(src, lines, parent)
+        self.meta_time = self.branch[0].obj.get("timestamp") if self.branch else None
+        self.checkpoint: Dict[str, Any] = {}
         if sidechain is None and not self.whole:
-            report["_sidechains"] = self.graph.sidechain_roots()
+            roots = self.graph.sidechain_roots()
+            report["_sidechains"] = roots
+            self.checkpoint["sidechains"] = roots  # for a run that finds the file unchanged
+        self.writer = Planner(report)
+        self._count_the_rest()
+        self._write_branch()
+        self.records = self.writer.finish()
 
     def _meta(self, src: str, lines: List[Line], parent: Optional[Dict[str, Any]]) -> Dict[str, Any]:
         meta: Dict[str, Any] = {"imported-from": FORMAT, "source-path": os.path.abspath(src)}
@@ -332,14 +341,7 @@ class _Job:
                 meta["title"] = ln.obj[field]
         return meta
 
-    # -- counting: only lines this import reads for the first time ------------------------------
-
-    def _new(self, line: Line) -> bool:
-        return line.number > self.old_lines
-
     def _count(self, line: Line, how: str, reason: str = "") -> None:
-        if not self._new(line):
-            return
         kind = _kind(line.obj)
         if how == "imported":
             self.report.imported(kind)
@@ -350,8 +352,8 @@ class _Job:
 
     # -- writing --------------------------------------------------------------------------------
 
-    def write(self, writer: Writer) -> Dict[str, Any]:
-        todo = self._todo(writer)
+    def _count_the_rest(self) -> None:
+        """Say why each line off the live branch is not imported."""
         on_branch = {ln.number for ln in self.branch}
         for line in self.graph.lines:
             if line.number in on_branch:
@@ -363,8 +365,8 @@ class _Job:
             elif self.sidechain is not None and not obj.get("isSidechain"):
                 continue  # the main conversation's line; counted in its own report
             elif kind in _TITLES:
-                self._count(line, "extras" if self.old_lines == 0 else "skipped",
-                            "" if self.old_lines == 0 else "a title or summary after the first import (meta is written once)")
+                self._count(line, "extras" if self.first else "skipped",
+                            "" if self.first else "a title or summary after the first import (meta is written once)")
             elif kind in _BOOKKEEPING:
                 self._count(line, "skipped", _BOOKKEEPING[kind])
             elif _uuid(obj) is not None and kind in ("user", "assistant", "system", "attachment"):
@@ -373,93 +375,33 @@ class _Job:
                 self._count(line, "skipped", "a message without a uuid (it cannot be placed in the conversation)")
             else:
                 self._count(line, "skipped", f"unknown record type {kind[:60]!r}" if kind else "no record type")
-        return self._write_branch(writer, todo)
 
-    def _todo(self, writer: Writer) -> List[Line]:
-        """The branch lines to write: all of them for a new transcript; else those past what
-        the last import wrote, after a rewind if the live branch has moved away from it since."""
-        if not self.resume:
-            return self.branch
-        pos = {_uuid(ln.obj): i for i, ln in enumerate(self.branch)}
-        head = self.resume.get("head")
-        group = self.resume.get("group")
-        if isinstance(head, str) and head in pos:
-            start = pos[head] + 1
-            # The last assistant message may have gone on growing (one content block per line).
-            if isinstance(group, dict) and start < len(self.branch):
-                mid = _message(self.branch[start].obj).get("id")
-                if self.branch[start].obj.get("type") == "assistant" and mid == group.get("message-id"):
-                    self._rewind_before(writer, group.get("out-id"))
-                    return self.branch[min(i for i, ln in enumerate(self.branch) if _message(ln.obj).get("id") == mid):]
-            # A parallel call's result written after the import went past its place on the
-            # branch: it answers now, before what follows.
-            late = [ln for ln in self.branch[:start] if self._new(ln) and _has_tool_result(ln.obj)]
-            return late + self.branch[start:]
-        # The branch moved (a rewind in Claude Code): cut back to the last message still on it.
-        ids = writer.message_ids()
-        sources = writer.message_sources() if isinstance(writer, SessionWriter) else {}
-        for mid_ in reversed(ids):
-            u = sources.get(mid_)
-            if isinstance(u, str) and u in pos:
-                self._rewind(writer, mid_)
-                return self.branch[pos[u] + 1:]
-        self._rewind(writer, None)
-        return self.branch
-
-    def _rewind_before(self, writer: Writer, out_id: Any) -> None:
-        ids = writer.message_ids()
-        if not isinstance(out_id, str) or out_id not in ids:
-            raise Refused("the last imported assistant message grew in the source but is no longer live; import into a new OUT")
-        i = ids.index(out_id)
-        self._rewind(writer, ids[i - 1] if i else None)
-
-    def _rewind(self, writer: Writer, to_id: Optional[str]) -> None:
-        ids = writer.message_ids()
-        if ids and ids[-1] == to_id:
-            return
-        if not ids and to_id is None:
-            return
-        if writer.rewind("rewind", to_id) is None:
-            raise Refused("the source's live branch moved since the last import and the rewind to it was refused "
-                          "(see the report); import into a new OUT")
-
-    def _write_branch(self, writer: Writer, todo: List[Line]) -> Dict[str, Any]:
+    def _write_branch(self) -> None:
         groups: Dict[str, List[Line]] = {}
         for ln in self.branch:
             if ln.obj.get("type") == "assistant":
                 mid = _message(ln.obj).get("id")
                 if isinstance(mid, str):
                     groups.setdefault(mid, []).append(ln)
-        state: Dict[str, Any] = {"head": None, "group": None}
-        resumed = todo is not self.branch
-        compaction: Optional[Dict[str, Any]] = self.resume.get("compaction") if resumed else None
-        if resumed and isinstance(self.resume.get("group"), dict):
-            state["group"] = self.resume["group"]
+        compaction: Optional[Dict[str, Any]] = None
         done: Set[str] = set()
-        for ln in todo:
+        for ln in self.branch:
             obj = ln.obj
             kind = as_str(obj.get("type"))
-            state["head"] = _uuid(obj)
             if kind == "assistant":
                 mid = _message(obj).get("id")
                 if isinstance(mid, str):
                     if mid in done:
                         continue  # merged into the message written at its first line, counted there
                     done.add(mid)
-                    group = groups[mid]
+                    self._assistant(groups[mid])
                 else:
-                    group = [ln]
-                out_id = self._assistant(writer, group)
-                state["group"] = {"message-id": mid, "out-id": out_id} if isinstance(mid, str) else None
-                continue
-            state["group"] = None
-            if kind == "user":
-                compaction = self._user(writer, ln, compaction)
+                    self._assistant([ln])
+            elif kind == "user":
+                compaction = self._user(ln, compaction)
             elif kind == "system" and obj.get("subtype") == "compact_boundary":
-                meta = as_dict(obj.get("compactMetadata"))
-                pre = meta.get("preTokens")
-                compaction = {"tokens-before": pre if isinstance(pre, int) and not isinstance(pre, bool) else 0,
-                              "trigger": meta.get("trigger")}
+                pre = as_dict(obj.get("compactMetadata")).get("preTokens")
+                compaction = {"tokens-before": pre if isinstance(pre, int) and not isinstance(pre, bool) else None}
                 self._count(ln, "imported")
             elif kind == "system":
                 self._count(ln, "skipped", "a Claude Code status line, never sent to the model")
@@ -467,27 +409,16 @@ class _Job:
                 self._count(ln, "skipped", _BOOKKEEPING[kind])
             else:
                 self._count(ln, "skipped", f"unknown record type {as_str(kind)[:60]!r}" if kind else "no record type")
-        state["compaction"] = compaction
-        if todo:  # the furthest line along the branch (a late result may come first in todo)
-            where = {ln.number: i for i, ln in enumerate(self.branch)}
-            state["head"] = _uuid(max(todo, key=lambda ln: where.get(ln.number, -1)).obj)
-        elif self.resume:
-            state = dict(self.resume)  # nothing new on the branch: keep the old position
-        return state
 
     # -- one record -------------------------------------------------------------------------------
 
-    def _extra(self, obj: Dict[str, Any]) -> Dict[str, Any]:
-        extra: Dict[str, Any] = {}
-        if isinstance(obj.get("timestamp"), str):
-            extra["source-ts"] = obj["timestamp"]
-        if _uuid(obj):
-            extra["source-uuid"] = obj["uuid"]
-        return extra
+    @staticmethod
+    def _extra(obj: Dict[str, Any]) -> Dict[str, Any]:
+        return {"source-uuid": obj["uuid"]} if _uuid(obj) else {}
 
-    def _assistant(self, writer: Writer, group: List[Line]) -> Optional[str]:
+    def _assistant(self, group: List[Line]) -> Optional[int]:
         parts: List[Any] = []
-        calls: List[Tuple[str, str, str]] = []
+        calls: List[Call] = []
         thinking: List[Any] = []
         other: List[Any] = []
         extra = self._extra(group[0].obj)
@@ -510,8 +441,7 @@ class _Job:
                     thinking.append(block)
                 elif btype == "tool_use" and isinstance(block.get("id"), str) and block["id"]:
                     name = as_str(block.get("name")) or "unknown"
-                    arguments = json.dumps(block.get("input", {}), ensure_ascii=False)
-                    calls.append((block["id"], name, arguments))
+                    calls.append((block["id"], name, json_text(block.get("input", {})), ln.obj.get("timestamp")))
                 elif btype == "image":
                     parts.append(_image(block) or block)
                 else:
@@ -530,13 +460,14 @@ class _Job:
             extra["thinking"] = thinking
         if other:
             extra["other-blocks"] = other
-        out_id = writer.assistant("assistant", simplest(parts), calls, extra)
+        at = self.writer.assistant("assistant", simplest(parts), calls, extra, group[0].obj.get("timestamp"))
         for ln in group:
-            self._count(ln, "imported" if out_id is not None else "skipped", "" if out_id else "see the warnings")
-        return out_id
+            self._count(ln, "imported" if at is not None else "skipped", "" if at is not None else "see the warnings")
+        return at
 
-    def _user(self, writer: Writer, ln: Line, compaction: Optional[Dict[str, Any]]) -> Optional[Dict[str, Any]]:
+    def _user(self, ln: Line, compaction: Optional[Dict[str, Any]]) -> Optional[Dict[str, Any]]:
         obj = ln.obj
+        ts = obj.get("timestamp")
         msg = _message(obj)
         content = msg.get("content")
         extra = self._extra(obj)
@@ -546,8 +477,8 @@ class _Job:
             text = content if isinstance(content, str) else "\n\n".join(
                 b.get("text", "") for b in content if isinstance(b, dict) and isinstance(b.get("text"), str)
             ) if isinstance(content, list) else ""
-            before = (compaction or {}).get("tokens-before", 0)
-            writer.compaction("user", text, before if isinstance(before, int) else 0, 0, extra)
+            # Claude Code states the count before a compaction (preTokens), never the one after.
+            self.writer.compaction("user", text, (compaction or {}).get("tokens-before"), None, extra, ts)
             self._count(ln, "imported")
             return None
         blocks = [{"type": "text", "text": content}] if isinstance(content, str) else content
@@ -561,14 +492,14 @@ class _Job:
         wrote = False
         for block in blocks:
             if isinstance(block, dict) and block.get("type") == "tool_result" and isinstance(block.get("tool_use_id"), str):
-                writer.tool_result("user", block["tool_use_id"], _result_content(block.get("content")),
-                                   bool(block.get("is_error")), result_extra)
+                self.writer.tool_result("user", block["tool_use_id"], _result_content(block.get("content")),
+                                        bool(block.get("is_error")), result_extra, ts)
                 result_extra = dict(extra)  # toolUseResult belongs with the first result of the line
                 wrote = True
             else:
                 rest.append(_part(block))
         if rest:
-            writer.message("user", {"role": "user", "content": simplest(rest)}, extra)
+            self.writer.message("user", {"role": "user", "content": simplest(rest)}, extra, ts)
             wrote = True
         self._count(ln, "imported" if wrote else "skipped", "" if wrote else "a user line with empty content")
         return compaction
@@ -590,7 +521,7 @@ def _result_content(content: Any) -> Any:
     if isinstance(content, str) or content is None:
         return content if content is not None else ""
     if not isinstance(content, list):
-        return json.dumps(content, ensure_ascii=False)
+        return json_text(content)
     parts = [_part(block) for block in content]
     return simplest(parts) if parts else ""
 

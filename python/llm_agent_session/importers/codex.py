@@ -9,9 +9,11 @@ items themselves, without ``type``/``payload``; archived ones under ``~/.codex/a
 
 The conversation is the ``response_item`` lines; an ``event_msg`` user or agent message is
 imported only when its turn has no ``response_item`` message of that role (then it is the
-only record of it). ``thread_rolled_back`` becomes a ``rewind`` (SPEC 10.1) to just before
-the user turn it drops. The rollout is read in order, so an import that resumes where the
-last one stopped gives what one import of the whole file would.
+only record of it). ``thread_rolled_back`` becomes a ``rewind`` to just before the user
+turn it drops (a call of a dropped turn still unanswered is settled ``outcome-unknown``).
+Each envelope's ``ts`` is the source line's ``timestamp``. The rollout is read from its
+first line on every import (``_plan``, ``_reconcile``), so an import that resumes gives what
+one import of the whole file would.
 
     report = import_transcript("~/.codex/sessions/2026/11/30/rollout-....jsonl", "out/run.jsonl")
 """
@@ -22,11 +24,11 @@ import json
 import os
 from typing import Any, Dict, List, Optional, Tuple, cast
 
-from ._driver import mirror_files, run_files, run_import
+from ._driver import mirror_files, refuse_out_inside, run_files, run_import
 from ._parts import as_dict, as_str, image_part, simplest, text_part
+from ._plan import Planner
 from ._report import ImportReport
-from ._source import Line, parse_lines
-from ._writer import Writer
+from ._source import Line, json_text
 
 FORMAT = "codex"
 DEFAULT_SOURCE = "~/.codex/sessions"
@@ -41,9 +43,10 @@ _TURN_EDGES = ("task_started", "task_complete", "turn_started", "turn_complete",
 
 def import_transcript(src: Any, out: Any) -> ImportReport:
     """Import one Codex rollout ``src`` into the transcript ``out`` (a new file, or one an
-    earlier import made: then only what the rollout gained since is appended)."""
+    earlier import made: then what brings it to what one import of the whole rollout
+    gives is appended, usually just what the rollout gained since)."""
     src, out = os.fspath(src), os.fspath(out)
-    return run_import(src, out, FORMAT, lambda data, cp, rep: _Job(src, data, cp, rep))
+    return run_import(src, out, FORMAT, lambda lines, rep, first: _Job(src, lines, rep))
 
 
 def out_name(rel: str) -> str:
@@ -54,8 +57,9 @@ def out_name(rel: str) -> str:
 def import_tree(src_dir: Any, out_dir: Any, on_file: Any = None, workers: int = 1) -> List[ImportReport]:
     """Every rollout under ``src_dir`` into the same place under ``out_dir``;
     ``on_file(report, done, total)`` after each. ``workers`` > 1: that many processes
-    import files side by side."""
+    import files side by side. ValueError if ``out_dir`` is inside ``src_dir``."""
     src_dir, out_dir = os.fspath(src_dir), os.fspath(out_dir)
+    refuse_out_inside(src_dir, out_dir)
     files = mirror_files(src_dir, lambda rel: rel.endswith((".jsonl", ".jsonl.zst")))
     calls = [(import_transcript, (os.path.join(src_dir, rel), os.path.join(out_dir, out_name(rel)))) for rel in files]
     return run_files(calls, on_file, workers)
@@ -66,7 +70,7 @@ def _content(items: Any) -> Any:
     if isinstance(items, str):
         return items
     if not isinstance(items, list):
-        return None if items is None else json.dumps(items, ensure_ascii=False)
+        return None if items is None else json_text(items)
     parts: List[Any] = []
     for item in items:
         if isinstance(item, dict) and isinstance(item.get("text"), str) and item.get("type") in (
@@ -128,37 +132,34 @@ def _exit_code(output: str) -> Optional[int]:
     return code if isinstance(code, int) and not isinstance(code, bool) else None
 
 
-def _fresh_state() -> Dict[str, Any]:
-    return {
-        "reasoning": [],  # reasoning items waiting for the assistant message they belong to
-        "turn": {"user": False, "assistant": False},  # response_item messages seen this turn
-        "events": [],  # event_msg messages waiting for the end of their turn
-        "turn-starts": [],  # ids of the messages that began each user turn (for rollbacks)
-        "context": None,  # the last turn_context written, as JSON text
-        "tokens": 0,  # the last input token count (a compaction's tokens-before)
-        "meta-seen": False,
-    }
-
-
 class _Job:
-    def __init__(self, src: str, data: bytes, cp: Optional[Dict[str, Any]], report: ImportReport) -> None:
+    """One rollout's lines, read in order into a plan of what one import writes."""
+
+    def __init__(self, src: str, lines: List[Line], report: ImportReport) -> None:
         self.report = report
-        start, first = (int(cp["bytes"]), int(cp.get("lines", 0)) + 1) if cp else (0, 1)
-        parsed = parse_lines(data, start, first, report)
-        self.lines = parsed.lines
-        self.end, self.line_count = parsed.end, parsed.line_count
-        self.reader = parsed.reader
-        self.state = _fresh_state()
-        if cp and isinstance(cp.get("resume"), dict):
-            self.state.update(cp["resume"])
+        self.writer = Planner(report)
+        self.reasoning: List[Any] = []  # reasoning items waiting for the assistant message they belong to
+        self.turn = {"user": False, "assistant": False}  # response_item messages seen this turn
+        self.events: List[Dict[str, Any]] = []  # event_msg messages waiting for the end of their turn
+        self.turn_starts: List[int] = []  # the messages that began each user turn (for rollbacks)
+        self.context: Optional[str] = None  # the last turn_context written, as JSON text
+        self.tokens: Optional[int] = None  # the last input token count (a compaction's tokens-before)
+        self.meta_seen = False
         self.meta: Dict[str, Any] = {"imported-from": FORMAT, "source-path": os.path.abspath(src)}
-        if not cp:
-            for line in self.lines[:5]:
-                payload = self._meta_payload(line.obj)
-                if payload is not None:
-                    self._fill_meta(payload)
-                    break
+        self.meta_time: Any = None
+        self.checkpoint: Dict[str, Any] = {}
+        for line in lines[:5]:
+            payload = self._meta_payload(line.obj)
+            if payload is not None:
+                self._fill_meta(payload)
+                self.meta_time = line.obj.get("timestamp")
+                break
         self.open: Optional[Dict[str, Any]] = None  # the assistant message being gathered
+        for line in lines:
+            self._line(line)
+        self._flush()
+        self._end_turn()
+        self.records = self.writer.finish()
 
     @staticmethod
     def _meta_payload(obj: Dict[str, Any]) -> Optional[Dict[str, Any]]:
@@ -184,88 +185,51 @@ class _Job:
                 self.meta["git-commit"] = git["commit_hash"]
             if isinstance(git.get("repository_url"), str):
                 self.meta["git-repository"] = git["repository_url"]
-        self.state["meta-seen"] = True
+        self.meta_seen = True
 
-    # -- writing ---------------------------------------------------------------------------------
+    # -- reading ---------------------------------------------------------------------------------
 
-    def write(self, writer: Writer) -> Dict[str, Any]:
-        self._reopen(writer)
-        for line in self.lines:
-            self._line(writer, line)
-        host = self.open
-        out_id = self._flush(writer)
-        self._end_turn(writer)
-        # The rollout may go on with more calls of this same assistant message: keep it, so
-        # that the next import can write it again whole (after a rewind) instead of in two.
-        self.state["last-open"] = {"out-id": out_id, "host": host} if host is not None and out_id else None
-        return self.state
-
-    def _reopen(self, writer: Writer) -> None:
-        """Resuming right after an assistant message whose calls go on: rewind it and gather again."""
-        last = self.state.get("last-open")
-        self.state["last-open"] = None
-        if not isinstance(last, dict) or not self.lines:
-            return
-        obj = self.lines[0].obj
-        item = obj.get("payload") if obj.get("type") == "response_item" else obj
-        if not isinstance(item, dict) or item.get("type") not in _CALLS + ("reasoning", "web_search_call"):
-            return
-        ids = writer.message_ids()
-        out_id = last.get("out-id")
-        if not ids or ids[-1] != out_id or not isinstance(last.get("host"), dict):
-            return
-        if writer.rewind("response_item", ids[-2] if len(ids) > 1 else None) is None:
-            return  # refused (reported): the calls go into a message of their own
-        host = last["host"]
-        host["calls"] = [tuple(c) for c in host.get("calls", [])]
-        host["kinds"] = []  # counted when first written
-        self.open = host
-
-    def _line(self, writer: Writer, line: Line) -> None:
+    def _line(self, line: Line) -> None:
         obj = line.obj
         rtype, payload = obj.get("type"), obj.get("payload")
-        ts = obj.get("timestamp") if isinstance(obj.get("timestamp"), str) else None
+        ts = obj.get("timestamp")
         if "payload" not in obj and "record_type" in obj:
             self.report.skipped("legacy/state", "a legacy state record, not part of the conversation")
         elif "payload" not in obj and rtype in _ITEM_TYPES:
-            self._item(writer, "legacy/" + rtype, obj, ts)
+            self._item("legacy/" + rtype, obj, ts)
         elif "payload" not in obj and self._meta_payload(obj) is not None:
-            self._session_meta(writer, "legacy/session_meta", obj)
+            self._session_meta("legacy/session_meta", obj, ts)
         elif not isinstance(payload, dict):
             kind = f"{as_str(rtype)[:60] or '(no type)'}"
             self.report.skipped(kind, "unknown record type" if rtype not in (
                 "session_meta", "response_item", "event_msg", "turn_context", "compacted") else "no payload object")
         elif rtype == "response_item":
             ptype = as_str(payload.get("type"))
-            self._item(writer, f"response_item/{ptype[:60] or '(no type)'}", payload, ts)
+            self._item(f"response_item/{ptype[:60] or '(no type)'}", payload, ts)
         elif rtype == "event_msg":
-            self._event(writer, f"event_msg/{as_str(payload.get('type'))[:60] or '(no type)'}", payload, ts)
+            self._event(f"event_msg/{as_str(payload.get('type'))[:60] or '(no type)'}", payload, ts)
         elif rtype == "session_meta":
-            self._session_meta(writer, "session_meta", payload.get("meta", payload) if isinstance(payload.get("meta"), dict) else payload)
+            self._session_meta("session_meta", payload.get("meta", payload) if isinstance(payload.get("meta"), dict) else payload, ts)
         elif rtype == "turn_context":
-            self._turn_context(writer, payload)
+            self._turn_context(payload, ts)
         elif rtype == "compacted":
-            self._flush(writer)
+            self._flush()
             summary = as_str(payload.get("message")) or _history_text(payload.get("replacement_history"))
-            tokens = self.state.get("tokens", 0)
-            extra = {"source-ts": ts} if ts else {}
-            if writer.compaction("compacted", summary, tokens if isinstance(tokens, int) else 0, 0, extra) is not None:
+            # Codex records no count after a compaction: tokens-after is left out, never 0.
+            if self.writer.compaction("compacted", summary, self.tokens, None, {}, ts) is not None:
                 self.report.imported("compacted")
         else:
             self.report.skipped(as_str(rtype)[:60] or "(no type)", "unknown record type")
 
-    def _extra(self, ts: Optional[str]) -> Dict[str, Any]:
-        return {"source-ts": ts} if ts else {}
-
-    def _item(self, writer: Writer, kind: str, item: Dict[str, Any], ts: Optional[str]) -> None:
+    def _item(self, kind: str, item: Dict[str, Any], ts: Any) -> None:
         itype = item.get("type")
         if itype == "message":
-            self._message(writer, kind, item, ts)
+            self._message(kind, item, ts)
         elif itype == "reasoning":
             if self.open is not None:
                 self.open["extra"].setdefault("reasoning", []).append(item)
             else:
-                self.state["reasoning"].append(item)
+                self.reasoning.append(item)
             self.report.extras(kind)
         elif itype in _CALLS:
             call_id = item.get("call_id") if isinstance(item.get("call_id"), str) else item.get("id")
@@ -275,24 +239,24 @@ class _Job:
             if itype == "function_call":
                 name = as_str(item.get("name")) or "unknown"
                 args = item.get("arguments")
-                arguments = args if isinstance(args, str) else json.dumps(args, ensure_ascii=False)
+                arguments = args if isinstance(args, str) else json_text(args)
             elif itype == "custom_tool_call":
                 name = as_str(item.get("name")) or "unknown"
-                arguments = json.dumps({"input": item.get("input")}, ensure_ascii=False)
+                arguments = json_text({"input": item.get("input")})
             else:
                 name = "local_shell"
-                arguments = json.dumps(item.get("action"), ensure_ascii=False)
+                arguments = json_text(item.get("action"))
             host = self._open(ts)
-            host["calls"].append((call_id, name, arguments))
+            host["calls"].append((call_id, name, arguments, ts))
             host["kinds"].append(kind)
         elif itype in _OUTPUTS:
-            self._flush(writer)
+            self._flush()
             call_id = item.get("call_id")
             if not isinstance(call_id, str):
                 self.report.skipped(kind, "a tool output without a call_id")
                 return
             content, failed = _output(item.get("output"))
-            if writer.tool_result(kind, call_id, content, failed, self._extra(ts)) is not None:
+            if self.writer.tool_result(kind, call_id, content, failed, {}, ts) is not None:
                 self.report.imported(kind)
         elif itype == "web_search_call":
             host = self._open(ts)
@@ -303,80 +267,80 @@ class _Job:
         else:
             self.report.skipped(kind, "unknown response item type")
 
-    def _open(self, ts: Optional[str]) -> Dict[str, Any]:
+    def _open(self, ts: Any) -> Dict[str, Any]:
         if self.open is None:
-            extra = self._extra(ts)
-            if self.state["reasoning"]:
-                extra["reasoning"] = self.state["reasoning"]
-                self.state["reasoning"] = []
-            self.open = {"content": None, "calls": [], "extra": extra, "kinds": []}
+            extra: Dict[str, Any] = {}
+            if self.reasoning:
+                extra["reasoning"] = self.reasoning
+                self.reasoning = []
+            self.open = {"content": None, "calls": [], "extra": extra, "kinds": [], "ts": ts}
         return self.open
 
-    def _flush(self, writer: Writer) -> Optional[str]:
+    def _flush(self) -> Optional[int]:
         """Write the assistant message gathered so far, then dispatch its calls."""
         host, self.open = self.open, None
         if host is None:
             return None
-        out_id = writer.assistant(host["kinds"][0] if host["kinds"] else "response_item", host["content"],
-                                  host["calls"], host["extra"])
-        for kind in host["kinds"]:
-            if out_id is not None:
+        at = self.writer.assistant(host["kinds"][0] if host["kinds"] else "response_item", host["content"],
+                                   host["calls"], host["extra"], host["ts"])
+        if at is not None:
+            for kind in host["kinds"]:
                 self.report.imported(kind)
-        return out_id
+        return at
 
-    def _message(self, writer: Writer, kind: str, item: Dict[str, Any], ts: Optional[str]) -> None:
+    def _message(self, kind: str, item: Dict[str, Any], ts: Any) -> None:
         role = item.get("role")
         content = _content(item.get("content"))
         if role == "assistant":
-            self._flush(writer)
+            self._flush()
             host = self._open(ts)
             host["content"] = content
             host["kinds"].append(kind)
-            self.state["turn"]["assistant"] = True
+            self.turn["assistant"] = True
             return
-        self._flush(writer)
+        self._flush()
         if not isinstance(role, str):
             self.report.skipped(kind, "a message without a role")
             return
         msg: Dict[str, Any] = {"role": role, "content": content}
-        extra = self._extra(ts)
+        extra: Dict[str, Any] = {}
         if role in ("developer", "system"):
             msg = {"role": "system", "content": content, "sysprompt": True}
             if role == "developer":
                 extra["source-role"] = "developer"
-        out_id = writer.message(kind, msg, extra)
-        if out_id is None:
+        at = self.writer.message(kind, msg, extra, ts)
+        if at is None:
             return
         self.report.imported(kind)
         if role == "user":
-            self.state["turn"]["user"] = True
+            self.turn["user"] = True
             if not _text_of(content).lstrip().startswith(_CONTEXT_PREFIXES):
-                self.state["turn-starts"].append(out_id)
+                self.turn_starts.append(at)
 
-    def _event(self, writer: Writer, kind: str, ev: Dict[str, Any], ts: Optional[str]) -> None:
+    def _event(self, kind: str, ev: Dict[str, Any], ts: Any) -> None:
         etype = ev.get("type")
         if etype in ("user_message", "agent_message"):
             role = "user" if etype == "user_message" else "assistant"
-            if self.state["turn"][role]:
+            if self.turn[role]:
                 self.report.skipped(kind, "duplicates a response_item message")
                 return
             content: Any = as_str(ev.get("message"))
             images = ev.get("images")
             if role == "user" and isinstance(images, list) and images:
                 content = [text_part(content)] + [image_part(u) for u in images if isinstance(u, str)]
-            self.state["events"].append({"kind": kind, "role": role, "content": content, "extra": self._extra(ts)})
+            self.events.append({"kind": kind, "role": role, "content": content, "ts": ts})
         elif etype == "token_count":
             tokens = as_dict(as_dict(ev.get("info")).get("last_token_usage")).get("input_tokens")
             if isinstance(tokens, int) and not isinstance(tokens, bool):
-                self.state["tokens"] = tokens
+                self.tokens = tokens
             self.report.skipped(kind, "token usage (the last count before a compaction is its tokens-before)")
         elif etype == "thread_rolled_back":
-            self._flush(writer)
-            self._end_turn(writer)
-            self._rollback(writer, kind, ev.get("num_turns"))
+            self._flush()
+            self._end_turn()
+            self._rollback(kind, ev.get("num_turns"), ts)
         elif etype in _TURN_EDGES:
-            self._flush(writer)
-            self._end_turn(writer)
+            self._flush()
+            self._end_turn()
             why = ("an interrupted turn: its unanswered calls stay pending" if etype == "turn_aborted"
                    else "a turn boundary")
             self.report.skipped(kind, why)
@@ -385,40 +349,40 @@ class _Job:
         else:
             self.report.skipped(kind, "a UI event, not part of the conversation")
 
-    def _end_turn(self, writer: Writer) -> None:
+    def _end_turn(self) -> None:
         """Import the turn's event messages that no response_item message duplicated."""
-        for ev in self.state["events"]:
-            if self.state["turn"].get(ev["role"]):
+        for ev in self.events:
+            if self.turn.get(ev["role"]):
                 self.report.skipped(ev["kind"], "duplicates a response_item message")
                 continue
-            out_id = writer.message(ev["kind"], {"role": ev["role"], "content": ev["content"]},
-                                    dict(ev["extra"], **{"from-event": True}))
-            if out_id is not None:
+            at = self.writer.message(ev["kind"], {"role": ev["role"], "content": ev["content"]},
+                                     {"from-event": True}, ev["ts"])
+            if at is not None:
                 self.report.imported(ev["kind"])
                 if ev["role"] == "user":
-                    self.state["turn-starts"].append(out_id)
-        self.state["events"] = []
-        self.state["turn"] = {"user": False, "assistant": False}
+                    self.turn_starts.append(at)
+        self.events = []
+        self.turn = {"user": False, "assistant": False}
 
-    def _rollback(self, writer: Writer, kind: str, num: Any) -> None:
+    def _rollback(self, kind: str, num: Any, ts: Any) -> None:
         """Codex dropped the last ``num`` user turns: rewind to just before the first of them."""
         if not isinstance(num, int) or isinstance(num, bool) or num < 1:
             self.report.skipped(kind, "num_turns is not a whole number >= 1")
             return
-        ids = writer.message_ids()
+        ids = self.writer.message_ids()
         live = set(ids)
-        starts = [s for s in self.state["turn-starts"] if s in live]
+        starts = [s for s in self.turn_starts if s in live]
         if not starts:
             self.report.skipped(kind, "no user turn of the live conversation to roll back")
             return
         first = starts[-num] if num <= len(starts) else starts[0]
         i = ids.index(first)
-        if writer.rewind(kind, ids[i - 1] if i else None) is not None:
+        if self.writer.rewind(kind, ids[i - 1] if i else None, ts) is not None:
             self.report.imported(kind)
-        self.state["turn-starts"] = starts[: max(0, len(starts) - num)]
+        self.turn_starts = starts[: max(0, len(starts) - num)]
 
-    def _session_meta(self, writer: Writer, kind: str, payload: Dict[str, Any]) -> None:
-        if not self.state.get("meta-seen"):
+    def _session_meta(self, kind: str, payload: Dict[str, Any], ts: Any) -> None:
+        if not self.meta_seen:
             self._fill_meta(payload)
         sections: List[Tuple[str, str]] = []
         for key in ("instructions", "base_instructions", "user_instructions"):
@@ -428,22 +392,22 @@ class _Job:
                 sections.append((key.replace("_", "-"), text))
         facts = [(k.replace("_", "-"), v) for k, v in sorted(payload.items())
                  if k not in ("instructions", "base_instructions", "user_instructions")]
-        self._flush(writer)
-        if writer.run_context(kind, sections, facts) is not None:
-            self.report.imported(kind)
+        self._flush()
+        self.writer.run_context(kind, sections, facts, ts)
+        self.report.imported(kind)
 
-    def _turn_context(self, writer: Writer, payload: Dict[str, Any]) -> None:
+    def _turn_context(self, payload: Dict[str, Any], ts: Any) -> None:
         kind = "turn_context"
-        self._flush(writer)
-        self._end_turn(writer)
-        text = json.dumps(payload, sort_keys=True, ensure_ascii=False, default=str)
-        if text == self.state.get("context"):
+        self._flush()
+        self._end_turn()
+        text = json_text(payload, sort_keys=True, default=str)
+        if text == self.context:
             self.report.skipped(kind, "the same as the previous turn's context")
             return
-        self.state["context"] = text
+        self.context = text
         sections = [(k.replace("_", "-"), payload[k]) for k in ("user_instructions", "developer_instructions")
                     if isinstance(payload.get(k), str) and payload[k]]
         facts = [(k.replace("_", "-"), v) for k, v in sorted(payload.items())
                  if k not in ("user_instructions", "developer_instructions")]
-        if writer.run_context(kind, sections, facts) is not None:
-            self.report.imported(kind)
+        self.writer.run_context(kind, sections, facts, ts)
+        self.report.imported(kind)

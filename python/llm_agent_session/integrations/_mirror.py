@@ -4,24 +4,22 @@ kept in memory and written off the event loop.
 
 A *unit* is what one runtime item (or a few) became on disk: one or more `message`
 lines. Syncing to a new history keeps the longest run of units whose items still
-lead the history, rewinds to the last of them (SPEC 10.1: nothing leaves the file),
+lead the history, rewinds to the last of them (a `rewind`: nothing leaves the file),
 and appends units for the rest.
 """
 
 from __future__ import annotations
 
-import asyncio
 import copy
-import functools
 import os
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple, TypeVar
 
 from .. import Message, Session
+from ..aio import SerialThread
 from ..canonical import dumps, validate
 
-# (message as a dict of SPEC 2.2 keys, the extras written beside it)
+# (message as a dict of the message keys, the extras written beside it)
 Record = Tuple[Dict[str, Any], Dict[str, Any]]
 # (envelope id, the message as replay gives it, its extras)
 LiveRecord = Tuple[str, Message, Dict[str, Any]]
@@ -55,7 +53,7 @@ class PlannedUnit:
 
 
 # Reads live transcript messages back into units (the integration's own format, and a
-# fallback for messages that others wrote, such as the answers of SPEC 10.3).
+# fallback for messages that others wrote, such as the answers to interrupted calls).
 ReadUnits = Callable[[Sequence[LiveRecord], Sequence[Unit]], List[Unit]]
 # Turns runtime items that are not on disk yet into units to write.
 PlanUnits = Callable[[Sequence[Any], Sequence[Unit]], List[PlannedUnit]]
@@ -74,38 +72,16 @@ def open_transcript(path: Any, meta: Optional[Mapping[str, Any]]) -> Session:
 
 def unanswered_calls_ran(session: Session) -> bool:
     """Whether a live tool call that no tool message answers was dispatched: a crash cut
-    it off mid-call (its operation is still pending) or lost its result (settled, but not
-    as a deferral). Only then do the adapters answer the calls (SPEC 10.3). Calls that were
-    never dispatched are left alone: a runtime leaves them so on purpose while it waits
-    for an approval, and resumes them itself."""
-    messages, ids = session.messages, session.message_ids
-    answered = {m.tool_call_id for m in messages if m.role == "tool"}
-    unanswered: Dict[str, str] = {}  # call id -> id of the message that made the call
-    for id_, m in zip(ids, messages):
-        for call in m.tool_calls or [] if m.role == "assistant" else []:
-            call_id = call.get("id") if isinstance(call, Mapping) else None
-            if isinstance(call_id, str) and call_id not in answered:
-                unanswered.setdefault(call_id, id_)
-    if not unanswered:
-        return False
-    if any(op.call_id in unanswered for op in session.pending_tool_operations()):
-        return True
-    # Settled operations: read the lines written since the oldest unanswered call was made
-    # (a dispatch always comes after its call), newest first.
-    oldest = min(unanswered.values(), key=ids.index)
-    events = session.events
-    settles: Dict[str, Mapping[str, Any]] = {}
-    for i in range(len(events) - 1, -1, -1):
-        event = events[i]
-        if event.id == oldest:
-            break
-        if event.type == "tool-settled":
-            settles[str(event.payload.get("op-id"))] = event.payload
-        elif event.type == "tool-dispatched" and event.payload.get("call-id") in unanswered:
-            reason = settles.get(event.id, {}).get("reason")
-            if not (isinstance(reason, str) and reason.startswith(DEFERRED)):
-                return True
-    return False
+    it off mid-call (its operation is still pending), or its operation was settled other
+    than as a deferral. Only then do the adapters answer the calls
+    (``Session.answer_interrupted_tool_calls``). Calls that were never dispatched are left
+    alone: a runtime leaves them so on purpose while it waits for an approval, and
+    resumes them itself."""
+    return any(
+        not (op.outcome == "outcome-unknown" and isinstance(op.reason, str) and op.reason.startswith(DEFERRED))
+        for call in session._unanswered_tool_calls()
+        for op in call.operations
+    )
 
 
 # The start of a settle's reason for a call the runtime deferred (it did not run).
@@ -114,7 +90,7 @@ DEFERRED = "deferred"
 
 class Mirror:
     """The live messages of an open transcript as a runtime's items, and the writes that
-    keep them equal to the runtime's history. Blocking: call through `Gate.run`."""
+    keep them equal to the runtime's history. Blocking: call through the adapter's thread."""
 
     def __init__(self, session: Session, read_units: ReadUnits, plan_units: PlanUnits) -> None:
         self.session = session
@@ -130,14 +106,19 @@ class Mirror:
 
     def read_tail(self) -> None:
         """Read the live messages that no unit holds yet: all of them when opening, those
-        that someone appended through the `Session` since (the app, SPEC 10.3 answers)."""
+        that someone appended through the `Session` since (the app, answers to interrupted calls)."""
         held = [i for u in self.units for i in u.ids]
         if self.session.message_ids[: len(held)] != held:  # rewound or compacted meanwhile
             self.units, held = [], []
         self.units.extend(self._read_units(self.live_records(len(held)), self.units))
 
     def natives(self) -> List[Any]:
+        """The runtime's items, in order: the mirror's own objects (copy what leaves)."""
         return [n for u in self.units for n in u.natives]
+
+    def native_texts(self) -> List[str]:
+        """The runtime's items as their canonical JSON texts, in order."""
+        return [k for u in self.units for k in u.keys]
 
     def sync(self, desired: Sequence[Any]) -> None:
         """Make the live transcript hold exactly `desired`, rewriting as little as it can."""
@@ -161,36 +142,23 @@ class Mirror:
             self.units.append(Unit(copy.deepcopy(plan.natives), ids))
 
 
-class Gate:
-    """Runs an adapter's blocking transcript work off the event loop, on a thread of its
-    own (not the loop's default executor, which the app may keep busy), one call at a
-    time in the order the calls were awaited: a coroutine submits when it first runs.
-    A call whose awaiting task is cancelled still runs, in its turn; so does every call
-    before it. Calls after `stop()` run inline (the closed session answers from memory)."""
-
-    def __init__(self) -> None:
-        self._worker = ThreadPoolExecutor(max_workers=1, thread_name_prefix="llm-agent-session-adapter")
-        self._stopped = False
-
-    async def run(self, fn: Callable[..., Any], *args: Any) -> Any:
-        if self._stopped:
-            return fn(*args)
-        return await asyncio.get_running_loop().run_in_executor(self._worker, functools.partial(fn, *args))
-
-    def stop(self) -> None:
-        self._stopped = True
-        self._worker.shutdown(wait=False)
-
-
 _Owner = TypeVar("_Owner", bound="TranscriptOwner")
+
+
+def adapter_thread() -> SerialThread:
+    """The thread an adapter's blocking transcript work runs on, off the event loop (not
+    the loop's default executor, which the app may keep busy): one call at a time, in
+    the order awaited; each call runs to its end even if its task is cancelled, which
+    then learns it when the call is done (``llm_agent_session.aio``)."""
+    return SerialThread("llm-agent-session-adapter")
 
 
 class TranscriptOwner:
     """What an adapter that holds an open transcript shares: the `Session` it reads and
-    writes through `_gate`, `close()`, and `async with`."""
+    writes through `_gate` (an `adapter_thread()`), `close()`, and `async with`."""
 
     _transcript: Session
-    _gate: Gate
+    _gate: SerialThread
 
     @property
     def transcript(self) -> Session:
@@ -199,11 +167,9 @@ class TranscriptOwner:
         return self._transcript
 
     async def close(self) -> None:
-        """Release the file and its lock (after every call awaited before this one)."""
-        try:
-            await self._gate.run(self._transcript.close)
-        finally:
-            self._gate.stop()
+        """Release the file and its lock (after every call awaited before this one). A
+        cancelled close still closes: the lock is released whatever the awaiting task does."""
+        await self._gate.run_last(self._transcript.close)
 
     async def __aenter__(self: _Owner) -> _Owner:
         return self

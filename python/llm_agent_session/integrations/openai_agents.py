@@ -9,14 +9,15 @@ the SDK hands to `add_items` is stored as it was given, in the extras of a `mess
 line whose message is the item's chat-completions projection: the model's output
 items of one response (text, reasoning, function calls) share one assistant message,
 each tool output is a tool message, each input message its own message. `pop_item`
-and `clear_session` are rewinds (SPEC 10.1): nothing leaves the file.
+and `clear_session` are rewinds: nothing leaves the file.
 
 `ts.hooks` records what the SDK itself saves only later: the model's output as soon as
 the model answers (so a function call is on disk before its tool runs), then
 `tool-dispatched` when a function tool starts and `tool-settled` when it ends.
 Opening a transcript whose tool calls were cut off by a crash answers them first
-(SPEC 10.3), so the model's next input says what happened to each; calls that were never
-dispatched (waiting for an approval) are left for the SDK to resume.
+(`Session.answer_interrupted_tool_calls`), so the model's next input says what happened
+to each; calls that were never dispatched (waiting for an approval) are left for the SDK
+to resume.
 """
 
 from __future__ import annotations
@@ -37,11 +38,11 @@ except ImportError as e:  # pragma: no cover - exercised by a test in a bare int
 
 from .. import Message
 from ._mirror import (
-    Gate,
     LiveRecord,
     Mirror,
     PlannedUnit,
     TranscriptOwner,
+    adapter_thread,
     Unit,
     canonical,
     open_transcript,
@@ -155,7 +156,7 @@ def _plan(items: Sequence[Any], _before: Sequence[Unit]) -> List[PlannedUnit]:
 
 def _items_of_message(message: Message, call_types: Mapping[str, str]) -> List[Dict[str, Any]]:
     """SDK items for a message that carries none (one written by someone else, such as
-    the answer to an interrupted call of SPEC 10.3)."""
+    the answer to an interrupted call)."""
     content = message.content if isinstance(message.content, str) or message.content is None else _text(message.content)
     if message.role == "tool":
         kind = "custom_tool_call_output" if call_types.get(message.tool_call_id or "") == "custom_tool_call" else "function_call_output"
@@ -204,8 +205,8 @@ class TranscriptSession(TranscriptOwner):
 
     Opening creates `path` with `meta` as its session-meta, or loads it and takes its
     lock (`SessionLocked` when another session holds it) and answers the tool calls
-    that a crash left unanswered (SPEC 10.3), if any of them was dispatched. `session_id` defaults to the id of the
-    transcript's session-meta line, the same every time the file is opened.
+    that a crash left unanswered, if any of them was dispatched. `session_id` defaults to
+    the id of the transcript's session-meta line, the same every time the file is opened.
     """
 
     def __init__(
@@ -228,7 +229,7 @@ class TranscriptSession(TranscriptOwner):
         self.session_id: str = session_id if session_id is not None else transcript.events[0].id
         self.session_settings: Optional[SessionSettings] = session_settings or SessionSettings()
         self.hooks = TranscriptRunHooks(self)
-        self._gate = Gate()
+        self._gate = adapter_thread()
         # Items at the end of the transcript that the hooks wrote ahead of `add_items`.
         self._ahead = 0
         # call id -> (op id, monotonic start) for function tools started and not yet ended.

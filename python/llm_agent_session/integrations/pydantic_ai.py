@@ -13,11 +13,12 @@ ends. Every `ModelMessage` is stored as pydantic-ai's own JSON (its
 `ModelMessagesTypeAdapter`) in the extras of the last of the chat-completions messages it
 becomes, so `message_history()` gives back equal `ModelMessage`s.
 
-`message_history()` first answers every tool call that a crash left unanswered (SPEC
-10.3): pydantic-ai re-runs an unanswered call when a run resumes, and a call that may
-already have acted must not run again unless the app decides so. To decide, settle its
-operation (`transcript.transcript.resolve_tool_operation(...)`, or append the tool's real
-result) before calling `message_history()`.
+`message_history()` first answers every tool call that a crash left unanswered
+(`Session.answer_interrupted_tool_calls`): pydantic-ai re-runs an unanswered call when a
+run resumes, and a call that may already have acted must not run again unless the app
+decides so. To decide, settle its operation
+(`transcript.transcript.resolve_tool_operation(...)`, or append the tool's real result)
+before calling `message_history()`.
 """
 
 from __future__ import annotations
@@ -49,14 +50,15 @@ except ImportError as e:  # pragma: no cover - exercised by a test in a bare int
     ) from e
 
 from .. import Message
+from ..session import INTERRUPTED_TEXT
 from ._mirror import (
     DEFERRED,
-    Gate,
     LiveRecord,
     Mirror,
     PlannedUnit,
     Record,
     TranscriptOwner,
+    adapter_thread,
     Unit,
     open_transcript,
     unanswered_calls_ran,
@@ -74,10 +76,7 @@ _DEFERRALS = (CallDeferred, ApprovalRequired, SkipToolExecution)
 
 
 def _interrupted(call: Any) -> ToolReturnPart:
-    return ToolReturnPart(
-        call.tool_name, "The tool call was interrupted and may or may not have run.",
-        tool_call_id=call.tool_call_id, outcome="interrupted",
-    )
+    return ToolReturnPart(call.tool_name, INTERRUPTED_TEXT, tool_call_id=call.tool_call_id, outcome="interrupted")
 
 
 def _dump(message: ModelMessage) -> Dict[str, Any]:
@@ -137,7 +136,7 @@ def _plan(natives: Sequence[Any], _before: Sequence[Unit]) -> List[PlannedUnit]:
 
 
 def _fallback(records: Sequence[LiveRecord], tool_names: Mapping[str, str]) -> List[Unit]:
-    """ModelMessages for messages that carry none: the answers of SPEC 10.3, or lines that
+    """ModelMessages for messages that carry none: the answers to interrupted calls, or lines that
     another writer added. Consecutive non-assistant messages make one request."""
     units: List[Unit] = []
     parts: List[Any] = []
@@ -219,7 +218,7 @@ class TranscriptCapability(TranscriptOwner, AbstractCapability[Any]):
             transcript.close()
             raise
         self._transcript = transcript
-        self._gate = Gate()
+        self._gate = adapter_thread()
         # call id -> the answer for a call whose tool ended in this run (see wrap_run)
         self._returns: Dict[str, ToolReturnPart] = {}
         # the history list of the run in progress, as the hooks see it
@@ -227,7 +226,7 @@ class TranscriptCapability(TranscriptOwner, AbstractCapability[Any]):
 
     async def message_history(self) -> List[ModelMessage]:
         """The conversation so far, as pydantic-ai's messages. When a tool call that a
-        crash left unanswered was dispatched, the calls are answered first (SPEC 10.3), so
+        crash left unanswered was dispatched, the calls are answered first, so
         no such call runs again; calls never dispatched (deferred) are left as they are."""
         return cast(List[ModelMessage], await self._gate.run(self._answered_history))
 
@@ -240,7 +239,9 @@ class TranscriptCapability(TranscriptOwner, AbstractCapability[Any]):
         self._mirror.read_tail()  # what the app appended itself, such as a call's real result
         if unanswered_calls_ran(self._transcript) and self._transcript.answer_interrupted_tool_calls():
             self._mirror.read_tail()
-        return [_load(data) for data in self._mirror.natives()]
+        # Parsed from their texts: ModelMessages share nothing with the mirror's items
+        # (validating the items themselves would hand out their nested dicts and lists).
+        return ModelMessagesTypeAdapter.validate_json("[" + ",".join(self._mirror.native_texts()) + "]")
 
     def _sync(self, messages: Sequence[ModelMessage]) -> None:
         self._mirror.sync([_dump(m) for m in messages])
@@ -301,10 +302,12 @@ class TranscriptCapability(TranscriptOwner, AbstractCapability[Any]):
     async def wrap_run(self, ctx: Any, *, handler: Any) -> Any:
         try:
             result = await handler()
-        except Exception:
+        except (Exception, asyncio.CancelledError):
             # What the run got to (wrap_run's own context still holds the messages the run
             # started with), and an answer for each call whose tool this run saw end:
-            # pydantic-ai drops them when a tool's exception ends the run.
+            # pydantic-ai drops them when a tool's exception ends the run, or the run is
+            # cancelled (asyncio.wait_for) while a tool runs: that call's answer says it
+            # may or may not have run, and its operation was settled outcome-unknown.
             live = self._live if self._live is not None else ctx.messages
             await self._gate.run(self._sync_stopped_run, list(live))
             raise

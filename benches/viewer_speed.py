@@ -1,0 +1,276 @@
+"""The viewer on a big transcript (issue #25), side by side in one run: the real command in a
+child process, Chromium (Debian's, by path) driven by Playwright.
+
+    python benches/viewer_speed.py /work/corpus/realistic-1GB.jsonl     # a 1 GB transcript
+    python benches/viewer_speed.py --size 16MB                           # generated here
+    python benches/viewer_speed.py FILE --shelf 10000                    # and a shelf of 10,000
+
+Reports, each beside its goal: the URL printed after start; the first screen rendered after
+navigation; jumps after the first open (by id, by position, by time: from the request to the
+envelope rendered); the search's whole-file scan against ``grep -F -c`` on the same file, and
+its first hit in the first 10% shown; the server's RSS with the transcript open (and once its
+history is read); the rendered envelope elements; the page's JS heap; and a shelf of small
+transcripts (first rows, all rows).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import random
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+from typing import Any, Dict, List, Optional, Tuple
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+
+CHROMIUM = os.environ.get("LLM_AGENT_SESSION_CHROMIUM") or shutil.which("chromium") or "/usr/bin/chromium"
+# A text of the realistic corpus whose first hit is early in the file and that is on few lines.
+NEEDLE = "OPENSSL_DIR"
+
+
+# page.evaluate() goes through the debugger, so the page's CSP (no eval) allows it.
+JUMP_BY_INPUT = """async ([input, value, done]) => {
+  document.querySelectorAll('article.target').forEach(e => e.classList.remove('target'));
+  const box = document.querySelector(input);
+  box.value = value;
+  const t0 = performance.now();
+  box.dispatchEvent(new KeyboardEvent('keydown', {key: 'Enter', bubbles: true}));
+  while (!document.querySelector(done)) await new Promise(r => setTimeout(r, 1));
+  return performance.now() - t0;
+}"""
+JUMP_BY_SCROLL = """async ([fraction, count]) => {
+  const max = document.documentElement.scrollHeight - innerHeight;
+  const t0 = performance.now();
+  window.scrollTo(0, Math.round(max * fraction));
+  const want = Math.min(count - 1, Math.floor((window.scrollY / max) * count));
+  while (!document.querySelector(`article.env[data-envelope-id][data-i="${want}"]`))
+    await new Promise(r => setTimeout(r, 1));
+  return performance.now() - t0;
+}"""
+
+
+class Viewer:
+    """``llm-agent-session view PATH --no-browser`` in a child process."""
+
+    def __init__(self, path: str) -> None:
+        self.t0 = time.perf_counter()
+        self.proc = subprocess.Popen([sys.executable, "-m", "llm_agent_session", "view", path, "--no-browser"],
+                                     stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        assert self.proc.stdout is not None
+        self.url = self.proc.stdout.readline().strip()
+        self.url_seconds = time.perf_counter() - self.t0
+        if not self.url.startswith("http"):
+            raise SystemExit(f"no URL: {self.proc.stderr.read() if self.proc.stderr else ''}")
+        self.base = self.url.split("/t/")[0].split("/?")[0]
+
+    def rss_mb(self) -> float:
+        with open(f"/proc/{self.proc.pid}/status") as f:
+            for line in f:
+                if line.startswith("VmRSS"):
+                    return int(line.split()[1]) / 1024
+        return float("nan")
+
+    def stop(self) -> None:
+        self.proc.send_signal(2)
+        try:
+            self.proc.wait(10)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait()
+
+
+def wait_until(page: Any, expression: str, timeout: float = 60.0) -> Any:
+    """Poll `expression` (the page's CSP forbids the eval of wait_for_function)."""
+    end = time.perf_counter() + timeout
+    while True:
+        value = page.evaluate(expression)
+        if value:
+            return value
+        if time.perf_counter() > end:
+            raise TimeoutError(expression)
+        time.sleep(0.005)
+
+
+def byte_scan_seconds(path: str, needle: str, ignore_case: bool) -> float:
+    """The core's scan alone (``search.scan``), best of three, in this process."""
+    from llm_agent_session import search
+
+    best = float("inf")
+    for _ in range(3):
+        t0 = time.perf_counter()
+        for _ in search.scan(path, needle, ignore_case):
+            pass
+        best = min(best, time.perf_counter() - t0)
+    return best
+
+
+def jump_round(page: Any, name: str, count: int, rng: random.Random, jumps: int,
+               rows: List[Tuple[str, str, str]], when: str) -> None:
+    """Jumps to envelopes at random places (a different one for each kind), timed in the
+    page (performance.now) from the request to the envelope in the DOM."""
+    times: Dict[str, List[float]] = {"by id": [], "by position": [], "by time": []}
+    for _ in range(jumps):
+        item = api(page, f"/api/envelope?t={name}&i={rng.randrange(count)}")
+        times["by id"].append(page.evaluate(JUMP_BY_INPUT, ["#jump-id", item["id"],
+                                                            f"[data-envelope-id='{item['id']}'].target"]))
+        page.fill("#jump-id", "")
+        times["by position"].append(page.evaluate(JUMP_BY_SCROLL, [0.02 + 0.96 * rng.random(), count]))
+        item = api(page, f"/api/envelope?t={name}&i={rng.randrange(count)}")
+        times["by time"].append(page.evaluate(JUMP_BY_INPUT, ["#jump-time", item["ts"], "article.target"]))
+        page.fill("#jump-time", "")
+    for label, got in times.items():
+        got.sort()
+        rows.append((f"jump {label} ({when}): median, worst of {len(got)}",
+                     f"{got[len(got) // 2]:.0f} ms, {got[-1]:.0f} ms", "<= 100 ms"))
+
+
+def grep_seconds(path: str, needle: str, ignore_case: bool = False) -> Tuple[float, int]:
+    best = None
+    count = 0
+    for _ in range(3):
+        t0 = time.perf_counter()
+        out = subprocess.run(["grep", "-F", "-c"] + (["-i"] if ignore_case else []) + [needle, path],
+                             capture_output=True, text=True)
+        took = time.perf_counter() - t0
+        count = int(out.stdout.strip() or 0)
+        best = took if best is None else min(best, took)
+    assert best is not None
+    return best, count
+
+
+def api(page: Any, path: str) -> Any:
+    return page.evaluate(f"fetch({json.dumps(path)}).then(r => r.json())")
+
+
+def transcript_figures(path: str, rows: List[Tuple[str, str, str]], jumps: int) -> None:
+    from playwright.sync_api import sync_playwright
+
+    size = os.path.getsize(path)
+    subprocess.run(["cat", path], stdout=subprocess.DEVNULL)  # warm the page cache, as grep gets it
+    viewer = Viewer(path)
+    rows.append(("URL printed after start", f"{viewer.url_seconds:.2f} s", "<= 1 s"))
+    name = viewer.url.split("/t/")[1].split("?")[0]
+    try:
+        with sync_playwright() as p:
+            browser = p.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox"])
+            page = browser.new_page(viewport={"width": 1280, "height": 900})
+            t0 = time.perf_counter()
+            page.goto(viewer.url)
+            page.wait_for_selector("[data-envelope-id]", timeout=60000)
+            rows.append(("first screen rendered after navigation", f"{time.perf_counter() - t0:.2f} s", "<= 1.5 s"))
+            rows.append(("server RSS, transcript open", f"{viewer.rss_mb():.0f} MB ({viewer.rss_mb() * 2**20 / size:.2f}x)",
+                         "<= 0.3x"))
+            info = wait_until(page, f"fetch('/api/transcript?t={name}').then(r => r.json())"
+                                    ".then(j => j.ready.index && j)")
+            count = info["count"]
+            rng = random.Random(7)
+            jump_round(page, name, count, rng, jumps, rows, "while the history is read")
+            rows.append(("rendered envelope elements (most seen)",
+                         str(page.evaluate("document.querySelectorAll('[data-envelope-id]').length")), "<= 500"))
+            # Search: the whole scan through the API, then the first hit through the page.
+            grep, grep_count = grep_seconds(path, NEEDLE)
+            t0 = time.perf_counter()
+            done = page.evaluate(f"fetch('/api/search?t={name}&q={NEEDLE}&case=1&extras=1').then(r => r.text())"
+                                 ".then(t => t.trim().split('\\n').pop())")
+            scan = time.perf_counter() - t0
+            lines = json.loads(done)["lines"]
+            rows.append((f"search {NEEDLE!r}: whole file through the API, hits classified ({lines:,} lines)",
+                         f"{scan:.2f} s vs {grep:.2f} s ({scan / grep:.2f}x)", "<= 1.5x"))
+            for ignore_case in (False, True):
+                scan_only = byte_scan_seconds(path, NEEDLE, ignore_case)
+                rows.append((f"search byte scan ({'ignoring' if ignore_case else 'matching'} case) vs grep -F -c"
+                             f"{' -i' if ignore_case else ''}",
+                             f"{scan_only:.2f} s vs {grep_seconds(path, NEEDLE, ignore_case)[0]:.2f} s", "<= 1.5x"))
+            t0 = time.perf_counter()
+            page.fill("input[type=search]", NEEDLE.lower())
+            page.press("input[type=search]", "Enter")
+            page.wait_for_selector("article.hit mark", timeout=60000)
+            rows.append(("search: first hit shown", f"{(time.perf_counter() - t0) * 1000:.0f} ms", "<= 300 ms"))
+            cdp = page.context.new_cdp_session(page)
+            heap = cdp.send("Runtime.getHeapUsage")["usedSize"] / 2**20
+            rows.append(("page JS heap", f"{heap:.1f} MB", "<= 100 MB"))
+            t0 = time.perf_counter()
+            wait_until(page, f"fetch('/api/transcript?t={name}').then(r => r.json()).then(j => j.ready.history)",
+                       timeout=600)
+            rows.append(("history read in the background (after the first screen)",
+                         f"{time.perf_counter() - t0:.1f} s more", "never blocks a screen"))
+            jump_round(page, name, count, rng, jumps, rows, "after")
+            rows.append(("server RSS, history read too", f"{viewer.rss_mb():.0f} MB ({viewer.rss_mb() * 2**20 / size:.2f}x)",
+                         "<= 0.3x"))
+            browser.close()
+    finally:
+        viewer.stop()
+
+
+def shelf_figures(n: int, rows: List[Tuple[str, str, str]]) -> None:
+    from playwright.sync_api import sync_playwright
+
+    from llm_agent_session import Session, assistant_message, user_message
+
+    folder = tempfile.mkdtemp(prefix="viewer-shelf-")
+    try:
+        for i in range(n):
+            sub = os.path.join(folder, f"p{i // 500:03d}")
+            os.makedirs(sub, exist_ok=True)
+            with Session.create(os.path.join(sub, f"run-{i:05d}.jsonl"), {"title": f"run {i}", "agent": "bench"}) as s:
+                s.append_message(user_message(f"question {i}"))
+                s.append_message(assistant_message(f"answer {i}"))
+        viewer = Viewer(folder)
+        try:
+            with sync_playwright() as p:
+                browser = p.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox"])
+                page = browser.new_page(viewport={"width": 1280, "height": 900})
+                t0 = time.perf_counter()
+                page.goto(viewer.url)
+                page.wait_for_selector(".shelf-row[href]", timeout=60000)
+                rows.append((f"shelf of {n:,}: first rows", f"{time.perf_counter() - t0:.2f} s after navigation", "<= 1 s"))
+                wait_until(page, f"document.querySelector('#shelf-count').textContent.startsWith('{n:,} of {n:,}') && "
+                                 "document.querySelector('#shelf-count').textContent.indexOf('reading') < 0", 300)
+                rows.append((f"shelf of {n:,}: all rows", f"{time.perf_counter() - t0:.2f} s after navigation", "<= 10 s"))
+                browser.close()
+        finally:
+            viewer.stop()
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+def main(argv: Optional[List[str]] = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("path", nargs="?", help="a transcript (default: one generated at --size)")
+    parser.add_argument("--size", default="16MB", help="the size to generate when no PATH is given")
+    parser.add_argument("--shelf", type=int, default=10_000, help="transcripts in the shelf (0: none)")
+    parser.add_argument("--jumps", type=int, default=10)
+    args = parser.parse_args(argv)
+    rows: List[Tuple[str, str, str]] = []
+    scratch = None
+    path = args.path
+    if path is None:
+        import generate
+
+        scratch = tempfile.mkdtemp(prefix="viewer-bench-")
+        path = os.path.join(scratch, "t.jsonl")
+        generate.main([path, "--size", args.size])
+    size = os.path.getsize(path)
+    try:
+        transcript_figures(path, rows, args.jumps)
+        if args.shelf:
+            shelf_figures(args.shelf, rows)
+    finally:
+        if scratch:
+            shutil.rmtree(scratch, ignore_errors=True)
+    print(f"viewer on {path} ({size / 1e6:,.0f} MB)")
+    width = max(len(r[0]) for r in rows)
+    for what, got, goal in rows:
+        print(f"  {what:<{width}}  {got:>26}   goal {goal}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

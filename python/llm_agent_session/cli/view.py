@@ -1,0 +1,104 @@
+"""``view``: browse transcripts in a browser (issue #25); the server is ``llm_agent_session.view``.
+
+Kept in its own module, with its own parser, so the command line's dispatch only names it.
+The viewer's packages are the ``view`` extra, imported only here, when the command runs.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from typing import Callable, Dict, List, Optional
+
+from .arguments import whole_number
+from .exit_codes import FAILED, INTERRUPTED, NOT_A_TRANSCRIPT, OK
+from .output import CliError, Out, visible
+
+DESCRIPTION = """Browse transcripts in a browser: a shelf of every transcript under PATH
+(files and directories, searched recursively for *.jsonl transcripts), and each one's
+whole history in file order, with search, jumps, deep links and live follow. It starts a
+local web server (read-only, loopback only) and prints the URL to open as the first line
+of its output: the URL carries a per-run token, which the browser then keeps as a cookie.
+Stop it with Ctrl-C. The JSON data API the page uses is in docs/viewer.md."""
+
+EPILOG = """examples:
+  llm-agent-session view run.jsonl
+  llm-agent-session view ~/transcripts --no-browser --port 8765
+
+needs the view extra: pip install 'llm-agent-session[view]'"""
+
+EXIT_CODES: Dict[int, Optional[str]] = {
+    OK: "stopped with Ctrl-C (its normal way to stop)",
+    FAILED: "the server failed (the port is taken, the address cannot be bound)",
+    NOT_A_TRANSCRIPT: "no transcript found under PATH, or a PATH cannot be read",
+    INTERRUPTED: None,  # Ctrl-C is how it stops: 0
+}
+
+PACKAGES = (("starlette", "starlette"), ("uvicorn", "uvicorn"), ("markdown_it", "markdown-it-py"))
+
+
+def add_parser(add: Callable[..., argparse.ArgumentParser], common: argparse.ArgumentParser) -> None:
+    p = add("view", EXIT_CODES, parents=[common], help="browse transcripts in a browser (a local read-only web server)",
+            description=DESCRIPTION + "\n\n" + EPILOG)
+    p.add_argument("paths", nargs="+", metavar="PATH", help="transcript files and/or directories of them")
+    p.add_argument("--port", type=whole_number(0), default=0, metavar="N", help="the port (default: a free one)")
+    p.add_argument("--host", default=None, metavar="ADDRESS",
+                   help="listen on this address instead of 127.0.0.1 (a warning: others on the network can "
+                        "then reach it; they still need the token)")
+    p.add_argument("--no-browser", action="store_true", help="print the URL only; do not open a browser")
+
+
+def missing_packages() -> List[str]:
+    """The view extra's packages that cannot be imported here."""
+    missing = []
+    for module, package in PACKAGES:
+        try:
+            __import__(module)
+        except ImportError:
+            missing.append(package)
+    return missing
+
+
+def _check(paths: List[str]) -> Optional[str]:
+    """The one transcript to open straight into, or None for the shelf; CliError(3) when a
+    PATH cannot be read or holds no transcript."""
+    from ..view.shelf import Roots, is_transcript
+
+    for path in paths:
+        if not os.path.exists(path):
+            raise CliError(f"{path}: no such file or directory", 3)
+        if not os.access(path, os.R_OK):
+            raise CliError(f"{path}: not readable (permission denied)", 3)
+        if os.path.isfile(path) and not is_transcript(path):
+            raise CliError(f"{path}: not a transcript (its first line is not a session-meta envelope)", 3)
+    roots = Roots(paths)
+    names = roots.walk()
+    first = next(names, None)
+    if first is None:
+        raise CliError("no transcript under " + ", ".join(paths) + " (a transcript is a *.jsonl file whose "
+                       "first line is a session-meta envelope)", 3)
+    if next(names, None) is None and len(paths) == 1 and os.path.isfile(paths[0]):
+        return first
+    return None
+
+
+def run(args: argparse.Namespace, out: Out) -> int:
+    missing = missing_packages()
+    if missing:
+        raise CliError("the viewer needs the view extra, which is not installed here (missing: "
+                       + ", ".join(missing) + "): pip install 'llm-agent-session[view]'", 1)
+    paths = [os.path.expanduser(p) for p in args.paths]
+    single = _check(paths)
+    host = args.host or "127.0.0.1"
+    if args.host is not None:
+        print(visible(f"warning: listening on {host}: anyone who can reach this address and has the URL's "
+                      "token can read these transcripts"), file=sys.stderr)
+    from ..view.server import serve
+
+    try:
+        return serve(paths, host, args.port, not args.no_browser, single, out.stream)
+    except OSError as e:
+        raise CliError(f"cannot serve on {host}:{args.port}: {e.strerror or e}", 1)
+    except KeyboardInterrupt:
+        return 0

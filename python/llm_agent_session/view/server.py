@@ -1,0 +1,99 @@
+"""Start the viewer: bind, print the URL, open the browser, serve until Ctrl-C.
+
+uvicorn serves the application on a socket bound here (loopback unless ``--host``; port 0
+asks the system for a free one), so the URL, token included, is known and printed before
+anything is served. The browser is opened through a file only this user can read that
+redirects to the URL, so the token never appears in the browser's command line (``ps``).
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+import sys
+import tempfile
+import threading
+import webbrowser
+from typing import List, Optional, TextIO
+from urllib.parse import quote
+
+from ..cli.output import visible
+from .security import Policy
+from .shelf import Roots, Shelf
+
+
+def bind(host: str, port: int) -> socket.socket:
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    sock.bind((host, port))
+    sock.listen(128)
+    sock.set_inheritable(True)
+    return sock
+
+
+def url_of(host: str, port: int, path: str, token: str) -> str:
+    shown = f"[{host}]" if ":" in host else host
+    return f"http://{shown}:{port}{path}?token={token}"
+
+
+def start_path(shelf: Shelf, single: Optional[str]) -> str:
+    """The page to open first: the transcript itself when there is one, else the shelf."""
+    if single is None:
+        return "/"
+    link = single if visible(single) == single else shelf.alias(single)
+    return "/t/" + quote(link, safe="/~")
+
+
+def open_browser(url: str) -> None:
+    """Open `url` through a 0600 redirect page (the token stays out of ``ps``)."""
+    folder = tempfile.mkdtemp(prefix="llm-agent-session-view-")
+    page = os.path.join(folder, "open.html")
+    fd = os.open(page, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    with os.fdopen(fd, "w", encoding="utf-8") as f:
+        f.write(f'<!doctype html><meta charset="utf-8"><meta http-equiv="refresh" content="0;url={url}">'
+                f'<a href="{url}">open the viewer</a>\n')
+    try:
+        webbrowser.open("file://" + page)
+    finally:
+        # The browser has read it after a moment; a leftover holds only a dead token.
+        threading.Timer(30, lambda: _remove(page, folder)).start()
+
+
+def _remove(page: str, folder: str) -> None:
+    try:
+        os.remove(page)
+        os.rmdir(folder)
+    except OSError:
+        pass
+
+
+def serve(paths: List[str], host: str, port: int, browser: bool, single: Optional[str],
+          out: TextIO = sys.stdout, token: Optional[str] = None) -> int:
+    sock = bind(host, port)
+    port = sock.getsockname()[1]
+    policy = Policy(port, token=token, host=host)
+    shelf = Shelf(Roots(paths))
+    url = url_of(host, port, start_path(shelf, single), policy.token)
+    out.write(url + "\n")  # first, before the server's packages are imported
+    out.flush()
+    if single is None:
+        shelf.start()  # rows are read while the browser starts
+    import uvicorn
+
+    from .app import Viewer, app
+
+    viewer = Viewer(shelf.roots, shelf)
+    if single is not None:  # read it while the browser starts
+        link = single if visible(single) == single else next(k for k, v in shelf.aliases.items() if v == single)
+        threading.Thread(target=viewer.transcript, args=(link,), daemon=True).start()
+    config = uvicorn.Config(app(viewer, policy), log_level="warning", lifespan="off",
+                            timeout_graceful_shutdown=1, access_log=False)
+    server = uvicorn.Server(config)
+    if browser:
+        threading.Timer(0.2, open_browser, args=(url,)).start()
+    try:
+        server.run(sockets=[sock])  # uvicorn stops on Ctrl-C, then raises it again
+    except KeyboardInterrupt:
+        pass
+    return 0

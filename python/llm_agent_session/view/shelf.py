@@ -1,0 +1,286 @@
+"""The transcripts under the PATHs given, by name, and the shelf: one row a transcript.
+
+Each PATH is a *root* with a label (its base name, made unique). A transcript is named
+``label`` (a file PATH) or ``label/relative/path.jsonl`` (a file under a directory PATH);
+the page and the data API name transcripts only so. :meth:`Roots.resolve` turns a name back
+into a file and is the one gate to the disk: no ``..``, no absolute path, no empty or
+``.`` segment, no backslash or NUL, and the file found (symbolic links followed) must be a
+regular file inside the root's own real path.
+
+Directories are walked for ``*.jsonl`` files whose first line is a ``session-meta``
+envelope (``.artifacts`` directories and links that lead out of the root are skipped). The
+shelf's rows are made in a background thread, in walk order, and the page reads them as
+they come: ``peek(survey=True)`` for the counts and load's read-only verdict
+(``cli/verdict.py``) for whether it loads.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import stat
+import threading
+from dataclasses import dataclass
+from typing import Any, Dict, Iterator, List, Optional
+
+from .._peek import peek
+from ..cli.output import visible
+from ..cli.verdict import CLEAN, NOT_A_TRANSCRIPT, WOULD_FAIL, WOULD_REPAIR, verdict
+
+SUFFIX = ".jsonl"
+FIRST_LINE_LIMIT = 1 << 20
+
+
+class NameRefused(ValueError):
+    """A transcript name that tries to leave its root (``..``, absolute, ...)."""
+
+
+@dataclass
+class Root:
+    label: str
+    given: str  # the PATH as given
+    real: str  # its real path
+    is_file: bool
+
+
+class Roots:
+    """The PATHs given, as roots the viewer serves from."""
+
+    def __init__(self, paths: List[str]) -> None:
+        self.roots: Dict[str, Root] = {}
+        for given in paths:
+            real = os.path.realpath(given)
+            base = os.path.basename(os.path.normpath(os.path.abspath(given))) or "root"
+            label, n = base, 1
+            while label in self.roots:
+                n += 1
+                label = f"{base}-{n}"
+            self.roots[label] = Root(label, given, real, os.path.isfile(real))
+
+    def resolve(self, name: str) -> str:
+        """The real path of the transcript `name`; NameRefused for a name that leaves its
+        root, FileNotFoundError for one that names nothing servable."""
+        if not isinstance(name, str) or not name or "\x00" in name or "\\" in name:
+            raise NameRefused("a transcript name is label/relative/path, without NUL or backslash")
+        if name.startswith("/") or os.path.isabs(name):
+            raise NameRefused("absolute paths are refused: name a transcript as listed on the shelf")
+        parts = name.split("/")
+        if any(p in ("", ".", "..") for p in parts):
+            raise NameRefused("'..', '.' and empty segments are refused: name a transcript as listed on the shelf")
+        root = self.roots.get(parts[0])
+        if root is None:
+            raise FileNotFoundError(f"no PATH given is called {parts[0]!r}")
+        if root.is_file:
+            if len(parts) != 1:
+                raise FileNotFoundError(f"{parts[0]!r} is a file, not a directory")
+            path = root.real
+        else:
+            if len(parts) == 1 or not parts[-1].endswith(SUFFIX):
+                raise FileNotFoundError("the viewer serves only *.jsonl files under a directory PATH")
+            path = os.path.realpath(os.path.join(root.real, *parts[1:]))
+            if os.path.commonpath([path, root.real]) != root.real:
+                raise NameRefused("that name leads out of its PATH (a symbolic link?): refused")
+        st = os.stat(path)
+        if not stat.S_ISREG(st.st_mode):
+            raise FileNotFoundError("not a regular file")
+        return path
+
+    def walk(self) -> Iterator[str]:
+        """The name of every transcript candidate under the roots, in walk order."""
+        for root in self.roots.values():
+            if root.is_file:
+                yield root.label
+                continue
+            for path in _walk(root.real, root.real):
+                yield root.label + "/" + os.path.relpath(path, root.real).replace(os.sep, "/")
+
+
+def _walk(directory: str, top: str) -> Iterator[str]:
+    try:
+        entries = sorted(os.scandir(directory), key=lambda e: e.name)
+    except OSError:
+        return
+    subdirs = []
+    for entry in entries:
+        try:
+            if entry.is_dir():
+                if not entry.name.endswith(".artifacts") and _inside(entry.path, top):
+                    subdirs.append(entry.path)
+            elif entry.name.endswith(SUFFIX) and entry.is_file() and _inside(entry.path, top):
+                if is_transcript(entry.path):
+                    yield entry.path
+        except OSError:
+            continue
+    for sub in subdirs:
+        yield from _walk(sub, top)
+
+
+def _inside(path: str, top: str) -> bool:
+    real = os.path.realpath(path)
+    return os.path.commonpath([real, top]) == top and (real != top or not os.path.isdir(real))
+
+
+def is_transcript(path: str) -> bool:
+    """Whether the file's first line is a session-meta envelope (a cheap look: one read)."""
+    try:
+        with open(path, "rb") as f:
+            head = f.read(FIRST_LINE_LIMIT)
+    except OSError:
+        return False
+    line = head.split(b"\n", 1)[0]
+    if len(line) == FIRST_LINE_LIMIT:
+        return line.startswith(b"{")  # too long to look at cheaply: the verdict will say
+    try:
+        first = json.loads(line)
+    except ValueError:
+        return False
+    return isinstance(first, dict) and first.get("type") == "session-meta"
+
+
+VERDICTS = {CLEAN: "clean", WOULD_REPAIR: "torn tail", WOULD_FAIL: "would fail", NOT_A_TRANSCRIPT: "not a transcript"}
+
+
+def describe(path: str) -> Dict[str, Any]:
+    """One shelf row: what the meta says, the times, size and counts, and load's verdict."""
+    found = peek(path, survey=True)
+    survey = found["survey"]
+    meta = found["meta"] if isinstance(found["meta"], dict) else {}
+    first = last = None
+    failed = 0
+    for event in found["envelopes"]:
+        ts = event.ts
+        if first is None or ts < first:
+            first = ts
+        if last is None or ts > last:
+            last = ts
+        if event.type == "tool-settled" and event.payload.get("outcome") == "failed":
+            failed += 1
+    judged = verdict(path)
+    why = ""
+    if judged.error is not None:
+        why = str(judged.error)
+    elif judged.torn is not None:
+        why = f"line {judged.torn.line}: {judged.torn.removed:,} bytes a load would cut"
+    counts = survey["counts"]
+    return {
+        "title": _text(meta.get("title") or (meta.get("summaries") or [None])[0]),
+        "agent": _text(meta.get("agent") or meta.get("imported-from")),
+        "model": _text(meta.get("model")),
+        "source": _text(meta.get("source-path") or meta.get("source")),
+        "first": visible(first) if first else None,
+        "last": visible(last) if last else None,
+        "size": found["size"],
+        "envelopes": len(found["envelopes"]),
+        "messages": counts.get("message", 0),
+        "live": survey["live_messages"],
+        "tool_calls": counts.get("tool-dispatched", 0),
+        "failed": failed,
+        "pending": len(survey["pending_tool_operations"]),
+        "verdict": VERDICTS.get(judged.code, "?"),
+        "why": visible(why),
+        "error": visible(found["error"]) if found.get("error") else None,
+    }
+
+
+def _text(value: Any) -> Optional[str]:
+    return visible(value) if isinstance(value, str) else None
+
+
+BATCH = 100  # rows made in this process before the pool takes over, and per task after
+
+
+def _row(roots: Roots, name: str) -> Dict[str, Any]:
+    try:
+        return describe(roots.resolve(name))
+    except (OSError, ValueError) as e:
+        return {"error": visible(str(e)), "verdict": "unreadable"}
+
+
+def _rows(roots: Roots, names: List[str]) -> List[Dict[str, Any]]:
+    return [_row(roots, name) for name in names]
+
+
+def _done(item: Any) -> Any:
+    names, future = item
+    return names, future.result()
+
+
+def _pool() -> Any:
+    import multiprocessing
+    from concurrent.futures import ProcessPoolExecutor
+
+    # spawn: the server has threads, which a fork would copy mid-flight.
+    return ProcessPoolExecutor(max_workers=max(1, min(2, os.cpu_count() or 1)),
+                               mp_context=multiprocessing.get_context("spawn"))
+
+
+class Shelf:
+    """The rows of every transcript under the roots, made in the background."""
+
+    def __init__(self, roots: Roots) -> None:
+        self.roots = roots
+        self.rows: List[Dict[str, Any]] = []
+        self.done = False
+        self.lock = threading.Lock()
+        self._thread: Optional[threading.Thread] = None
+        # A name the page cannot carry as it is (control or bidi characters, undecodable
+        # bytes) is linked by an alias, "~N", valid for this run.
+        self.aliases: Dict[str, str] = {}
+
+    def alias(self, name: str) -> str:
+        key = f"~{len(self.aliases)}"
+        self.aliases[key] = name
+        return key
+
+    def name_of(self, link: str) -> str:
+        """The transcript name a link from the page stands for."""
+        with self.lock:
+            return self.aliases.get(link, link)
+
+    def start(self) -> None:
+        with self.lock:
+            if self._thread is None:
+                self._thread = threading.Thread(target=self._fill, name="view-shelf", daemon=True)
+                self._thread.start()
+
+    def _fill(self) -> None:
+        """Rows in walk order: the first BATCH here, the rest by a pool of processes (a row
+        costs about 1.4 ms of mostly Python, so 10,000 of them want both cores)."""
+        pool = None
+        try:
+            names = self.roots.walk()
+            batch: List[str] = []
+            pending: List[Any] = []
+            for name in names:
+                batch.append(name)
+                if len(self.rows) + len(batch) <= BATCH:
+                    self._add(batch, [_row(self.roots, n) for n in batch])
+                    batch = []
+                elif len(batch) >= BATCH:
+                    pool = pool or _pool()
+                    pending.append((batch, pool.submit(_rows, self.roots, batch)))
+                    batch = []
+                    while len(pending) > 4:
+                        self._add(*_done(pending.pop(0)))
+            if batch:
+                if pool is None:
+                    self._add(batch, [_row(self.roots, n) for n in batch])
+                else:
+                    pending.append((batch, pool.submit(_rows, self.roots, batch)))
+            for item in pending:
+                self._add(*_done(item))
+        finally:
+            self.done = True
+            if pool is not None:
+                pool.shutdown(wait=False, cancel_futures=True)
+
+    def _add(self, names: List[str], rows: List[Dict[str, Any]]) -> None:
+        with self.lock:
+            for name, row in zip(names, rows):
+                row["name"] = visible(name)
+                row["link"] = name if visible(name) == name else self.alias(name)
+                self.rows.append(row)
+
+    def since(self, start: int) -> Dict[str, Any]:
+        with self.lock:
+            return {"rows": self.rows[start:], "count": len(self.rows), "done": self.done}

@@ -1,0 +1,36 @@
+//! `find_lines`: the viewer's search over a whole file (`crate::search`), for Python.
+
+use pyo3::exceptions::PyValueError;
+use pyo3::prelude::*;
+
+use crate::file_io::BorrowedFile;
+use crate::search;
+
+/// `(lines, next)`: the start offsets of the lines starting in `[start, end)` of
+/// `fd` that contain `needle` (ASCII letters folded with `ignore_case`), at most
+/// `limit` of them, and the start of the first line not examined. The reference is
+/// `_pure/search.py::find_lines`.
+#[pyfunction]
+#[pyo3(signature = (fd, needle, start, end, ignore_case=false, limit=usize::MAX))]
+pub fn find_lines(
+    py: Python<'_>,
+    fd: i32,
+    needle: &[u8],
+    start: u64,
+    end: u64,
+    ignore_case: bool,
+    limit: usize,
+) -> PyResult<(Vec<u64>, u64)> {
+    if needle.is_empty() || needle.contains(&b'\n') {
+        return Err(PyValueError::new_err(
+            "the text searched for must not be empty or hold a newline",
+        ));
+    }
+    let needle = needle.to_vec();
+    let found = py.allow_threads(move || {
+        let file = BorrowedFile::new(fd)?;
+        search::find_lines(&*file, &needle, start, end, ignore_case, limit)
+    });
+    let found = found.map_err(|e| super::os_error(py, e))?;
+    Ok((found.lines, found.next))
+}

@@ -1,0 +1,238 @@
+//! Find the lines of a file that contain a byte string: the viewer's search over a
+//! whole transcript (`llm_agent_session.search`; the reference is
+//! `_pure/search.py`, and the two answer the same on every input).
+//!
+//! The caller encodes the text searched for as the line format writes strings (so
+//! escaped characters and non-ASCII match), and the bytes are searched as they are:
+//! no line is parsed. The file is read in large blocks, each starting at a line
+//! start and holding whole lines, and `memchr::memmem` (SIMD) finds the needle in
+//! each. With `ignore_case`, ASCII letters are lowered in the block and in the
+//! needle first (a cost measured by `benches/viewer_speed.py`); other letters
+//! match exactly.
+
+use memchr::memmem;
+
+use crate::file_io::{read_full, Source};
+
+/// How much is read at once. 4 MiB: large enough that the per-read cost vanishes,
+/// small enough to stay in the L2/L3 caches while it is searched.
+pub const BLOCK: usize = 4 << 20;
+
+/// What one call found.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Found {
+    /// The start offset of each line that holds the needle, in file order.
+    pub lines: Vec<u64>,
+    /// Where to go on from: the start of the first line not examined.
+    pub next: u64,
+}
+
+/// The lines starting in `[start, end)` that contain `needle` (a line runs to its
+/// `\n`, or to the end of the file), at most `limit` of them. `start` must be a
+/// line start. `needle` must not be empty (the Python edge refuses it) and must not
+/// hold `\n` (then nothing matches: no line holds one).
+pub fn find_lines<S: Source + ?Sized>(
+    src: &S,
+    needle: &[u8],
+    start: u64,
+    end: u64,
+    ignore_case: bool,
+    limit: usize,
+) -> std::io::Result<Found> {
+    find_lines_in_blocks(src, needle, start, end, ignore_case, limit, BLOCK)
+}
+
+/// [`find_lines`] with reads of `block` bytes (tests use small ones; a line longer
+/// than a block grows it).
+pub fn find_lines_in_blocks<S: Source + ?Sized>(
+    src: &S,
+    needle: &[u8],
+    start: u64,
+    end: u64,
+    ignore_case: bool,
+    limit: usize,
+    block: usize,
+) -> std::io::Result<Found> {
+    let mut found = Found {
+        lines: Vec::new(),
+        next: start,
+    };
+    if needle.is_empty() || needle.contains(&b'\n') || limit == 0 {
+        return Ok(found);
+    }
+    let lowered;
+    let needle = if ignore_case {
+        lowered = needle.to_ascii_lowercase();
+        &lowered[..]
+    } else {
+        needle
+    };
+    let finder = memmem::Finder::new(needle);
+    let mut buf = vec![0u8; block.max(1)];
+    let mut at = start; // a line start, and where `buf` was read from
+    while at < end {
+        let got = read_full(src, &mut buf, at)?;
+        if got == 0 {
+            break;
+        }
+        // Whole lines only: up to the last `\n`, or all of it at the end of the file
+        // (`read_full` comes back short only there).
+        let whole = if got < buf.len() {
+            got
+        } else {
+            match memchr::memrchr(b'\n', &buf[..got]) {
+                Some(last) => last + 1,
+                None => {
+                    // One line longer than the block: read it again into a larger one.
+                    let grown = buf.len() * 2;
+                    buf.resize(grown, 0);
+                    continue;
+                }
+            }
+        };
+        let data = &mut buf[..whole];
+        if ignore_case {
+            data.make_ascii_lowercase();
+        }
+        // This call examines the lines that start before `end`.
+        let stop = usize::try_from(end - at).map_or(whole, |s| s.min(whole));
+        let mut pos = 0; // a line start in `data`
+        while pos < stop {
+            let Some(hit) = finder.find(&data[pos..]) else {
+                pos = line_start_from(data, stop);
+                break;
+            };
+            let hit = pos + hit;
+            let line_start = memchr::memrchr(b'\n', &data[pos..hit]).map_or(pos, |nl| pos + nl + 1);
+            if line_start >= stop {
+                pos = line_start_from(data, stop);
+                break;
+            }
+            pos = memchr::memchr(b'\n', &data[hit..]).map_or(whole, |nl| hit + nl + 1);
+            found.lines.push(at + line_start as u64);
+            if found.lines.len() >= limit {
+                found.next = at + pos as u64;
+                return Ok(found);
+            }
+        }
+        at += pos as u64;
+        if pos < whole {
+            break; // the lines left start at or after `end`
+        }
+    }
+    found.next = at;
+    Ok(found)
+}
+
+/// The first line start at or after `stop` in `data` (which ends with a whole line),
+/// or its length.
+fn line_start_from(data: &[u8], stop: usize) -> usize {
+    if stop == 0 || stop >= data.len() || data[stop - 1] == b'\n' {
+        return stop.min(data.len());
+    }
+    memchr::memchr(b'\n', &data[stop..]).map_or(data.len(), |nl| stop + nl + 1)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn lines_of(
+        data: &[u8],
+        needle: &[u8],
+        start: u64,
+        end: u64,
+        ic: bool,
+        limit: usize,
+        block: usize,
+    ) -> Found {
+        find_lines_in_blocks(data, needle, start, end, ic, limit, block).unwrap()
+    }
+
+    /// The obvious answer, line by line.
+    fn reference(
+        data: &[u8],
+        needle: &[u8],
+        start: u64,
+        end: u64,
+        ic: bool,
+        limit: usize,
+    ) -> Found {
+        let mut out = Found {
+            lines: vec![],
+            next: start,
+        };
+        if needle.is_empty() || limit == 0 || start >= end {
+            return out;
+        }
+        let (hay, needle) = if ic {
+            (data.to_ascii_lowercase(), needle.to_ascii_lowercase())
+        } else {
+            (data.to_vec(), needle.to_vec())
+        };
+        let mut at = start as usize;
+        while at < end as usize && at < hay.len() {
+            let line_end = hay[at..]
+                .iter()
+                .position(|&b| b == b'\n')
+                .map_or(hay.len(), |p| at + p + 1);
+            if hay[at..line_end]
+                .windows(needle.len())
+                .any(|w| w == &needle[..])
+            {
+                out.lines.push(at as u64);
+                if out.lines.len() >= limit {
+                    out.next = line_end as u64;
+                    return out;
+                }
+            }
+            at = line_end;
+        }
+        out.next = at as u64;
+        out
+    }
+
+    #[test]
+    fn agrees_with_the_line_by_line_answer_at_every_block_size_and_range() {
+        let data =
+            b"{\"a\":\"Hello\"}\nnothing here\nhello hello\n\nHELLO\nlast hello without newline";
+        for block in [1, 2, 3, 5, 8, 13, 64, 4096] {
+            for ic in [false, true] {
+                for start in [0u64, 14, 27, 39, 40] {
+                    for end in [0u64, 5, 14, 30, 46, data.len() as u64, 1000] {
+                        for limit in [1, 2, usize::MAX] {
+                            let got = lines_of(data, b"hello", start, end, ic, limit, block);
+                            let want = reference(data, b"hello", start, end, ic, limit);
+                            assert_eq!(
+                                got, want,
+                                "block {block} ic {ic} start {start} end {end} limit {limit}"
+                            );
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn a_needle_with_a_newline_or_nothing_matches_nothing() {
+        let data = b"a\nb\n";
+        assert_eq!(
+            lines_of(data, b"a\nb", 0, 4, false, 10, 4).lines,
+            Vec::<u64>::new()
+        );
+        assert_eq!(
+            lines_of(data, b"", 0, 4, false, 10, 4).lines,
+            Vec::<u64>::new()
+        );
+    }
+
+    #[test]
+    fn only_ascii_letters_fold() {
+        let data = "CAFÉ\ncafé\n".as_bytes();
+        assert_eq!(
+            lines_of(data, "café".as_bytes(), 0, 100, true, 10, 3).lines,
+            vec![6]
+        );
+    }
+}

@@ -1,0 +1,32 @@
+"""Fixtures for the viewer's tests (helpers in view_support.py). Skipped where the view
+extra is missing."""
+
+from __future__ import annotations
+
+import os
+import sys
+
+import pytest
+
+pytest.importorskip("starlette", reason="the viewer's packages (the view extra) are not installed")
+pytest.importorskip("uvicorn", reason="the viewer's packages (the view extra) are not installed")
+pytest.importorskip("markdown_it", reason="the viewer's packages (the view extra) are not installed")
+pytest.importorskip("httpx", reason="httpx (Starlette's test client) is not installed")
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+from view_support import TOKEN, Shelf, build_shelf, client_for  # noqa: E402
+
+
+@pytest.fixture
+def shelf(tmp_path) -> Shelf:
+    return build_shelf(str(tmp_path / "shelf"))
+
+
+@pytest.fixture
+def client(shelf):
+    """A client holding the token's cookie."""
+    c = client_for([shelf.root])
+    r = c.get("/", params={"token": TOKEN})
+    assert r.status_code == 303
+    return c

@@ -1,0 +1,65 @@
+"""``llm-agent-session view`` as a command: the URL first, Ctrl-C exits 0, and its exit codes."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import urllib.request
+
+import pytest
+
+pytestmark = pytest.mark.slow  # whole processes
+
+from llm_agent_session import Session, user_message
+
+
+def _run(*args: str, **kw) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "llm_agent_session", *args], capture_output=True, text=True,
+                          timeout=60, **kw)
+
+
+def test_exit_codes_without_a_transcript_and_in_help(tmp_path):
+    assert _run("view").returncode == 2
+    assert _run("view", str(tmp_path / "missing.jsonl")).returncode == 3
+    (tmp_path / "empty").mkdir()
+    r = _run("view", str(tmp_path / "empty"))
+    assert r.returncode == 3 and "no transcript under" in r.stderr
+    (tmp_path / "x.jsonl").write_text('{"a": 1}\n')
+    assert _run("view", str(tmp_path / "x.jsonl")).returncode == 3
+    help_text = _run("view", "--help").stdout
+    for code in ("0  ok: stopped with Ctrl-C", "1  failed: ", "2  usage error", "3  not a transcript: no transcript found"):
+        assert code in help_text
+    assert "130" not in help_text  # Ctrl-C is how it stops: 0
+
+
+def test_without_the_view_extra_it_says_what_to_install(tmp_path):
+    path = tmp_path / "run.jsonl"
+    Session.create(path, {}).close()
+    code = ("import sys; sys.modules['starlette'] = None\n"
+            "from llm_agent_session.cli import main; sys.exit(main(sys.argv[1:]))")
+    r = subprocess.run([sys.executable, "-c", code, "view", str(path), "--no-browser"],
+                       capture_output=True, text=True, timeout=60)
+    assert r.returncode == 1 and "pip install 'llm-agent-session[view]'" in r.stderr and "starlette" in r.stderr
+
+
+def test_the_url_is_the_first_line_and_ctrl_c_exits_0(tmp_path, backend_name):
+    path = tmp_path / "run.jsonl"
+    with Session.create(path, {"title": "t"}) as s:
+        s.append_message(user_message("hello"))
+    env = dict(os.environ, LLM_AGENT_SESSION_BACKEND=backend_name)
+    proc = subprocess.Popen([sys.executable, "-m", "llm_agent_session", "view", str(path), "--no-browser"],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+    try:
+        url = proc.stdout.readline().strip()
+        assert url.startswith("http://127.0.0.1:") and "/t/run.jsonl?token=" in url
+        opener = urllib.request.build_opener(urllib.request.HTTPCookieProcessor())
+        with opener.open(url, timeout=10) as r:  # the token, a cookie, the page
+            assert r.status == 200 and b"/static/viewer.js" in r.read()
+        proc.send_signal(signal.SIGINT)
+        assert proc.wait(timeout=20) == 0
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()

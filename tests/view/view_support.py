@@ -1,0 +1,55 @@
+"""Helpers for the viewer's tests: transcripts with every kind of line, and the application
+in process (Starlette's TestClient: no socket, the Host header set per request)."""
+
+from __future__ import annotations
+
+import os
+import sys
+from dataclasses import dataclass
+from typing import Dict
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "cli"))
+
+from cli_support import build_transcript  # noqa: E402
+
+from llm_agent_session import Session, user_message  # noqa: E402
+
+PORT = 8731
+TOKEN = "t0ken-for-tests"
+
+
+@dataclass
+class Shelf:
+    root: str  # a directory PATH
+    run: str  # its transcript with every line type
+    ids: Dict[str, str]
+
+
+def build_shelf(root: str) -> Shelf:
+    """A directory with the command line's every-line-type transcript (plus a rewind), a
+    second transcript in a subdirectory, and files that are not transcripts."""
+    os.makedirs(os.path.join(root, "sub"), exist_ok=True)
+    t = build_transcript(os.path.join(root, "run.jsonl"))
+    ids = dict(t.ids)
+    with Session.load(t.path) as s:
+        ids["oops"] = s.append_message(user_message("OOPS-REWOUND: a message taken back"))
+        ids["rewind"] = s.append_rewind(ids["user_last"])
+    with Session.create(os.path.join(root, "sub", "other.jsonl"), {"title": "the other one"}) as s:
+        s.append_message(user_message("hello from the other transcript"))
+    with open(os.path.join(root, "notes.jsonl"), "w") as f:
+        f.write('{"not": "a transcript"}\n')
+    with open(os.path.join(root, "readme.txt"), "w") as f:
+        f.write("not a transcript either\n")
+    return Shelf(root, t.path, ids)
+
+
+def client_for(paths, host: str = f"127.0.0.1:{PORT}"):
+    """Starlette's TestClient on the viewer of `paths`, as if reached at `host`."""
+    from starlette.testclient import TestClient
+
+    from llm_agent_session.view.app import Viewer, app
+    from llm_agent_session.view.security import Policy
+    from llm_agent_session.view.shelf import Roots
+
+    policy = Policy(PORT, token=TOKEN)
+    return TestClient(app(Viewer(Roots(paths)), policy), base_url=f"http://{host}", follow_redirects=False)

@@ -71,6 +71,9 @@ def test_the_tables_on_the_page_are_the_schema() -> None:
 @pytest.mark.slow
 def test_each_fleet_question_gives_the_answer_shown(tmp_path: Any, capsys: Any) -> None:
     out = example_fleet(tmp_path)
+    # What the page says of the fleet: one crashed in a tool call, one resumed, one torn, one corrupt.
+    assert {r["verdict"]: r["n"] for r in query(out, "SELECT verdict, count(*) AS n FROM sessions GROUP BY ALL")
+            .to_pylist()} == {"clean": 10, "torn-tail": 1, "would-fail": 1}
     for title, sql, polars, _, answer in questions():
         assert cli_text(capsys, "query", out, sql) == answer, title
         duck = as_rows(query(out, sql).to_pylist())

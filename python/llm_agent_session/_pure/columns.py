@@ -2,13 +2,14 @@
 
 The rows of the dataset tables (``dataset/schema.py``) of one transcript: every envelope
 that parses, in file order, a later line repeating an id left out (as ``Session.salvage``
-reads a file), folded by ``history.History`` (the fold load folds by), so ``live`` and
-what removed a message are load's own answers. Values are read from the payload as the
-fold reads them (``dict.get``: the last member of a key); a JSON column is the value's
-text exactly as it stands in the line (for a line the library wrote, canonical JSON).
+reads a file), folded by ``history.History``'s fold (``_history_fold.HistoryFold``, the
+fold load folds by), so ``live`` and what removed a message are load's own answers.
+Values are read from the payload as the fold reads them (``dict.get``: the last member of
+a key); a JSON column is the value's text exactly as it stands in the line (for a line
+the library wrote, canonical JSON).
 
 Every column is built in Arrow's layout (``_core.Column``): the native core builds the
-same bytes, and ``tests/test_dataset_differential.py`` holds the two together.
+same bytes, and ``tests/dataset/test_dataset_differential.py`` holds the two together.
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ from itertools import accumulate
 from typing import Any, Dict, Iterator, List, Optional, Sequence, Tuple
 
 from .._core import Column, DatasetSummary, TableChunk
-from ..history import History
+from .._history_fold import HistoryFold
 from ..messages import MESSAGE_KEYS, Event, payload_marks_sticky
 from . import replay as _replay
 from .tail_check import read_span
@@ -233,8 +234,11 @@ def dataset_pass(fd: int, stop: int, final_line: bool, extras: bool, chunk: int)
         if event.id not in seen:  # salvage's rule: the first line with an id wins
             seen.add(event.id)
             kept.append((event, span))
-    history = History()
+    history = HistoryFold()
     history.feed_all(e for e, _ in kept)
+
+    def live(entry_id: str) -> bool:
+        return history.state.position(entry_id) is not None
 
     def line_of(span: Tuple[int, int, int]) -> bytes:
         return buf[span[1] : span[1] + span[2]]
@@ -287,7 +291,7 @@ def dataset_pass(fd: int, stop: int, final_line: bool, extras: bool, chunk: int)
             m["tool_call_id"].append(string(p.get("tool_call_id")))
             m["name"].append(string(p.get("name")))
             m["sticky"].append(payload_marks_sticky(p))
-            m["live"].append(history.is_live(id_))
+            m["live"].append(live(id_))
             by, kind = removal(id_)
             m["removed_by"].append(by)
             m["removed_kind"].append(kind)
@@ -305,7 +309,7 @@ def dataset_pass(fd: int, stop: int, final_line: bool, extras: bool, chunk: int)
             c["tokens_after"].append(int64(p.get("tokens-after")))
             fallback = p.get("fallback")
             c["fallback"].append(fallback if isinstance(fallback, bool) else None)
-            c["live"].append(history.is_live(id_))
+            c["live"].append(live(id_))
             by, kind = removal(id_)
             c["removed_by"].append(by)
             c["removed_kind"].append(kind)

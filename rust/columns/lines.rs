@@ -151,7 +151,13 @@ fn read_part<S: Source + ?Sized>(src: &S, start: u64, stop: u64) -> CoreResult<P
     let mut reader = LineReader::new(src, start, stop);
     let mut fields = Vec::new();
     let mut part = Part {
-        lines: Vec::with_capacity(usize::try_from((stop - start) / 2048).unwrap_or(0)),
+        // Room for the lines a file of 2 KiB lines has (what agent transcripts average), at
+        // most 4M of them: growing from empty copies the list at each doubling.
+        lines: Vec::with_capacity(
+            usize::try_from((stop - start) / 2048)
+                .unwrap_or(0)
+                .min(1 << 22),
+        ),
         ..Default::default()
     };
     loop {

@@ -199,3 +199,16 @@ def test_exports_of_two_trees_into_one_out_keep_each_others_rows(tmp_path: Any) 
     assert sorted(r["path"] for r in table(out, "sessions")) == sorted([a, b])
     assert export(str(tmp_path / "a"), out).count("removed") == 1
     assert [r["path"] for r in table(out, "sessions")] == [b]
+
+
+@pytest.mark.slow
+def test_jobs_read_in_processes_and_write_what_one_process_writes(tmp_path: Any) -> None:
+    src = tmp_path / "src"
+    every_kind(str(src / "every.jsonl"))
+    for i in range(12):
+        small(str(src / f"s{i:02d}.jsonl"), f"hello {i}", model=f"m{i % 3}")
+    one, two = str(tmp_path / "one"), str(tmp_path / "two")
+    assert export(str(src), one).count("exported") == 13
+    assert export(str(src), two, jobs=2).count("exported") == 13
+    for t in TABLE_NAMES:
+        assert table(one, t) == table(two, t), t

@@ -26,6 +26,7 @@ statistics give the share of multi-byte and backslash bytes.
 Output is a pure function of ``(size, seed, torn, corpus)``.
 
     python benches/generate.py OUT --size 16MB --seed 1 [--torn] [--corpus nonascii] [--verify]
+    python benches/generate.py DIR --fleet 10000 --size 2GB --seed 1    # a fleet (fleet())
 
 ``--verify`` loads the result with ``Session.load`` (a copy when ``--torn``, since the
 load repairs it) and checks the replayed messages against the generator's model.
@@ -321,14 +322,32 @@ _SECTION_TEXTS = {
 }
 
 
+class FleetStyle:
+    """How one transcript of a fleet differs from the single long run (``fleet()``): whose
+    agent and model it is, when it started, a smaller compaction budget (so small runs
+    compact too), no fixed tail turn, and how it ends: ``clean``, ``crash`` (a tool call
+    dispatched and never answered: it may or may not have run), ``resumed`` (that, then a
+    restart that answers the call as interrupted and settles it ``outcome-unknown``) or
+    ``corrupt`` (a malformed line in the middle: load refuses the file). ``rewinds``: now
+    and then a turn is undone (a ``rewind`` line)."""
+
+    def __init__(self, agent: str, model: str, start_ms: int, ending: str = "clean", rewinds: bool = False,
+                 compact_at: int = 60_000) -> None:
+        self.agent, self.model, self.start_ms = agent, model, start_ms
+        self.ending, self.rewinds, self.compact_at = ending, rewinds, compact_at
+
+
 class Generator:
     def __init__(self, size: int, seed: int = 1, torn: bool = False,
-                 corpus: str = "realistic") -> None:
+                 corpus: str = "realistic", style: Optional[FleetStyle] = None,
+                 corpus_text: Optional[str] = None) -> None:
         self.target = size
         self.seed = seed
         self.torn = torn
+        self.style = style
         self.rng = random.Random(f"llm-agent-session-bench:{seed}")
-        self.corpus = _build_corpus(random.Random(f"corpus:{seed}"), kind=corpus)
+        self.corpus = corpus_text if corpus_text is not None else _build_corpus(
+            random.Random(f"corpus:{seed}"), kind=corpus)
         self.corpus_kind = corpus
         # The live conversation, as replay folds it: [id, message dict] in order.
         self.live: List[List[Any]] = []
@@ -465,7 +484,8 @@ class Generator:
                       for cid, tool, args in calls]
         text = None if rng.random() < 0.6 else "Let me look at that. " + self._text(rng.randint(20, 300))
         self._message(w, {"role": "assistant", "content": text, "tool_calls": tool_calls},
-                      extra={"finish-reason": "tool_calls", "model": "gpt-bench-1"})
+                      extra={"finish-reason": "tool_calls",
+                             "model": self.style.model if self.style else "gpt-bench-1"})
         for cid, tool, args in calls:
             op = w.line("tool-dispatched", {
                 "call-id": cid, "tool": tool, "arguments": args,
@@ -502,8 +522,44 @@ class Generator:
                                                                 "output": rng.randint(10, 4000)}})
         if self.run_no % 8 == 0:
             self._elide(w)
-        if self.live_chars > 600_000:
+        if self.live_chars > (self.style.compact_at if self.style else 600_000):
             self._compact(w)
+        if self.style and self.style.rewinds and rng.random() < 0.25:
+            self._rewind(w)
+
+    def _rewind(self, w: _Writer) -> None:
+        """Undo the last turn: back to the live message before its user message."""
+        users = [i for i, e in enumerate(self.live) if e[1]["role"] == "user" and not self._is_sticky(e[1])]
+        if not users or users[-1] == 0:
+            return
+        keep = users[-1] - 1
+        w.line("rewind", {"to-id": self.live[keep][0]})
+        self.live = self.live[: keep + 1]
+        self.live_chars = sum(len(e[1]["content"]) for e in self.live if isinstance(e[1].get("content"), str))
+
+    def _crash(self, w: _Writer, resume: bool) -> None:
+        """A last call dispatched and never answered (the process was killed in the tool);
+        with `resume`, the restart an hour or so later answers it as interrupted and settles
+        it ``outcome-unknown``, then carries on."""
+        rng = self.rng
+        self._message(w, {"role": "user", "content": "Next: " + self._text(rng.randint(40, 300))})
+        self.call_no += 1
+        cid, tool = f"call_{self.seed:x}{self.call_no:08d}", rng.choice(_TOOLS)
+        args = _tool_args(rng, tool)
+        self._message(w, {"role": "assistant", "content": None, "tool_calls": [
+            {"id": cid, "type": "function", "function": {"name": tool, "arguments": json.dumps(args)}}]},
+            extra={"finish-reason": "tool_calls", "model": self.style.model if self.style else "gpt-bench-1"})
+        op = w.line("tool-dispatched", {"call-id": cid, "tool": tool, "arguments": args,
+                                        "arguments-digest": digest(dumps(args).encode("utf-8")),
+                                        "idempotency": None, "run-id": f"run-{self.run_no:06d}", "round": 0})
+        if not resume:
+            return
+        w.ms += rng.randint(60_000, 7_200_000)  # the restart, a minute to two hours later
+        self._message(w, {"role": "tool", "tool_call_id": cid,
+                          "content": "The call was interrupted before it returned; it may or may not have run."})
+        w.line("tool-settled", {"op-id": op, "outcome": "outcome-unknown", "reason": "interrupted"})
+        self._message(w, {"role": "assistant", "content": "Resuming: " + self._text(rng.randint(50, 400))},
+                      extra={"finish-reason": "stop"})
 
     def _tail_turn(self, w: _Writer) -> None:
         """One user turn with tool rounds, at least 64 KiB, identical in length for every
@@ -520,20 +576,34 @@ class Generator:
 
     def write(self, fh) -> Dict[str, Any]:
         w = _Writer(fh, self.rng)
-        w.line("session-meta", {"app": "bench-agent", "model": "gpt-bench-1", "seed": self.seed,
-                                "cwd": "/home/dev/project", "title": "Refactor the tail repair — ü"})
+        style = self.style
+        if style is None:
+            w.line("session-meta", {"app": "bench-agent", "model": "gpt-bench-1", "seed": self.seed,
+                                    "cwd": "/home/dev/project", "title": "Refactor the tail repair — ü"})
+        else:
+            w.ms = style.start_ms
+            w.line("session-meta", {"agent": style.agent, "model": style.model, "seed": self.seed,
+                                    "cwd": "/home/dev/project", "title": f"run {self.seed}"})
         self._message(w, {"role": "system", "sysprompt": True,
                           "content": "You are a careful coding agent. " + self._text(4000)})
         self._message(w, {"role": "user", "sticky": True,
                           "content": "Task: make the transcript loader robust. " + self._text(800)})
         self._grants(w)
+        if style is not None and style.ending == "corrupt":
+            bad = b'{"id":"half-written","payload":{"role":"user",\n'  # not the last line: load refuses the file
+            fh.write(bad)
+            w.size += len(bad)
+            self._run(w)
         while w.size < self.target:
             self._run(w)
         # The last turn is the same bytes count for every size (its random choices come
         # from an RNG that depends on the seed only): what a viewer following the file
         # reads when it peeks from `tail-offset`.
         tail_offset = w.size
-        self._tail_turn(w)
+        if style is None:
+            self._tail_turn(w)
+        elif style.ending in ("crash", "resumed"):
+            self._crash(w, style.ending == "resumed")
         clean_size = w.size
         torn_bytes = 0
         if self.torn:
@@ -562,13 +632,51 @@ class Generator:
 
 
 def generate(path: str, size: int, seed: int = 1, torn: bool = False,
-             corpus: str = "realistic") -> Dict[str, Any]:
+             corpus: str = "realistic", style: Optional[FleetStyle] = None,
+             corpus_text: Optional[str] = None) -> Dict[str, Any]:
     """Write the transcript to ``path`` (replacing it) and return its statistics."""
-    gen = Generator(size, seed, torn, corpus)
+    gen = Generator(size, seed, torn, corpus, style, corpus_text)
     tmp = f"{path}.tmp{os.getpid()}"
     with open(tmp, "wb", buffering=1 << 20) as fh:
         stats = gen.write(fh)
     os.replace(tmp, path)
+    return stats
+
+
+FLEET_MODELS = (("gpt-bench-1", 5), ("gpt-bench-2", 3), ("claude-bench", 3), ("local-bench", 1))
+FLEET_AGENTS = (("bench-agent", 5), ("review-bot", 2), ("ci-fixer", 2))
+DAY_MS = 86_400_000
+
+
+def fleet(directory: str, count: int, total: int, seed: int = 1, corpus: str = "realistic",
+          days: int = 7) -> Dict[str, Any]:
+    """`count` transcripts of about `total` bytes together under `directory`, one directory
+    per start date and agent: sizes skewed as a fleet's are (a log-normal: most runs small,
+    a few large), mixed agents and models over `days` days; about 3% corrupt (load refuses
+    them), 8% crashed in a tool call, 8% crashed and resumed, 5% with a torn last line, a
+    fifth with rewinds. A pure function of the arguments, like ``generate``."""
+    rng = random.Random(f"llm-agent-session-fleet:{seed}")
+    weights = [rng.lognormvariate(0, 1.5) for _ in range(count)]
+    scale = total / sum(weights)
+    text = _build_corpus(random.Random(f"corpus:{seed}"), kind=corpus)
+    stats: Dict[str, Any] = {"count": count, "bytes": 0, "largest": 0, "torn": 0, "endings": {}}
+    for i, weight in enumerate(weights):
+        agent = rng.choices([a for a, _ in FLEET_AGENTS], [w for _, w in FLEET_AGENTS])[0]
+        model = rng.choices([m for m, _ in FLEET_MODELS], [w for _, w in FLEET_MODELS])[0]
+        start = BASE_MS + rng.randrange(days) * DAY_MS + rng.randrange(DAY_MS - 3_600_000)
+        r = rng.random()
+        ending = "corrupt" if r < 0.03 else "crash" if r < 0.11 else "resumed" if r < 0.19 else "clean"
+        torn = ending != "corrupt" and rng.random() < 0.05
+        style = FleetStyle(agent, model, start, ending, rewinds=rng.random() < 0.2)
+        date = time.strftime("%Y-%m-%d", time.gmtime(start // 1000))
+        path = os.path.join(directory, date, agent, f"run-{i:05d}.jsonl")
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        made = generate(path, max(4096, int(weight * scale)), seed=seed * 1_000_003 + i, torn=torn,
+                        corpus=corpus, style=style, corpus_text=text)
+        stats["bytes"] += made["size"]
+        stats["largest"] = max(stats["largest"], made["size"])
+        stats["torn"] += 1 if torn else 0
+        stats["endings"][ending] = stats["endings"].get(ending, 0) + 1
     return stats
 
 
@@ -710,8 +818,16 @@ def main(argv: Optional[List[str]] = None) -> int:
                     help="re-read the file and check every line and reference (stdlib only)")
     ap.add_argument("--verify", action="store_true",
                     help="also load it with Session.load and compare the replayed messages")
+    ap.add_argument("--fleet", type=int, metavar="COUNT",
+                    help="write COUNT transcripts of --size bytes together into the directory OUT "
+                         "(a fleet: see fleet())")
     a = ap.parse_args(argv)
     t0 = time.perf_counter()
+    if a.fleet:
+        stats = fleet(a.out, a.fleet, parse_size(a.size), a.seed, a.corpus)
+        dt = time.perf_counter() - t0
+        print(json.dumps(stats), f"({dt:.1f}s, {stats['bytes'] / dt / 1e6:.0f} MB/s)")
+        return 0
     stats = generate(a.out, parse_size(a.size), a.seed, a.torn, a.corpus)
     dt = time.perf_counter() - t0
     shown = {k: v for k, v in stats.items() if k != "message-ids"}

@@ -16,7 +16,9 @@
 //! * `replay`: stream the file in bounded buffers (two threads for big files),
 //!   reduce each line to a record, fold the records;
 //! * `scan`: the lenient scan of peek, salvage and fork;
-//! * `survey`: peek's counts, live-message count and open tool operations.
+//! * `survey`: peek's counts, live-message count and open tool operations;
+//! * `columns`: the dataset pass (`llm-agent-session dataset`): one transcript's rows
+//!   of the dataset tables, in Arrow's layout.
 //!
 //! With it, `py/` is everything that knows Python: `py/mod.rs` is the module and
 //! the one place errors become exceptions, `py/named.rs` the Python classes it
@@ -24,6 +26,7 @@
 //! builds what survived the fold, `py/lazy.rs` builds envelopes on access and
 //! `py/encode.rs` is the write path's serialiser.
 
+pub mod columns;
 pub mod envelope;
 pub mod envelope_skim;
 pub mod error;

@@ -27,6 +27,7 @@ SLOW_PLACES = (
     "tests/test_properties.py",
     "tests/test_demo_and_stub.py",
     "tests/test_types.py",
+    "tests/dataset/test_dataset_cli.py",
 )
 SLOW_TESTS = (
     "test_every_truncation_of_a_representative_transcript_agrees",
@@ -41,6 +42,7 @@ SLOW_TESTS = (
     "test_racing_creates_exactly_one_wins",
     "test_tail_follow",
     "test_two_threads_on_non_ascii_and_escapes",
+    "test_every_table_always_holds_a_file_with_its_schema_and_at_most_8_per_partition",
 )
 
 

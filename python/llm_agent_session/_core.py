@@ -9,7 +9,7 @@ so the order of their fields is kept here alone.
 
 from __future__ import annotations
 
-from typing import Any, Callable, Dict, List, MutableMapping, NamedTuple, Optional, Protocol, Sequence, Tuple
+from typing import Any, Callable, Dict, Iterator, List, MutableMapping, NamedTuple, Optional, Protocol, Sequence, Tuple, Union
 
 from ._fold import FoldState
 from ._history_fold import Operation, Removal, SeenIds
@@ -98,6 +98,66 @@ class HistoryRead(NamedTuple):
     unanswered: Dict[Any, List[str]]
 
 
+class NativeBuffer(Protocol):
+    """Bytes the native core owns and hands over without a copy: ``address`` (where they
+    start, valid while the object lives) and ``len``."""
+
+    @property
+    def address(self) -> int: ...
+
+    def __len__(self) -> int: ...
+
+
+# The bytes of a column: ``bytes`` (the pure core), or the native core's own.
+Buffer = Union[bytes, NativeBuffer]
+
+
+class Column(NamedTuple):
+    """One column of a dataset table in Arrow's memory layout, so that pyarrow wraps the
+    buffers without a copy (``dataset/batches.py``). ``kind``: ``string`` (UTF-8 `values`,
+    ``length + 1`` int64 `offsets`), ``int64``, ``int32``, ``float64``, ``timestamp``
+    (int64 microseconds since 1970, UTC) or ``bool`` (bit-packed `values`); numbers are
+    little-endian. `validity` is a bit-packed mask (1 = present), None when every row is."""
+
+    kind: str
+    length: int
+    values: Buffer
+    offsets: Optional[Buffer]
+    validity: Optional[Buffer]
+
+
+# One chunk of rows of every table: table name -> column name -> Column.
+TableChunk = Dict[str, Dict[str, Column]]
+
+
+class DatasetSummary(NamedTuple):
+    """What the dataset pass over one transcript found besides its rows."""
+
+    envelopes: int  # envelope lines exported (a duplicate id's later lines are not)
+    skipped: int  # lines not exported: malformed, not an envelope, or a duplicate id
+    refused: int  # envelopes the fold refused (load would fail there)
+    first_type: Optional[str]  # the first non-blank line's type; None where it is no envelope
+    # The first line's id, ts and payload (as JSON text) where it is a session-meta envelope.
+    meta_id: Optional[str]
+    meta_ts: Optional[str]
+    meta: Optional[str]
+    model: Optional[str]  # the first string `model` extra of a message, or run-context fact
+    first_ts: Optional[int]  # the earliest and latest envelope ts (microseconds since 1970)
+    last_ts: Optional[int]
+    elisions: int
+    grants: List[str]  # each grants line's snapshot as JSON text, in file order
+
+
+class DatasetPass(Protocol):
+    """The rows of the dataset tables of one transcript: ``summary`` at once, then the
+    rows in chunks of about the requested size, in file order."""
+
+    @property
+    def summary(self) -> DatasetSummary: ...
+
+    def __iter__(self) -> Iterator[TableChunk]: ...
+
+
 class Core(Protocol):
     """What a core does: the byte work of load, peek, salvage, fork and append.
 
@@ -157,3 +217,9 @@ class Core(Protocol):
         """The start offsets of the lines starting in ``[start, end)`` that contain
         `needle` (ASCII letters folded with `ignore_case`; at most `limit`), and the start
         of the first line not examined (the search of ``llm_agent_session.search``)."""
+
+    def dataset_pass(self, fd: int, stop: int, final_line: bool, extras: bool, chunk: int) -> DatasetPass:
+        """The dataset rows of bytes ``[0, stop)`` of `fd` (``dataset/rows.py``): every
+        envelope that parses, a later duplicate of an id left out (as salvage reads them),
+        folded as ``history.History`` folds them; bytes after the last ``\\n`` only if
+        `final_line`; message extras only if `extras`; chunks of about `chunk` bytes of lines."""

@@ -2,7 +2,7 @@
 
 from typing import Any, Dict, Iterator, List, Optional, Tuple, final
 
-from llm_agent_session._core import HistoryRead, Replayed, Scanned, TailVerdict
+from llm_agent_session._core import Column, DatasetSummary, HistoryRead, Replayed, Scanned, TailVerdict
 
 __all__ = [
     "classify_line",
@@ -29,6 +29,9 @@ __all__ = [
     "KeptExtras",
     "LineProblem",
     "MAX_READ_DEPTH",
+    "dataset_pass",
+    "DatasetPass",
+    "RowBuffer",
 ]
 
 MAX_READ_DEPTH: int
@@ -185,3 +188,26 @@ def history(
     envelope. ``removed``, ``operations``, ``answers`` and ``calls`` are ``ReadMapping``s
     over ``HistoryRows`` (``operations`` a dict, built now, where no descriptor of its
     own can be opened: see ``replay``)."""
+
+@final
+class DatasetPass:
+    """One transcript's dataset rows (``_core.DatasetPass``): ``summary``, then each run
+    of rows as ``{table: {column: Column}}``, built without the GIL."""
+
+    @property
+    def summary(self) -> DatasetSummary: ...
+    def __iter__(self) -> DatasetPass: ...
+    def __next__(self) -> Dict[str, Dict[str, Column]]: ...
+
+@final
+class RowBuffer:
+    """A column's bytes, owned by the extension and never changed (``_core.NativeBuffer``):
+    pyarrow wraps them where they are."""
+
+    @property
+    def address(self) -> int: ...
+    def __len__(self) -> int: ...
+
+def dataset_pass(fd: int, stop: int, final_line: bool, extras: bool, chunk: int) -> DatasetPass:
+    """The first pass and the fold over bytes ``[0, stop)`` of ``fd``
+    (``_pure.columns.dataset_pass``), or ``CoreFailure``/``OSError``."""

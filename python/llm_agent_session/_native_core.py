@@ -18,9 +18,10 @@ from ._native import encode_envelope as _encode_envelope
 from ._native import history as _history
 from ._native import replay as _replay
 from ._native import scan as _scan
+from ._native import dataset_pass as dataset_pass
 
 __all__ = ["name", "tail_check", "copy_prefix", "replay", "scan", "history", "encode_envelope", "append_size",
-           "identical_prefix", "find_lines"]
+           "identical_prefix", "find_lines", "dataset_pass"]
 
 name = "native"
 encode_envelope: Optional[EncodeEnvelope] = _encode_envelope

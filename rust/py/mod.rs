@@ -9,6 +9,7 @@
 //! calls, `LineProblem` (a `ValueError`) for one line's verdict.
 
 mod build;
+mod columns;
 mod encode;
 mod history;
 mod import;
@@ -396,6 +397,9 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(append_size, m)?)?;
     m.add_function(wrap_pyfunction!(identical_prefix, m)?)?;
     m.add_function(wrap_pyfunction!(search::find_lines, m)?)?;
+    m.add_function(wrap_pyfunction!(columns::dataset_pass, m)?)?;
+    m.add_class::<columns::DatasetPass>()?;
+    m.add_class::<columns::RowBuffer>()?;
     let line_problem = py.get_type::<LineProblem>();
     line_problem.setattr("__module__", "llm_agent_session._native")?;
     m.add("LineProblem", line_problem)?;

@@ -185,7 +185,7 @@ fn reduced(
     }
 }
 
-fn body_of(raw: &[u8], type_: &str, entries: &[Entry]) -> Body {
+pub fn body_of(raw: &[u8], type_: &str, entries: &[Entry]) -> Body {
     let get = |key: &str| json_view::get(raw, entries, key);
     let text = |item: Option<Item>| item.and_then(|i| json_view::text(raw, i)).map(id_of);
     match type_ {

@@ -149,10 +149,12 @@ def build_parser() -> CommandParser:
     p.add_argument("file", metavar="FILE", help=FILE_HELP)
     p.add_argument("--json", action="store_true", help="print the report as JSON")
 
-    from . import export, import_  # these commands keep their parsers in their own modules
+    from . import dataset, export, import_, query  # these commands keep their parsers in their own modules
 
     export.add_parser(add_parser, common)
     import_.add_parser(add_parser, common)
+    dataset.add_parser(add_parser, common)
+    query.add_parser(add_parser, common)
     from . import view  # so does view
 
     view.add_parser(add_parser, common)
@@ -193,6 +195,8 @@ COMMANDS: Dict[str, Handler] = {
         ("export", "export"),
         ("import", "import_"),
         ("view", "view"),
+        ("dataset", "dataset"),
+        ("query", "query"),
     )
 }
 

@@ -23,6 +23,7 @@ NOT_A_TRANSCRIPT = 3
 WOULD_REPAIR = 4
 WOULD_FAIL = 5
 OUT_DOES_NOT_LOAD = 6
+NOT_A_DATASET = 7
 INTERRUPTED = 130  # 128 + SIGINT, as shells report a command stopped by Ctrl-C
 
 #: What each code means, the same in every command (a command's ``--help`` adds what it
@@ -35,6 +36,7 @@ MEANINGS: Dict[int, str] = {
     WOULD_REPAIR: "would repair",
     WOULD_FAIL: "would fail",
     OUT_DOES_NOT_LOAD: "written, does not load yet",
+    NOT_A_DATASET: "not a dataset",
     INTERRUPTED: "interrupted",
 }
 
@@ -58,6 +60,7 @@ TABLE: Dict[int, str] = {
     WOULD_REPAIR: "a load would repair a torn tail (check)",
     WOULD_FAIL: "a load would fail (check)",
     OUT_DOES_NOT_LOAD: "OUT was written but does not load yet (salvage)",
+    NOT_A_DATASET: "OUT is not a dataset directory (dataset, query)",
     INTERRUPTED: EVERY_COMMAND[INTERRUPTED],
 }
 

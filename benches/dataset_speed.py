@@ -1,0 +1,219 @@
+"""How fast ``llm-agent-session dataset`` is (issue #26), side by side with DuckDB in one run.
+
+    python benches/dataset_speed.py [--size 256MB] [--fleet 10000] [--grow 1GB] [--jobs 2]
+
+1. Export throughput, per corpus (realistic, CJK-heavy ``nonascii``, escape-heavy code):
+   one transcript exported into a new OUT (every table, the replay DuckDB cannot do,
+   fsynced), against DuckDB's ``read_json`` -> Parquet of the same file on the same
+   machine. Goal: at least 2x DuckDB.
+2. Peak RSS of each export, in its own process, against the transcript's size. Goal:
+   (peak - the idle process) <= 0.5 x the transcript.
+3. A fleet (``generate.fleet``: many transcripts, a log-normal mix of sizes, some torn,
+   crashed or corrupt): the first export (``--jobs``), then a re-run over the unchanged
+   fleet. Goal: the re-run of 10,000 transcripts <= 2 s.
+4. A big transcript that grew by 1 MB: the re-run that exports it again, against
+   ``Session.load`` of it. Goal: no more than its load.
+
+The corpora are the shared ones in /work/corpus when present (``--corpus-dir``), else
+generated into ``benches/.cache``. Timings are wall clock, best of ``--rounds``; the
+machine should be quiet. Every figure is printed; nothing is asserted.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from typing import Any, Dict, List, Optional, Tuple
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+
+import generate  # noqa: E402
+
+CORPORA = ("realistic", "nonascii", "escapes")
+
+# Run in a fresh process per measurement: its own peak RSS, nothing cached in Python.
+EXPORT = r"""
+import json, resource, sys, time
+from llm_agent_session import _backend
+from llm_agent_session.dataset import export
+_backend.use(sys.argv[4])
+import pyarrow.parquet  # noqa: F401 - the idle process includes what an export imports
+idle = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+t = time.perf_counter()
+report = export(sys.argv[1], sys.argv[2], jobs=int(sys.argv[3]))
+seconds = time.perf_counter() - t
+peak = max(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss, resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)
+print(json.dumps({"seconds": seconds, "idle_kb": idle, "peak_kb": peak,
+                  "counts": {s: report.count(s) for s in ("exported", "unchanged", "removed", "failed", "skipped")},
+                  "bytes": report.bytes_read}))
+"""
+
+DUCKDB = r"""
+import sys, time, duckdb
+con = duckdb.connect()
+con.execute("SET enable_progress_bar = false")
+t = time.perf_counter()
+con.execute(f"COPY (SELECT * FROM read_json('{sys.argv[1]}', format = 'newline_delimited', union_by_name = true)) "
+            f"TO '{sys.argv[2]}' (FORMAT parquet)")
+print(time.perf_counter() - t)
+"""
+
+LOAD = r"""
+import sys, time
+from llm_agent_session import Session, _backend
+_backend.use(sys.argv[2])
+t = time.perf_counter()
+Session.load(sys.argv[1]).close()
+print(time.perf_counter() - t)
+"""
+
+
+def run(code: str, *args: str) -> str:
+    r = subprocess.run([sys.executable, "-c", code, *args], capture_output=True, text=True)
+    if r.returncode != 0:
+        raise SystemExit(f"a measurement failed:\n{r.stderr}")
+    return r.stdout.strip()
+
+
+def export_once(src: str, out: str, jobs: int, backend: str) -> Dict[str, Any]:
+    return json.loads(run(EXPORT, src, out, str(jobs), backend))
+
+
+def corpus(kind: str, size: int, corpus_dir: str) -> str:
+    shared = os.path.join(corpus_dir, f"{kind}-{generate.size_label(size)}.jsonl")
+    if os.path.exists(shared):
+        return shared
+    return generate.cached(size, seed=1, corpus=kind)[0]
+
+
+def mb(n: float) -> str:
+    return f"{n / 1e6:,.0f} MB"
+
+
+def throughput(size: int, corpus_dir: str, rounds: int, backend: str, scratch: str) -> List[str]:
+    rows = [f"{'corpus':<11} {'size':>8}  {'DuckDB read_json->Parquet':>26}  {'dataset export':>16}  "
+            f"{'ratio':>6}  {'peak RSS - idle':>16}  {'x size':>7}"]
+    for kind in CORPORA:
+        path = corpus(kind, size, corpus_dir)
+        n = os.path.getsize(path)
+        src = os.path.join(scratch, f"src-{kind}")
+        os.makedirs(src, exist_ok=True)
+        link = os.path.join(src, os.path.basename(path))
+        if not os.path.lexists(link):
+            os.symlink(path, link)
+        duck = min(float(run(DUCKDB, path, os.path.join(scratch, "duck.parquet"))) for _ in range(rounds))
+        best: Optional[Dict[str, Any]] = None
+        for i in range(rounds):
+            out = os.path.join(scratch, f"out-{kind}-{i}")
+            got = export_once(src, out, 1, backend)
+            shutil.rmtree(out)
+            if best is None or got["seconds"] < best["seconds"]:
+                best = got
+        assert best is not None and best["counts"]["exported"] == 1, best
+        grown = (best["peak_kb"] - best["idle_kb"]) * 1024
+        rows.append(f"{kind:<11} {mb(n):>8}  {n / duck / 1e6:>20,.0f} MB/s  {n / best['seconds'] / 1e6:>10,.0f} MB/s  "
+                    f"{duck / best['seconds']:>5.2f}x  {mb(grown):>16}  {grown / n:>6.2f}x")
+    return rows
+
+
+def fleet_rerun(count: int, total: int, jobs: int, backend: str, scratch: str) -> List[str]:
+    src = os.path.join(scratch, f"fleet-{count}")
+    t = time.perf_counter()
+    stats = generate.fleet(src, count, total, seed=1)
+    made = time.perf_counter() - t
+    out = os.path.join(scratch, f"fleet-{count}-out")
+    first = export_once(src, out, jobs, backend)
+    again = min((export_once(src, out, jobs, backend) for _ in range(3)), key=lambda r: r["seconds"])
+    files = max(_files_per_partition(out).values())
+    return [
+        f"fleet: {count:,} transcripts, {mb(stats['bytes'])} (largest {mb(stats['largest'])}; "
+        f"endings {stats['endings']}, {stats['torn']} torn), generated in {made:.0f} s",
+        f"  first export (--jobs {jobs}): {first['seconds']:.1f} s, {stats['bytes'] / first['seconds'] / 1e6:,.0f} MB/s, "
+        f"{first['counts']}; peak RSS - idle {mb((first['peak_kb'] - first['idle_kb']) * 1024)}",
+        f"  re-run, nothing changed: {again['seconds']:.2f} s ({again['counts']['unchanged']:,} unchanged; goal <= 2 s)",
+        f"  files per table and partition: at most {files} (goal <= 8)",
+    ]
+
+
+def _files_per_partition(out: str) -> Dict[str, int]:
+    counts: Dict[str, int] = {}
+    for table in ("sessions", "messages", "tool_calls", "compactions", "rewinds", "grants"):
+        for directory, _, names in os.walk(os.path.join(out, table)):
+            if names:
+                counts[directory] = len(names)
+    return counts
+
+
+def grown(size: int, corpus_dir: str, backend: str, scratch: str) -> List[str]:
+    """A transcript of `size` exported, then 1 MB appended (as a running agent appends),
+    then exported again; against ``Session.load`` of the grown file."""
+    from llm_agent_session import Session, assistant_message, tool_message, user_message
+
+    source = corpus("realistic", size, corpus_dir)
+    src = os.path.join(scratch, "grow")
+    os.makedirs(src, exist_ok=True)
+    path = os.path.join(src, "big.jsonl")
+    shutil.copyfile(source, path)
+    out = os.path.join(scratch, "grow-out")
+    first = export_once(src, out, 1, backend)
+    with Session.load(path) as s:
+        added = 0
+        n = 0
+        while added < 1 << 20:
+            n += 1
+            call = {"id": f"grow_{n}", "type": "function", "function": {"name": "grep", "arguments": "{}"}}
+            s.append_message(user_message(f"one more {n}"))
+            s.append_message(assistant_message(None, [call]))
+            op = s.append_tool_dispatched(f"grow_{n}", "grep", {})
+            s.append_message(tool_message(f"grow_{n}", "x" * 4000))
+            s.append_tool_settled(op, "completed")
+            added += 4400
+    again = export_once(src, out, 1, backend)
+    load = min(float(run(LOAD, path, backend)) for _ in range(3))
+    size = os.path.getsize(source)
+    grown_by = (first["peak_kb"] - first["idle_kb"]) * 1024
+    return [f"big: {mb(size)} exported in {first['seconds']:.2f} s ({size / first['seconds'] / 1e6:,.0f} MB/s), "
+            f"peak RSS - idle {mb(grown_by)} ({grown_by / size:.2f}x the transcript)",
+            f"grown: + 1 MB appended: re-run {again['seconds']:.2f} s, Session.load {load:.2f} s "
+            f"({again['seconds'] / load:.2f}x its load; goal <= 1x)"]
+
+
+def main(argv: Optional[List[str]] = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--size", default="256MB", help="each corpus transcript (default 256MB)")
+    ap.add_argument("--fleet", type=int, default=10_000, help="transcripts in the fleet (default 10000; 0: skip)")
+    ap.add_argument("--fleet-size", default="2GB", help="the fleet's bytes together (default 2GB)")
+    ap.add_argument("--grow", default="1GB", help="the transcript that grows by 1 MB (default 1GB; 0: skip)")
+    ap.add_argument("--jobs", type=int, default=2, help="--jobs of the fleet's first export (default 2)")
+    ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--backend", default="native")
+    ap.add_argument("--corpus-dir", default="/work/corpus")
+    ap.add_argument("--keep", metavar="DIR", help="work in DIR and keep it (default: a temporary directory)")
+    a = ap.parse_args(argv)
+    scratch = a.keep or tempfile.mkdtemp(prefix="las-dataset-bench-")
+    os.makedirs(scratch, exist_ok=True)
+    try:
+        print(f"dataset speed, backend {a.backend}, {os.cpu_count()} CPUs, {time.strftime('%Y-%m-%d %H:%M')}")
+        for line in throughput(generate.parse_size(a.size), a.corpus_dir, a.rounds, a.backend, scratch):
+            print(line, flush=True)
+        if a.fleet:
+            for line in fleet_rerun(a.fleet, generate.parse_size(a.fleet_size), a.jobs, a.backend, scratch):
+                print(line, flush=True)
+        if a.grow not in ("0", ""):
+            for line in grown(generate.parse_size(a.grow), a.corpus_dir, a.backend, scratch):
+                print(line, flush=True)
+    finally:
+        if not a.keep:
+            shutil.rmtree(scratch, ignore_errors=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,121 @@
+"""``query``: SQL over a dataset directory with DuckDB, each table a view by its name."""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import datetime
+import io
+import json
+import os
+from typing import Any, Callable, List
+
+from .exit_codes import FAILED, NOT_A_DATASET, OK
+from .output import CliError, Out, json_text, visible
+
+DESCRIPTION = """Run SQL over the dataset in OUT (made by `llm-agent-session dataset`) with
+DuckDB. Each table is a view by its name: sessions, messages, tool_calls, compactions,
+rewinds, grants (docs/dataset.md has their columns). One query sees one committed export,
+even while another export publishes. Times are UTC."""
+
+EPILOG = """examples:
+  llm-agent-session query fleet "SELECT tool, count(*) AS calls FROM tool_calls GROUP BY tool ORDER BY calls DESC"
+  llm-agent-session query fleet "SELECT * FROM sessions WHERE verdict <> 'clean'" --json"""
+
+EXIT_CODES = {
+    OK: "the result was printed",
+    FAILED: "the query failed (the message says why: a syntax error, an unknown column ...), or the "
+            "dataset extra (pyarrow, duckdb) is not installed",
+    NOT_A_DATASET: "OUT is not a dataset (no _dataset.json: make one with the dataset command)",
+}
+
+MAX_CELL = 80
+
+
+def add_parser(add: Callable[..., argparse.ArgumentParser], common: argparse.ArgumentParser) -> None:
+    p = add("query", EXIT_CODES, parents=[common], help="SQL over a dataset with DuckDB (a view per table)",
+            description=DESCRIPTION + "\n\n" + EPILOG)
+    p.add_argument("out", metavar="OUT", help="the dataset directory")
+    p.add_argument("sql", metavar="SQL", help="the query (DuckDB SQL)")
+    shape = p.add_mutually_exclusive_group()
+    shape.add_argument("--json", action="store_true", help="print the rows as a JSON array of objects")
+    shape.add_argument("--csv", action="store_true", help="print the rows as CSV with a header line")
+    p.add_argument("--full", action="store_true", help=f"do not shorten cells to {MAX_CELL} characters (table only)")
+
+
+def _plain(value: Any) -> Any:
+    """A cell as JSON has it: times and dates as ISO 8601 text, the rest as they are."""
+    if isinstance(value, (datetime.datetime, datetime.date, datetime.time)):
+        return value.isoformat()
+    if isinstance(value, datetime.timedelta):
+        return value.total_seconds()
+    if isinstance(value, bytes):
+        return value.decode("utf-8", "replace")
+    if isinstance(value, dict):
+        return {str(k): _plain(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_plain(v) for v in value]
+    return value
+
+
+def _text(value: Any) -> str:
+    if value is None:
+        return ""
+    plain = _plain(value)
+    return plain if isinstance(plain, str) else json.dumps(plain, ensure_ascii=False)
+
+
+def run(args: argparse.Namespace, out: Out) -> int:
+    try:
+        from ..dataset.query import connect
+        from ..dataset.write import NotADataset
+    except ImportError as e:
+        raise CliError(f"the query command needs pyarrow and duckdb ({e}): pip install 'llm-agent-session[dataset]'",
+                       FAILED) from None
+    import duckdb
+
+    try:
+        con = connect(os.path.expanduser(args.out))
+    except NotADataset as e:
+        raise CliError(str(e), NOT_A_DATASET) from None
+    try:
+        result = con.sql(args.sql)
+        names: List[str] = [] if result is None else list(result.columns)
+        rows = [] if result is None else result.fetchall()
+    except duckdb.Error as e:
+        raise CliError(f"the query failed: {e}", FAILED) from None
+    finally:
+        con.close()
+    if args.json:
+        out.stream.write(json_text([dict(zip(names, map(_plain, row))) for row in rows], indent=2) + "\n")
+    elif args.csv:
+        buf = io.StringIO()
+        w = csv.writer(buf, lineterminator="\n")
+        w.writerow(names)
+        w.writerows([_text(v) for v in row] for row in rows)
+        text = buf.getvalue()
+        out.stream.write(visible(text, multiline=True) if _is_tty(out) else text)
+    else:
+        _table(out, names, rows, args.full)
+    return OK
+
+
+def _is_tty(out: Out) -> bool:
+    try:
+        return bool(out.stream.isatty())
+    except (AttributeError, ValueError):
+        return False
+
+
+def _table(out: Out, names: List[str], rows: List[Any], full: bool) -> None:
+    """Aligned columns; every cell one line (through ``visible``), shortened unless `full`."""
+    def cell(value: Any) -> str:
+        text = visible(_text(value))
+        return text if full or len(text) <= MAX_CELL else text[: MAX_CELL - 1] + "…"
+
+    cells = [[cell(v) for v in row] for row in rows]
+    widths = [max([len(n)] + [len(r[i]) for r in cells]) for i, n in enumerate(names)]
+    out.line(("  ".join(n.ljust(w) for n, w in zip(names, widths)).rstrip(), "key"))
+    for r in cells:
+        out.line("  ".join(c.ljust(w) for c, w in zip(r, widths)).rstrip())
+    out.line((f"({len(rows)} row{'s' if len(rows) != 1 else ''})", "dim"))

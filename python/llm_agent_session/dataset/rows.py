@@ -1,0 +1,282 @@
+"""One transcript's rows: every table's, chunk by chunk, and its ``sessions`` row.
+
+The byte work is the core's ``dataset_pass`` (Rust, or its pure twin): one lenient read of
+every line, folded as ``history.History`` folds them. Around it, this module decides what
+``Session.load`` would do, read-only: the tail check first (where a load would cut a torn
+tail, the rows stop there), and a transcript whose pass found nothing a load refuses
+loads (a load refuses exactly the lines the lenient read skips and the envelopes the fold
+refuses); any other gets the exact verdict of ``llm-agent-session check``
+(``cli/verdict.py``), its rows still exported, none of them live.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import stat as stat_module
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from typing import Any, Dict, Iterable, Iterator, Optional, Tuple
+
+from .. import _backend, _platform
+from .._core import DatasetSummary, TableChunk
+from .._pure.columns import ts_micros
+from ..errors import CoreFailure
+from .batches import record_batch
+
+#: Bytes of lines per chunk of rows: what bounds the memory an export holds at once.
+CHUNK = 8 << 20
+#: Buckets per partition: a session's rows of a table are in one of this many files.
+BUCKETS = 8
+#: A first line longer than this is not read as a session-meta line.
+HEAD_LIMIT = 64 << 20
+NO_DATE = "1970-01-01"
+
+CLEAN, TORN, FAILS = "clean", "torn-tail", "would-fail"
+
+
+class NotATranscript(Exception):
+    """A file under SRC that is not a transcript: skipped, and counted."""
+
+
+@dataclass(frozen=True)
+class Source:
+    """A file as found under SRC: where, and what a re-run compares to see it unchanged."""
+
+    key: str  # host:path, the manifest's key
+    path: str
+    host: str
+    size: int
+    mtime_ns: int
+    ctime_ns: int
+    dev: int
+    ino: int
+
+    @classmethod
+    def of(cls, path: str, host: str, st: os.stat_result) -> "Source":
+        return cls(f"{host}:{path}", path, host, st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_dev, st.st_ino)
+
+    def stamp(self) -> Dict[str, int]:
+        return {"size": self.size, "mtime_ns": self.mtime_ns, "ctime_ns": self.ctime_ns, "dev": self.dev,
+                "ino": self.ino}
+
+
+@dataclass(frozen=True)
+class Head:
+    """Where a transcript's rows go: its session id, and the date its first line says."""
+
+    session_id: str
+    date: str
+    bucket: int
+
+
+def bucket_of(session_id: str) -> int:
+    return int.from_bytes(hashlib.sha256(session_id.encode("utf-8", "surrogatepass")).digest()[:4], "big") % BUCKETS
+
+
+def session_id_of(source: Source) -> str:
+    """A transcript file's id in the dataset: its host and path, hashed."""
+    return hashlib.sha256(source.key.encode("utf-8", "surrogateescape")).hexdigest()[:32]
+
+
+def _open(path: str) -> Tuple[int, os.stat_result]:
+    # O_NONBLOCK: a FIFO planted under SRC must not hang the export.
+    fd = os.open(path, os.O_RDONLY | _platform.O_CLOEXEC | _platform.O_NONBLOCK | _platform.O_BINARY)
+    st = os.fstat(fd)
+    if not stat_module.S_ISREG(st.st_mode):
+        os.close(fd)
+        raise NotATranscript("not a regular file")
+    return fd, st
+
+
+def _first_line_end(fd: int, size: int) -> int:
+    """Where the first non-blank line ends (its ``\\n`` or the file's end)."""
+    at = 0
+    started = False
+    while at < size:
+        block = _platform.pread(fd, min(1 << 16, size - at), at)
+        if not block:
+            break
+        if not started:
+            body = block.lstrip(b" \t\r\n")
+            if body:
+                if body[:1] != b"{":
+                    raise NotATranscript("its first line is not a JSON object")
+                started = True
+                block_start = len(block) - len(body)
+            else:
+                block_start = len(block)
+        else:
+            block_start = 0
+        if started:
+            nl = block.find(b"\n", block_start)
+            if nl >= 0:
+                return at + nl
+        at += len(block)
+        if at > HEAD_LIMIT:
+            raise NotATranscript(f"its first line is longer than {HEAD_LIMIT >> 20} MiB")
+    if not started:
+        raise NotATranscript("it is empty" if size == 0 else "it holds only blank lines")
+    return size
+
+
+def read_head(source: Source) -> Head:
+    """The session id and date of `source` from its first line (``NotATranscript`` where it
+    plainly is none: not a regular file, empty, or not starting with a JSON object)."""
+    fd, st = _open(source.path)
+    try:
+        end = _first_line_end(fd, st.st_size)
+        found = _backend.core.scan(fd, 0, end, True)
+    finally:
+        os.close(fd)
+    return _head(source, found.events[0] if found.events and not found.problems else None)
+
+
+def _head(source: Source, first: Any) -> Head:
+    sid = session_id_of(source)
+    meta = first is not None and first.type == "session-meta" and ts_micros(first.ts) is not None
+    return Head(sid, first.ts[:10] if meta else NO_DATE, bucket_of(sid))
+
+
+def _reason_of_torn(line: int, cut: int, removed: int) -> str:
+    return f"a torn last line of {removed} bytes (line {line}, from byte {cut}); a load removes it"
+
+
+def read_ahead(chunks: Iterable[TableChunk]) -> Iterator[TableChunk]:
+    """`chunks`, the next one made on a thread of its own while the caller writes this one:
+    the native core makes a chunk without the GIL, and the Parquet writer writes one without
+    it, so on a machine with two cores free both work at once. Never more than two chunks
+    are alive (the one written, the one made): what an export holds stays bounded."""
+    it = iter(chunks)
+    with ThreadPoolExecutor(1, thread_name_prefix="dataset-rows") as maker:
+        coming = maker.submit(next, it, None)
+        while True:
+            chunk: Optional[TableChunk] = coming.result()
+            if chunk is None:
+                return
+            coming = maker.submit(next, it, None)
+            yield chunk
+
+
+@dataclass
+class Transcript:
+    """One transcript's rows. Iterate ``batches()`` (table, RecordBatch) to the end; then
+    ``session`` is its complete ``sessions`` row."""
+
+    source: Source
+    head: Head
+    session: Dict[str, Any]
+    _fd: int
+    _pass: Any
+    _loads: bool
+    counts: Dict[str, int] = field(default_factory=dict)
+
+    def batches(self) -> Iterator[Tuple[str, Any]]:
+        import pyarrow as pa
+        import pyarrow.compute as pc
+
+        common = (self.head.session_id, self.session["agent"], self.session["model"])
+        snapshots = {"grants": pa.array(self._pass.summary.grants, pa.large_string())}
+        rows = {t: 0 for t in ("messages", "tool_calls", "compactions", "rewinds", "grants")}
+        live = 0
+        outcomes: Dict[str, int] = {}
+        try:
+            chunk: TableChunk
+            # A small transcript is one run of rows: nothing to overlap, no thread.
+            for chunk in read_ahead(self._pass) if self.source.size > 2 * CHUNK else self._pass:
+                for table, columns in chunk.items():
+                    if not columns or next(iter(columns.values())).length == 0:
+                        continue
+                    batch = record_batch(table, columns, common, self._loads, snapshots)
+                    rows[table] += batch.num_rows
+                    if table in ("messages", "compactions") and self._loads:
+                        live += pc.sum(batch.column("live")).as_py() or 0
+                    elif table == "tool_calls":
+                        for value in batch.column("outcome").to_pylist():
+                            outcomes[value] = outcomes.get(value, 0) + 1
+                    yield table, batch
+        finally:
+            os.close(self._fd)
+        s = self.session
+        pending = outcomes.get("dispatched", 0) + outcomes.get("result-recorded", 0)
+        s.update(messages=rows["messages"], live_messages=live if self._loads else None,
+                 tool_calls=rows["tool_calls"], completed=outcomes.get("completed", 0),
+                 failed=outcomes.get("failed", 0), outcome_unknown=outcomes.get("outcome-unknown", 0),
+                 dispatched=outcomes.get("dispatched", 0), result_recorded=outcomes.get("result-recorded", 0),
+                 pending_operations=pending, compactions=rows["compactions"], rewinds=rows["rewinds"],
+                 grants=rows["grants"])
+        self.counts = dict(rows, sessions=1)
+
+    def close(self) -> None:
+        """Release the file without reading its rows (``batches`` closes it itself)."""
+        try:
+            os.close(self._fd)
+        except OSError:
+            pass
+
+
+def read_transcript(source: Source, head: Head, *, extras: bool = True, chunk: int = CHUNK) -> Transcript:
+    """`source`'s rows, read as described in the module doc; ``NotATranscript`` where a
+    load would call it none (it is then skipped). ``OSError`` where it cannot be read."""
+    from ..cli.verdict import NOT_A_TRANSCRIPT, WOULD_FAIL, verdict
+
+    fd, st = _open(source.path)
+    try:
+        core = _backend.core
+        size = st.st_size
+        try:
+            tail: Optional[Tuple[str, int, int, bytes]] = tuple(core.tail_check(fd, size))  # type: ignore[assignment]
+        except CoreFailure:
+            tail = None
+        torn = tail is not None and tail[0] == "torn"
+        # Every line, the last one even without its newline: a torn tail is then one line
+        # that does not parse (a load removes it), and a file that would fail is read the
+        # way salvage reads it.
+        found = core.dataset_pass(fd, size, True, extras, chunk)
+        summary: DatasetSummary = found.summary
+        skipped = summary.skipped - (1 if torn else 0)
+        loads = tail is not None and skipped == 0 and summary.refused == 0 and summary.first_type == "session-meta"
+        reason: Optional[str] = None
+        if loads:
+            outcome = TORN if torn else CLEAN
+            if torn:
+                assert tail is not None
+                reason = _reason_of_torn(tail[2], tail[1], size - tail[1])
+        else:
+            v = verdict(source.path)
+            if v.code == NOT_A_TRANSCRIPT:
+                raise NotATranscript(str(v.error) if v.error else "not a transcript")
+            if v.code == WOULD_FAIL:
+                outcome, error = FAILS, v.error
+                assert error is not None
+                line, offset = getattr(error, "line", None), getattr(error, "offset", None)
+                why = getattr(error, "reason", None) or str(error)
+                where = f" at line {line}, byte {offset}" if line is not None else ""
+                reason = f"{type(error).__name__}{where}: {why}"
+            else:  # the verdict is load's own word; it wins
+                loads = True
+                outcome = TORN if v.torn else CLEAN
+                if v.torn:
+                    reason = _reason_of_torn(v.torn.line, v.torn.cut, v.torn.removed)
+    except BaseException:
+        os.close(fd)
+        raise
+    meta: Dict[str, Any] = {}
+    if summary.meta is not None:
+        try:
+            parsed = json.loads(summary.meta)
+            meta = parsed if isinstance(parsed, dict) else {}
+        except ValueError:  # an integer beyond Python's digit limit, say: no agent or model from it
+            meta = {}
+    agent = next((meta[k] for k in ("agent", "imported-from", "app") if isinstance(meta.get(k), str)), None)
+    model = meta["model"] if isinstance(meta.get("model"), str) else summary.model
+    session: Dict[str, Any] = {
+        "session_id": head.session_id, "agent": agent, "model": model,
+        "path": source.path, "host": source.host, "meta_id": summary.meta_id, "meta": summary.meta,
+        "verdict": outcome, "reason": reason, "bytes": size, "envelopes": summary.envelopes,
+        "skipped_lines": skipped if loads else summary.skipped, "elisions": summary.elisions,
+        "first_ts": summary.first_ts, "last_ts": summary.last_ts,
+    }
+    return Transcript(source, head, session, fd, found, loads)
+

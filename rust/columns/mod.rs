@@ -1,0 +1,131 @@
+//! The dataset pass (`llm-agent-session dataset`): one transcript's rows of the
+//! dataset tables, the twin of `python/llm_agent_session/_pure/columns.py`.
+//!
+//! * `lines`: the first pass reads and validates every line once (two threads for a
+//!   big file) and keeps what the fold needs;
+//! * `fold`: `history.History`'s fold over the lines (a repeated id's later lines
+//!   left out first, as salvage reads a file);
+//! * `rows`: the second pass reads a run of lines again and copies each value once
+//!   into its column (`buffers`: Arrow's layout), a run at a time so that what is held
+//!   at once stays bounded whatever the file's size.
+
+pub mod buffers;
+pub mod fold;
+pub mod lines;
+pub mod rows;
+pub mod values;
+
+use std::collections::HashSet;
+
+use crate::error::CoreResult;
+use crate::file_io::Source;
+use crate::json::view as json_view;
+
+use fold::Fold;
+use lines::{First, Line, LineType};
+pub use rows::{Cursor, Tables};
+
+/// What the first pass and the fold found, and where the runs of rows are.
+#[derive(Debug)]
+pub struct Pass {
+    /// The kept lines, in file order.
+    pub lines: Vec<Line>,
+    /// Their payloads' members (`Line::fields` says where each line's are).
+    pub fields: Vec<json_view::Entry>,
+    pub fold: Fold,
+    pub skipped: u64,
+    pub first: First,
+    pub model: Option<String>,
+    pub first_ts: Option<i64>,
+    pub last_ts: Option<i64>,
+    pub elisions: u64,
+    /// Each grants line's snapshot, in file order (`""` where it has none).
+    pub grants: Vec<String>,
+    /// Per kept line, its place among the grants lines.
+    pub grants_index: Vec<Option<i64>>,
+    /// Runs of kept lines (index ranges) of about the requested bytes.
+    pub runs: Vec<std::ops::Range<usize>>,
+}
+
+/// Read and fold `[0, stop)` of `src` (the bytes after the last `\n` only if
+/// `final_line`), the runs of rows cut at about `chunk` bytes of lines.
+pub fn pass<S: Source + Sync + ?Sized>(
+    src: &S,
+    stop: u64,
+    final_line: bool,
+    chunk: u64,
+) -> CoreResult<Pass> {
+    let mut part = lines::read_lines(src, stop, final_line)?;
+    let mut seen = HashSet::with_capacity(part.lines.len());
+    let total = part.lines.len();
+    let kept: Vec<Line> = std::mem::take(&mut part.lines)
+        .into_iter()
+        .filter(|l| seen.insert(l.id.clone()))
+        .collect();
+    drop(seen);
+    let skipped = part.skipped + (total - kept.len()) as u64;
+    let fold = fold::fold(&kept);
+    let mut model = None;
+    let (mut first_ts, mut last_ts) = (None::<i64>, None::<i64>);
+    let mut elisions = 0;
+    let mut grants = Vec::new();
+    let mut grants_index = vec![None; kept.len()];
+    let mut runs = Vec::new();
+    let (mut run_start, mut run_bytes) = (0, 0u64);
+    for (i, line) in kept.iter().enumerate() {
+        if model.is_none() {
+            model.clone_from(&line.model);
+        }
+        if let Some(ts) = line.ts {
+            first_ts = Some(first_ts.map_or(ts, |t| t.min(ts)));
+            last_ts = Some(last_ts.map_or(ts, |t| t.max(ts)));
+        }
+        match line.kind {
+            LineType::Elision => elisions += 1,
+            LineType::Grants => {
+                if let Some(slot) = grants_index.get_mut(i) {
+                    *slot = Some(grants.len() as i64);
+                }
+                grants.push(line.grants.clone().unwrap_or_default());
+            }
+            _ => {}
+        }
+        run_bytes += line.len + 1;
+        if run_bytes >= chunk.max(1) {
+            runs.push(run_start..i + 1);
+            run_start = i + 1;
+            run_bytes = 0;
+        }
+    }
+    if run_start < kept.len() || runs.is_empty() {
+        runs.push(run_start..kept.len());
+    }
+    Ok(Pass {
+        fields: part.fields,
+        lines: kept,
+        fold,
+        skipped,
+        first: part.first,
+        model,
+        first_ts,
+        last_ts,
+        elisions,
+        grants,
+        grants_index,
+        runs,
+    })
+}
+
+impl Pass {
+    /// The rows of run `run` (runs are taken in order: `cursor` carries the ordinals).
+    pub fn rows<S: Source + ?Sized>(
+        &self,
+        src: &S,
+        run: usize,
+        extras: bool,
+        cursor: &mut Cursor,
+    ) -> CoreResult<Tables> {
+        let range = self.runs.get(run).cloned().unwrap_or(0..0);
+        rows::rows(src, self, range, extras, cursor)
+    }
+}

@@ -1,0 +1,12 @@
+"""Fixtures for the dataset's tests (``llm-agent-session dataset`` and ``query``): the
+backend under test runs in this process (``tests/conftest.py``), children get it too."""
+
+from __future__ import annotations
+
+import os
+import sys
+
+HERE = os.path.dirname(__file__)
+sys.path.insert(0, HERE)
+sys.path.insert(0, os.path.join(os.path.dirname(HERE), "cli"))
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(HERE)), "benches"))

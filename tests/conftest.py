@@ -46,6 +46,11 @@ SLOW_TESTS = (
 )
 
 
+def pytest_configure(config):
+    # Also where the suite runs without pyproject.toml beside it (CI's run against the wheel).
+    config.addinivalue_line("markers", "slow: a test of more than about a second, or of whole processes")
+
+
 def pytest_collection_modifyitems(config, items):
     root = str(config.rootpath) + os.sep
     for item in items:

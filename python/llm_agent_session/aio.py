@@ -11,7 +11,8 @@ task awaiting it is cancelled (``task.cancel()``, ``asyncio.wait_for``,
 ``asyncio.timeout``); the cancellation reaches that task when the call has ended. So a
 call cancelled ran completely or not at all, and the session's memory always equals
 its file: an append cancelled while awaited was written, unless it failed (its error
-is then the ``CancelledError``'s ``__cause__``). Never retry a cancelled append
+is then the ``CancelledError``'s ``__cause__``; on Python 3.9 and 3.10 a task awaited
+hands on a new ``CancelledError``, whose ``__context__`` has that cause). Never retry a cancelled append
 blindly. A cancelled ``close()`` still closes.
 
     async with await AsyncSession.load("run.jsonl") as s:

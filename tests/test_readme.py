@@ -120,3 +120,16 @@ def test_help_of_session_opens_with_what_a_user_does(backend_name):
     assert "fd" not in opening and "FoldState" not in opening  # not the internal constructor
     for way_in in ("Session.create(path, meta)", "Session.load(path)", "Session.peek(path)"):
         assert way_in in opening, way_in
+
+
+def test_ci_runs_the_readme_test_command_as_written(backend_name):
+    if backend_name != "pure":
+        pytest.skip("backend-independent: checked once, in the pure run")
+    ci = os.path.join(ROOT, ".ci", "run")
+    if not os.path.exists(ci):
+        pytest.skip("not in the source tree (the wheel's test run has no .ci/)")
+    with open(README, encoding="utf-8") as f:
+        commands = [line.strip() for line in f if line.strip().startswith('python -m pip install ".[test')]
+    assert len(commands) == 1, commands  # the one command that builds and runs every test
+    with open(ci, encoding="utf-8") as f:
+        assert commands[0] in [line.strip() for line in f]

@@ -1,4 +1,4 @@
-"""AsyncSession and the event loop (issue #14, SPEC 10.4): the longest stall of a 1 ms
+"""AsyncSession and the event loop (issue #14): the longest stall of a 1 ms
 ticker task while a big transcript loads and while 100 ``fsync=True`` appends run,
 beside the same work done with the blocking ``Session`` inside the coroutine.
 
@@ -119,7 +119,7 @@ def section(table_text: str) -> str:
     return f"""{SECTION_START}
 ## AsyncSession and the event loop
 
-`llm_agent_session.aio.AsyncSession` (issue #14, SPEC 10.4) beside a task that sleeps
+`llm_agent_session.aio.AsyncSession` (issue #14) beside a task that sleeps
 1 ms in a loop (`benches/event_loop.py`): a stall is how much later than asked that task
 woke up. With the blocking `Session` called inside a coroutine, the loop stands still for
 the whole call; with `AsyncSession` the work runs on the session's own thread. Target:

@@ -4,7 +4,7 @@ The shape is a long coding-agent run: a sticky system prompt and a sticky task
 statement, one run-context line per run whose sections repeat (carried as text the first
 time their digest appears, as ``rendered-in`` afterwards), user and assistant turns,
 assistant turns with OpenAI-shaped tool calls, and around every tool result the
-``tool-dispatched`` / ``tool-settled`` pair (SPEC 2.6 order: dispatched, tool message,
+``tool-dispatched`` / ``tool-settled`` pair (in the order docs/FORMAT.md gives: dispatched, tool message,
 settled). Tool results have a skewed size (median about 2 KB, a tail to 200 KB) and hold
 code, JSON, escapes (quotes, backslashes, tabs, control characters, U+2028/U+2029) and
 non-ASCII text. Grants snapshots change now and then, old tool results are elided, and
@@ -15,7 +15,7 @@ so every ``replaces-through-id``, elision id, ``op-id`` and ``rendered-in`` name
 id, and it reports the expected ``messages`` / ``message_ids`` of the file.
 
 Lines are serialised here, independently of the library, with the line format's rules
-(SPEC 2): keys sorted, separators ``,``/``:``, UTF-8 as itself except U+2028/U+2029.
+(docs/FORMAT.md, "How a writer serialises"): keys sorted, separators ``,``/``:``, UTF-8 as itself except U+2028/U+2029.
 
 Three corpora (``--corpus``): ``realistic`` (the default: mostly ASCII code and logs,
 some prose in other scripts), ``nonascii`` (over 40% of the file's bytes in multi-byte

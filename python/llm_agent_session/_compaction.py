@@ -1,4 +1,4 @@
-"""Which live entries survive a compaction (SPEC 4, "How replay folds"), written once for
+"""Which live entries survive a compaction (docs/FORMAT.md, "Replay: from lines to the conversation"), written once for
 every fold of one: the replay fold, peek's survey and the importers' bulk writer."""
 
 from __future__ import annotations

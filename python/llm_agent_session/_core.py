@@ -28,7 +28,7 @@ AppendSize = Callable[[int, str], int]
 
 
 class TailVerdict(NamedTuple):
-    """What load must do to the end of the file (SPEC 4 step 2)."""
+    """What load must do to the end of the file (docs/FORMAT.md, "Reading: the tail first")."""
 
     kind: str  # "clean", "no-newline" or "torn"
     cut: int  # where the torn line starts (the repaired size), else the file size

@@ -1,4 +1,4 @@
-"""``Session.fork``: a new transcript, a fresh meta line then another's envelopes verbatim (SPEC 9)."""
+"""``Session.fork``: a new transcript, a fresh meta line then another's envelopes verbatim."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""``Session.load`` up to the replay: lock, leftover cleanup, tail check and repair (SPEC 4)."""
+"""``Session.load`` up to the replay: lock, leftover cleanup, tail check and repair (docs/FORMAT.md, "Reading: the tail first")."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""``Session.peek``: read what parses, write nothing, lock nothing, repair nothing (SPEC 5)."""
+"""``Session.peek``: read what parses, write nothing, lock nothing, repair nothing (docs/FORMAT.md, "Reading without opening (peek)")."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""``Session.salvage``: every envelope of a damaged transcript that parses, verbatim, in a new file (SPEC 9)."""
+"""``Session.salvage``: every envelope of a damaged transcript that parses, verbatim, in a new file."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
 """What ``Session.salvage`` and ``Session.fork`` share: reading a transcript's lines
-(one scan) and copying chosen ones, byte for byte, into a new file (SPEC 9)."""
+(one scan) and copying chosen ones, byte for byte, into a new file."""
 
 from __future__ import annotations
 

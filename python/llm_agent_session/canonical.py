@@ -1,4 +1,4 @@
-"""The line format's exact serialisation (SPEC 2), digests, ids and timestamps.
+"""The line format's exact serialisation (docs/FORMAT.md, "How a writer serialises"), digests, ids and timestamps.
 
 Writing is per append and shared by both backends: the bytes a value becomes must
 never depend on which core reads them back.
@@ -103,7 +103,7 @@ def validate(value: Any, what: str = "payload") -> None:
 
 
 def dumps(value: Any) -> str:
-    """Canonical JSON text of an already validated value (SPEC 2 rules)."""
+    """Canonical JSON text of an already validated value (the line format's rules)."""
     try:
         text = _encoder.encode(value)
     except ValueError:
@@ -239,7 +239,7 @@ def _new_id_here() -> str:
 
 
 def parse_arguments(arguments: Any) -> Any:
-    """SPEC 2.6: a string that parses as JSON is stored parsed; anything else as given."""
+    """Tool arguments (docs/FORMAT.md, `tool-dispatched`): a string that parses as JSON is stored parsed; anything else as given."""
     if isinstance(arguments, str):
         try:
             # parse_int: integers of any size (json.loads alone stops at 4,300 digits).

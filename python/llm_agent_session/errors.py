@@ -1,4 +1,4 @@
-"""The exceptions of SPEC section 6, and the one place core failures become them.
+"""The exceptions (the README's "Errors"), and the one place core failures become them.
 
 Both cores (pure and native) report a failure as plain data, ``CoreFailure(kind,
 line, offset, reason)``; :func:`public_error` turns it into the public exception

@@ -4,11 +4,11 @@
 Lines and bytes by type; messages by role; how many messages replay would give
 (compactions folded as replay folds them: the sticky messages up to the one named,
 then the summary, then the rest); and the ``tool-dispatched`` operations without a
-``tool-settled``, each with whether a message answered it (SPEC 2.6). Lenient, like peek: a value of the wrong
+``tool-settled``, each with whether a message answered it. Lenient, like peek: a value of the wrong
 type is passed over rather than refused; only a compaction naming nothing in the
 live conversation (or a rewind naming nothing live, or without a string or null
 ``to-id``) stops the count, since the count would be wrong past it. A rewind cuts the
-live list back to its ``to-id`` (SPEC 10.1).
+live list back to its ``to-id``.
 """
 
 from __future__ import annotations
@@ -47,7 +47,7 @@ def survey(events: Sequence[Event], spans: Sequence[Span]) -> SurveyCounts:
             roles[role] = roles.get(role, 0) + 1
             position[e.id] = len(live)
             live.append((e.id, payload_marks_sticky(p), index))
-            answers = _string(p, "tool_call_id") if role == "tool" else None  # SPEC 2.6
+            answers = _string(p, "tool_call_id") if role == "tool" else None  # only a tool message answers a call
             if answers is not None:
                 for op_id in waiting.pop(answers, ()):
                     op = open_ops.get(op_id)

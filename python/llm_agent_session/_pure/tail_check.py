@@ -1,4 +1,4 @@
-"""The tail check and the verbatim repair copy (SPEC 4 step 2), in pure Python.
+"""The tail check and the verbatim repair copy (docs/FORMAT.md, "Reading: the tail first"), in pure Python.
 
 Works on bytes only, before anything is decoded: a crash can stop a line inside a
 multi-byte character, and a reader that decodes first dies before it can repair.

@@ -191,12 +191,21 @@ def test_a_cancelled_append_was_written_when_the_cancellation_arrives(tpath, how
     """Issue #24, item 12, the rule: a call runs to its end once awaited, and a cancellation
     (task.cancel(), a wait_for timeout) reaches its task only then. So a cancelled append
     is in memory and in the file, and a retry would be a second copy."""
-    gate, inside = threading.Event(), threading.Event()
+    gate, inside, blocking = threading.Event(), threading.Event(), threading.Event()
+
+    def block():
+        blocking.set()
+        return gate.wait(10)
 
     async def main():
         async with await AsyncSession.create(tpath, {}) as s:
             if how == "queued":  # not started yet when cancelled
-                blocker = asyncio.ensure_future(s.run(lambda: gate.wait(10)))
+                blocker = asyncio.ensure_future(s.run(block))
+                # The blocker must hold the session's thread first. On Python >= 3.12
+                # wait_for awaits a coroutine in the calling task, so the append would
+                # otherwise be submitted before the blocker's task has run at all.
+                while not blocking.is_set():
+                    await asyncio.sleep(0.001)
                 append = s.append_message(user_message("cancelled"))
             else:  # inside the write when cancelled: a message whose serialisation waits
                 blocker = None

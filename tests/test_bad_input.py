@@ -357,3 +357,42 @@ def test_read_nesting_limit_is_512(tpath, depth, ok):
             Session.load(tpath)
         assert ei.value.line == 2
         assert read(tpath) == data
+
+
+_MEMORY_PROBE = r"""
+import resource, sys
+from llm_agent_session import Session, CorruptTranscript
+def peak():
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+before = peak()
+try:
+    Session.load(sys.argv[1]).close()
+except CorruptTranscript:
+    pass
+Session.peek(sys.argv[1])
+print(peak() - before)
+"""
+
+
+@pytest.mark.parametrize("deep", [False, True])
+def test_a_long_line_with_many_brackets_reads_in_linear_memory(tmp_path, backend_name, deep):
+    """Issue #24, item 7: a 30 MB string (escapes every few bytes) beside more than 512
+    brackets, read by `load` and `peek`, costs a small multiple of the line (the pure
+    core's bracket count once took 2.8 GB here)."""
+    import subprocess
+
+    from llm_agent_session import _backend
+
+    size = 30_000_000
+    text = ('ab\\"c\\\\d' * (size // 9))  # JSON escapes: a quote and a backslash, inside the string
+    brackets = "[" * 600 + "]" * 600 if deep else ",".join(["[]"] * 600)
+    line = ('{"id":"big","payload":{"s":"%s","b":[%s]},"ts":"2026-01-01T00:00:00.000000Z","type":"big","v":1}\n'
+            % (text, brackets)).encode()
+    path = tmp_path / "long.jsonl"
+    write_raw(path, meta_line(), line, msg_line("m1"))
+    env = dict(os.environ, **{_backend.ENV_VAR: backend_name})
+    out = subprocess.run([sys.executable, "-c", _MEMORY_PROBE, str(path)], env=env,
+                         capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stderr
+    grown = int(out.stdout)
+    assert grown < 10 * len(line), f"{grown / 1e6:.0f} MB for a {len(line) / 1e6:.0f} MB line"

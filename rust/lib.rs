@@ -1,4 +1,4 @@
-//! The native core of `llm-agent-session` (SPEC section 7).
+//! The native core of `llm-agent-session` (docs/ARCHITECTURE.md, "Two cores, one behaviour").
 //!
 //! Every module here mirrors the pure-Python reference in
 //! `python/llm_agent_session/_pure/` (`lines.py`, `tail_check.py`, `replay.py`,
@@ -11,7 +11,7 @@
 //!
 //! * `json`, `envelope`: one line validated as an envelope, without building
 //!   anything; `json::view` walks what validated by span;
-//! * `tail_check`, `repair_copy`: the tail check (SPEC 4 step 2) and the verbatim
+//! * `tail_check`, `repair_copy`: the tail check (docs/FORMAT.md's tail check) and the verbatim
 //!   repair copy;
 //! * `replay`: stream the file in bounded buffers (two threads for big files),
 //!   reduce each line to a record, fold the records;

@@ -1,4 +1,4 @@
-//! The line format's pieces that the write path makes itself (SPEC 2): JSON
+//! The line format's pieces that the write path makes itself (docs/FORMAT.md): JSON
 //! strings escaped as the reference's encoder escapes them, the timestamp, and
 //! UUIDv7 ids (the reference: `canonical.py`). Used by `py/encode.rs`.
 

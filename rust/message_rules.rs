@@ -1,5 +1,5 @@
 //! Two rules of the live conversation, written once for the Rust readers of it:
-//! which message is sticky (SPEC 2.2) and what a compaction leaves (SPEC 4, "How
+//! which message is sticky (docs/FORMAT.md, `message`) and what a compaction leaves (docs/FORMAT.md's replay, "How
 //! replay folds"). The replay (`replay::records`, `replay::fold`) and peek's survey
 //! (`survey`) call these; the pure core's twin is `Message.is_sticky` in
 //! `messages.py`, and the differential tests hold the two together.

@@ -1,4 +1,4 @@
-//! The verbatim repair copy (SPEC 4 step 2): bytes `[0, length)` of the original,
+//! The verbatim repair copy (docs/FORMAT.md's tail check): bytes `[0, length)` of the original,
 //! never re-serialised, into the `.repair` file.
 //!
 //! Mirrors `copy_prefix` in `_pure/tail_check.py`: positioned reads of the source (its

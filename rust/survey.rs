@@ -18,7 +18,7 @@ use crate::message_rules;
 /// What one envelope tells the survey fold (envelopes of other types only count).
 #[derive(Clone, Debug, PartialEq, Eq)]
 enum Fact {
-    /// A message with a string role: its id, whether it is sticky (SPEC 2.2) and its
+    /// A message with a string role: its id, whether it is sticky (docs/FORMAT.md, `message`) and its
     /// `tool_call_id` when that is a string.
     Message {
         id: String,
@@ -71,7 +71,7 @@ pub struct Survey {
     /// without a `tool-settled`, in the order they were first dispatched.
     pub open: Vec<(usize, bool)>,
     /// (index of a message or compaction summary, index of the rewind that cut it),
-    /// in the order the rewinds cut them (SPEC 10.1), up to `problem`.
+    /// in the order the rewinds cut them (the README's rewind section), up to `problem`.
     pub rewound: Vec<(usize, usize)>,
 }
 
@@ -127,7 +127,7 @@ impl Facts {
             "message" if role.is_some() => Fact::Message {
                 id: id.to_owned(),
                 sticky: message_rules::is_sticky(raw, fields),
-                // Only a `tool` message answers a call (SPEC 2.6).
+                // Only a `tool` message answers a call (docs/FORMAT.md, `tool-dispatched`).
                 call_id: if role.as_deref() == Some("tool") {
                     string_of(raw, fields, "tool_call_id")
                 } else {

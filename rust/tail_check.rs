@@ -1,4 +1,4 @@
-//! The tail check (SPEC 4 step 2): what load must do to the end of the file.
+//! The tail check (docs/FORMAT.md's tail check): what load must do to the end of the file.
 //!
 //! Mirrors `tail_check` in `python/llm_agent_session/_pure/tail_check.py`. Works on bytes
 //! before anything is decoded: a crash can stop a line inside a multi-byte character.

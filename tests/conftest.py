@@ -1,4 +1,4 @@
-"""Every behaviour test runs once per available backend (SPEC 7: both give identical
+"""Every behaviour test runs once per available backend (docs/ARCHITECTURE.md's two cores: both give identical
 results and identical errors on every input; the test suite runs on both)."""
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """Shared helpers for the conformance suite: raw line writing, canonical JSON as the
 spec defines it, subprocess launching with the current backend, and an independent
-reference implementation of the replay fold (SPEC 4) to compare the library against.
+reference implementation of the replay fold (docs/FORMAT.md's replay) to compare the library against.
 """
 
 from __future__ import annotations
@@ -29,7 +29,7 @@ ENVELOPE_KEYS = ["id", "payload", "ts", "type", "v"]
 
 
 def canon(value: Any) -> str:
-    """The line format's serialisation (SPEC 2), written independently of the library."""
+    """The line format's serialisation (docs/FORMAT.md), written independently of the library."""
     text = json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False)
     return text.replace("\u2028", "\\u2028").replace("\u2029", "\\u2029")
 
@@ -187,7 +187,7 @@ def spawn_py(code: str, *args: str, **kw) -> subprocess.Popen:
 
 
 def reference_replay(events) -> Dict[str, Any]:
-    """SPEC 4 "How replay folds", written from the spec alone. `events` is a sequence of
+    """docs/FORMAT.md's replay section, written from the documents alone. `events` is a sequence of
     Event-like objects (id, type, ts, payload) in file order, meta included."""
     live: List[Tuple[str, Message]] = []
     grants: Dict[str, Any] = {}
@@ -218,7 +218,7 @@ def reference_replay(events) -> Dict[str, Any]:
                 d["content"] = item["stub"]
                 live[i] = (live[i][0], Message.from_dict(d))
         elif t == "rewind":
-            # SPEC 10.1: the live list ends with to-id; null leaves nothing
+            # the README's rewind section: the live list ends with to-id; null leaves nothing
             if p["to-id"] is None:
                 live = []
             else:

@@ -1,4 +1,4 @@
-"""SPEC 10.4: ``AsyncSession``: Session's API as coroutines, off the event loop, in order."""
+"""the README's asyncio section: ``AsyncSession``: Session's API as coroutines, off the event loop, in order."""
 
 from __future__ import annotations
 

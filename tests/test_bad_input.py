@@ -1,4 +1,4 @@
-"""SPEC 2 (values JSON cannot carry, nesting), 4 (fatal lines) and 7 (both backends
+"""docs/FORMAT.md (values JSON cannot carry, nesting; fatal lines) and docs/ARCHITECTURE.md (both backends
 agree on every input): bad input on write and on read."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""The native core against the pure-Python reference, input by input (SPEC 7).
+"""The native core against the pure-Python reference, input by input (docs/ARCHITECTURE.md's two cores).
 
 `llm_agent_session._native` must give the same verdicts, the same exceptions and
 the same reason strings, byte for byte, as `_pure/lines.py` and `_pure/tail_check.py`.

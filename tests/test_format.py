@@ -1,4 +1,4 @@
-"""SPEC 2: the envelope, exact serialisation, ts, ids, v, blank lines, CRLF."""
+"""docs/FORMAT.md: the envelope, exact serialisation, ts, ids, v, blank lines, CRLF."""
 
 from __future__ import annotations
 
@@ -269,7 +269,7 @@ def test_big_ints_and_floats_round_trip_exactly(session, tpath):
 
 
 def test_ints_of_any_size_round_trip(session, tpath):
-    # SPEC 2: "Integers of any size and floats round-trip exactly."
+    # docs/FORMAT.md: "Integers of any size and floats round-trip exactly."
     huge = 7 ** 6000  # more digits than Python's default int<->str limit
     session.append_message(user_message("n"), extra={"huge": huge, "neg": -huge})
     session.close()
@@ -428,7 +428,7 @@ def test_load_through_dangling_symlink_is_file_not_found(tmp_path):
 
 
 def test_returned_state_cannot_change_the_session(session, tpath):
-    # SPEC 3: the in-memory state is what a load of the file gives; a caller editing what it
+    # docs/durability.md: the in-memory state is what a load of the file gives; a caller editing what it
     # was handed (or what it passed in) must not grant itself permissions the file never held
     given = {"tools": {"write": False}}
     session.append_grants(given)

@@ -1,4 +1,4 @@
-"""SPEC 2.2 and 8: the Message value type, helpers, extras, stickiness, sync_messages."""
+"""docs/FORMAT.md, `message`; the README's API: the Message value type, helpers, extras, stickiness, sync_messages."""
 
 from __future__ import annotations
 
@@ -129,7 +129,7 @@ def test_message_key_wins_over_extra(session, tpath):
 
 def test_extra_with_unset_message_key_live_equals_loaded(session, tpath):
     # The message leaves `name` and `sticky` unset, so the extras' values land in the payload;
-    # whatever that means, the live state must be what load gives (SPEC 3).
+    # whatever that means, the live state must be what load gives (docs/durability.md).
     session.append_message(user_message("x"), extra={"name": "from-extra", "sticky": True})
     session.append_message(user_message("y"))
     live = (session.messages, session.message_ids)

@@ -1,4 +1,4 @@
-"""The native replay and scan against the pure-Python reference (SPEC 7).
+"""The native replay and scan against the pure-Python reference (docs/ARCHITECTURE.md's two cores).
 
 `Session.load`, `Session.peek`, `Session.salvage` and `Session.fork` run on both
 backends over the same bytes and must give equal results (messages, ids, grants,

@@ -1,4 +1,4 @@
-"""References the replay resolves by id, on both backends (SPEC 4, SPEC 7).
+"""References the replay resolves by id, on both backends (docs/FORMAT.md's replay; docs/ARCHITECTURE.md's two cores).
 
 The native fold resolves every reference (a compaction's, an elision's, a rewind's, a
 settle's, a `tool` message's call) through the envelope-id map and a per-envelope

@@ -1,4 +1,4 @@
-"""SPEC 5: Session.peek — reading without writing, locking or repairing; follow mode."""
+"""docs/FORMAT.md's peek: Session.peek — reading without writing, locking or repairing; follow mode."""
 
 from __future__ import annotations
 
@@ -304,13 +304,13 @@ while time.time() - t0 < float(sys.argv[2]):
     try:
         s.append_message(big)
     except OSError:
-        n += 1  # a partial write, rolled back by truncating (SPEC 3)
+        n += 1  # a partial write, rolled back by truncating (docs/durability.md)
 print("ROLLBACKS", n, flush=True)
 """
 
 
 def test_viewer_survives_writer_rollbacks(tpath):
-    """SPEC 3: a failed append truncates the file back; SPEC 5: peek is for files still
+    """docs/durability.md: a failed append truncates the file back; docs/FORMAT.md's peek: peek is for files still
     being written. A viewer peeking while the writer rolls back must not be killed
     (e.g. by SIGBUS from a mapping that outlives the bytes it maps)."""
     from helpers import spawn_py

@@ -2,7 +2,7 @@
 many messages replay would give, and the tool operations left open with their state,
 from the scan's own pass.
 
-Beyond SPEC 5 (which the peek keys without ``survey`` still follow exactly): the
+Beyond docs/FORMAT.md's peek (which the peek keys without ``survey`` still follow exactly): the
 survey must agree with what ``Session.load`` of the same file gives wherever the load
 succeeds, and read leniently (like peek) where it would not.
 """

@@ -1,4 +1,4 @@
-"""SPEC 3 ("after every append the in-memory state is what Session.load of the same file
+"""docs/durability.md ("after every append the in-memory state is what Session.load of the same file
 would give"), 4 (the fold) and 5 (peek sees every line), checked on random histories."""
 
 from __future__ import annotations
@@ -270,7 +270,7 @@ def _outcome(path):
 def test_damaged_files_only_library_errors_and_backends_agree(picks, steps, keep_meta):
     """Whatever the bytes, load raises a TranscriptError or loads (never a raw ValueError,
     UnicodeDecodeError, RecursionError or a Rust panic), peek never raises, and every
-    available backend gives the same answer and leaves the same bytes (SPEC 6, 7)."""
+    available backend gives the same answer and leaves the same bytes (the README's Errors; docs/ARCHITECTURE.md's two cores)."""
     body = _damage(b"".join(picks), steps)
     data = (meta_line() + body) if keep_meta else _damage(meta_line() + body, steps)
     results = {}

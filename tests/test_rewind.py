@@ -1,4 +1,4 @@
-"""SPEC 10.1: the `rewind` record, `append_rewind` and `sync_messages(allow_rewind=True)`."""
+"""the README's rewind section: the `rewind` record, `append_rewind` and `sync_messages(allow_rewind=True)`."""
 
 from __future__ import annotations
 

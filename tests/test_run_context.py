@@ -1,4 +1,4 @@
-"""SPEC 2.7: run-context lines, per-section deduplication, run_context_section."""
+"""docs/FORMAT.md, `run-context`: run-context lines, per-section deduplication, run_context_section."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""SPEC 10.2 `message_extra` and 10.3 `answer_interrupted_tool_calls`."""
+"""The README's runtime section: `message_extra` and `answer_interrupted_tool_calls`."""
 
 from __future__ import annotations
 

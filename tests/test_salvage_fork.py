@@ -1,4 +1,4 @@
-"""SPEC 9: Session.salvage and Session.fork."""
+"""the README's salvage and fork: Session.salvage and Session.fork."""
 
 from __future__ import annotations
 

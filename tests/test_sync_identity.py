@@ -70,7 +70,7 @@ def test_an_append_between_syncs(session: Session) -> None:
         ([], [], 0),
         ([], ["x"], 0),
         (["same"], [], 0),
-        # Equal is not identical: JSON keeps 1, 1.0 and True apart (SPEC 3).
+        # Equal is not identical: JSON keeps 1, 1.0 and True apart (docs/durability.md).
         ([1.5, True], [1.5, 1], 1),
         ([user_message("a")], [user_message("a")], 0),
     ],

@@ -1,4 +1,4 @@
-"""SPEC 4 steps 1-2: leftover .repair, the tail check and the verbatim-prefix repair."""
+"""docs/FORMAT.md's tail check: leftover .repair, the tail check and the verbatim-prefix repair."""
 
 from __future__ import annotations
 

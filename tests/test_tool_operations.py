@@ -1,4 +1,4 @@
-"""SPEC 2.6 and 4: tool-dispatched / tool-settled, the three crash states,
+"""docs/FORMAT.md, tool lines and replay: tool-dispatched / tool-settled, the three crash states,
 pending_tool_operations, resolve_tool_operation, artifacts, argument canonicalisation."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Rules found by attacking the shipped core (issue #18; SPEC 2.2, 2.6 and 3): extras
+"""Rules found by attacking the shipped core (issue #18; docs/FORMAT.md's `message` and tool lines; docs/durability.md): extras
 named like message keys, a forked child's lock, exact equality in sync_messages, huge
 integers on write, peek's survey flag, an undeletable leftover repair file."""
 
@@ -16,6 +16,7 @@ from llm_agent_session import (
     Message,
     Session,
     SessionBroken,
+    SessionLocked,
     TranscriptConflict,
     assistant_message,
     tool_message,
@@ -24,7 +25,7 @@ from llm_agent_session import (
 from llm_agent_session.canonical import str_to_int
 from llm_agent_session.messages import MESSAGE_KEYS
 
-# ----------------------------------------------------------------- SPEC 2.2: extras
+# ----------------------------------------------------------------- docs/FORMAT.md, `message`: extras
 
 
 @pytest.mark.parametrize(
@@ -95,7 +96,7 @@ def test_only_a_tool_message_records_a_result_on_read(tmp_path):
     assert {op.op_id: op.state for op in survey["pending_tool_operations"]} == states
 
 
-# ----------------------------------------------------------------- SPEC 3: fork
+# ----------------------------------------------------------------- docs/durability.md: fork
 
 
 def _child_loads(path: str) -> str:
@@ -111,6 +112,7 @@ def _child_appends(_: int) -> str:
     try:
         _INHERITED[0].append_message(user_message("from the child"))
     except SessionBroken:
+        _INHERITED[0].close()  # the child's close releases nothing of the parent's
         return "refused"
     except Exception as e:  # pragma: no cover - reported to the parent
         return f"{type(e).__name__}: {e}"
@@ -122,6 +124,9 @@ _INHERITED: list = []
 
 @pytest.mark.skipif(not hasattr(os, "fork"), reason="needs fork")
 def test_fork_pool_child_never_holds_the_lock(tpath):
+    """A session used in a child after fork() refuses to append and the child's close
+    releases nothing; the parent goes on appending, and once it closes, the lock is free
+    though the children live on."""
     ctx = multiprocessing.get_context("fork")
     s = Session.create(tpath, {"agent": "pool"})
     s.append_message(user_message("parent"))
@@ -129,18 +134,22 @@ def test_fork_pool_child_never_holds_the_lock(tpath):
     try:
         with ctx.Pool(2) as pool:  # forked while the session is open
             assert pool.map(_child_appends, range(2)) == ["refused", "refused"]
+            assert len(lines_of(tpath)) == 2  # nothing of the children's reached the file
+            with pytest.raises(SessionLocked):  # their closes left the parent's lock held
+                Session.load(tpath)
+            s.append_message(user_message("the parent still can"))
             s.close()
             # The pool's children are still alive: the lock must be free all the same.
             with Session.load(tpath) as again:
-                assert [m.content for m in again.messages] == ["parent"]
-            assert pool.apply(_child_loads, (str(tpath),)) == "loaded 1"
+                assert [m.content for m in again.messages] == ["parent", "the parent still can"]
+            assert pool.apply(_child_loads, (str(tpath),)) == "loaded 2"
     finally:
         _INHERITED.clear()
         s.close()
-    assert len(lines_of(tpath)) == 2
+    assert len(lines_of(tpath)) == 3
 
 
-# ----------------------------------------------------------------- SPEC 3: exact equality
+# ----------------------------------------------------------------- docs/durability.md: exact equality
 
 
 @pytest.mark.parametrize(
@@ -166,7 +175,7 @@ def test_sync_messages_accepts_equal_json(session):
     assert len(session.sync_messages([{"role": "user", "content": [{"a": (1, 2)}]}, user_message("n")])) == 1
 
 
-# ----------------------------------------------------------------- SPEC 2: big integers
+# ----------------------------------------------------------------- docs/FORMAT.md: big integers
 
 
 def test_integers_past_the_digit_limit_write_and_read_back(session, tpath):
@@ -185,7 +194,7 @@ def test_integers_past_the_digit_limit_write_and_read_back(session, tpath):
         assert {op.op_id: op.arguments for op in again.pending_tool_operations()}[op_str] == {"n": number}
 
 
-# ----------------------------------------------------------------- SPEC 5: survey flag
+# ----------------------------------------------------------------- docs/FORMAT.md's peek: survey flag
 
 
 @pytest.mark.parametrize("flag", [1, "yes", [0]])
@@ -195,7 +204,7 @@ def test_peek_survey_takes_any_truthy_value(session, tpath, flag):
     assert "survey" not in Session.peek(tpath, survey=0)
 
 
-# ----------------------------------------------------------------- SPEC 4: leftover repair
+# ----------------------------------------------------------------- docs/FORMAT.md's replay: leftover repair
 
 
 @pytest.mark.skipif(os.geteuid() == 0 if hasattr(os, "geteuid") else True, reason="root ignores directory modes")

@@ -14,7 +14,7 @@ use super::lines::{Line, LineType};
 use super::values::{boolean, flatten_text, int64, json_value, string};
 use super::Pass;
 
-/// The message keys (SPEC 2.2): a message line's other members are its extras.
+/// The message keys (docs/FORMAT.md, `message`): a message line's other members are its extras.
 const MESSAGE_KEYS: [&str; 8] = [
     "role",
     "content",

@@ -20,7 +20,7 @@
 //! Not for speed: serde_json validates at about the speed of this parser (every line
 //! of a generated 64 MB transcript into `serde::de::IgnoredAny`, against
 //! `grammar::parse` in strict mode; the figures are in the commit that wrote this,
-//! since figures drift). The reason is the verdicts. The contract (SPEC 7) is the
+//! since figures drift). The reason is the verdicts. The contract (docs/ARCHITECTURE.md's two cores) is the
 //! pure core's, Python's `json.loads` plus `_pure/lines.py`, and serde_json
 //! (1.0.154, default features) accepts or refuses differently:
 //!

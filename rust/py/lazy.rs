@@ -42,7 +42,7 @@ use super::build::Builder;
 use super::named::{PyName, EVENT, MESSAGE, MESSAGE_DEFAULTS, OBJECT};
 
 /// Another open file description of the file `fd` is open on, close-on-exec and
-/// numbered 3 or more (SPEC 3: with stdio closed, `open` would hand out 0, 1 or 2,
+/// numbered 3 or more (docs/durability.md: with stdio closed, `open` would hand out 0, 1 or 2,
 /// where stray reads and writes of stdio would meet it).
 ///
 /// Through Linux's `/proc/self/fd/N`, or, given `by_path` (the Python side's
@@ -99,7 +99,7 @@ fn read_covering(file: &File, buf: &mut [u8], at: LineRef) -> PyResult<usize> {
 }
 
 /// `Message(...)` of a message payload (the reference's `message_from_payload`):
-/// the message keys of SPEC 2.2, extras dropped; `content` replaced when given.
+/// the message keys of docs/FORMAT.md, `message`, extras dropped; `content` replaced when given.
 pub fn message_from_fields<'py>(
     b: &mut Builder<'py>,
     raw: &[u8],

@@ -147,7 +147,7 @@ fn identical_prefix(a: &Bound<'_, PyList>, b: &Bound<'_, PyList>) -> usize {
 
 /// The size of `fd` if appending to it is still safe: it has a link, and `path`
 /// (followed, as `os.stat` follows it) names the same inode; else -1 (deleted or
-/// replaced). The check of every append (SPEC 3), in one call: the reference is
+/// replaced). The check of every append (docs/durability.md), in one call: the reference is
 /// `Session._writable_fd` (`os.fstat`, then `same_inode`, where only a missing path
 /// means "replaced" and any other error of `stat` is raised).
 #[pyfunction]

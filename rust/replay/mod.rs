@@ -1,4 +1,4 @@
-//! The replay (SPEC 4 step 3) without Python: stream, validate, reduce, fold.
+//! The replay (docs/FORMAT.md's replay) without Python: stream, validate, reduce, fold.
 
 pub mod fold;
 pub mod history;

@@ -53,7 +53,7 @@ pub enum Body {
     Dispatched(Result<Id, &'static str>),
     Settled(Result<SettledFacts, &'static str>),
     RunContext(Vec<Section>),
-    /// `to-id`: `None` for null (SPEC 10.1: nothing live is left).
+    /// `to-id`: `None` for null (the README's rewind section: nothing live is left).
     Rewind(Result<Option<Id>, &'static str>),
     /// `session-meta` and every type the fold leaves alone.
     Other,
@@ -191,7 +191,7 @@ pub fn body_of(raw: &[u8], type_: &str, entries: &[Entry]) -> Body {
     match type_ {
         "message" => Body::Message(match get("role") {
             Some(role) if role.kind == Kind::String => Ok(MessageFacts {
-                // Only a `tool` message answers a call (SPEC 2.6): a `tool_call_id` on any
+                // Only a `tool` message answers a call (docs/FORMAT.md, `tool-dispatched`): a `tool_call_id` on any
                 // other role never turns a dispatched operation into `result-recorded`.
                 tool_call_id: if json_view::text(raw, role).as_deref() == Some("tool") {
                     text(get("tool_call_id"))

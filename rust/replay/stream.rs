@@ -1,8 +1,8 @@
 //! Reading a range of the file line by line through one bounded, reused buffer,
 //! and the replay driver that splits the work across two threads.
 //!
-//! Bounded memory is the point: the replay must not hold the file (SPEC's RSS
-//! budget is 1.25x the file size, Python objects of the live messages included),
+//! Bounded memory is the point: the replay must not hold the file (a load's
+//! budget: resident memory at most 1.25x the file size, Python objects of the live messages included),
 //! so lines are read with `pread` into a buffer of [`CHUNK`] bytes (grown only for
 //! a longer line) and forgotten once reduced to a record.
 

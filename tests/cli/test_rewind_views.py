@@ -1,4 +1,4 @@
-"""The command line and rewinds (issue #14, SPEC 10.1): `show` shows the live
+"""The command line and rewinds (issue #14, the README's rewind section): `show` shows the live
 conversation; `show --raw`, `tail` and the HTML export show what a rewind cut, marked
 as rewound, never hidden; `stats` counts rewinds and the messages they cut."""
 

@@ -249,7 +249,7 @@ print(n)
 
 
 def test_descriptor_is_never_0_1_2_and_never_leaks(tmp_path):
-    """SPEC 3: the append handle is close-on-exec and numbered 3 or more, with stdin,
+    """docs/durability.md: the append handle is close-on-exec and numbered 3 or more, with stdin,
     stdout and stderr closed, after create and after load."""
     problems = []
     for backend in BACKENDS:

@@ -8,8 +8,8 @@ after it, since load may repair), ``Session.peek`` (with its survey) and
 :func:`check` does so under the pure and the native backend and says what is wrong:
 
 * ``outside-spec``: load raised something other than the spec's ``TranscriptError``
-  classes, or peek or salvage raised at all (they report problems, SPEC 5 and 9);
-* ``disagreement``: the two backends observed anything different (SPEC 7: identical
+  classes, or peek or salvage raised at all (they report problems, docs/FORMAT.md's peek; the README's salvage);
+* ``disagreement``: the two backends observed anything different (docs/ARCHITECTURE.md's two cores: identical
   results and identical errors on every input), error class, line, offset and text
   included.
 

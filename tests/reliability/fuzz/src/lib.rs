@@ -5,7 +5,7 @@
 //! property of the input alone and replays from the saved crash file. A panic anywhere
 //! (the core's own, or an `assert!` here) is what libFuzzer reports as a crash.
 //!
-//! * [`tail_repair`]: the tail check (SPEC 4 step 2) and the repair copy of the prefix
+//! * [`tail_repair`]: the tail check (docs/FORMAT.md's tail check) and the repair copy of the prefix
 //!   it keeps: the verdict fits the bytes, the copy is exactly that prefix, a repaired
 //!   file checks clean, a refusal names a real line.
 //! * [`load`]: what `Session.load` replays (the tail check's repair applied), on one

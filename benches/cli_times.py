@@ -74,7 +74,7 @@ def table(times: Dict[str, Optional[float]], label: str, md_table: Callable[[Lis
 
 
 def main() -> int:
-    from run import _env, md_table
+    from benchutil import child_env, md_table
 
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--size", default="1GB")
@@ -82,7 +82,7 @@ def main() -> int:
     size = generate.parse_size(args.size)
     path, stats = generate.cached(size)
     print(f"{generate.size_label(size)}: {stats['size']:,} bytes, {stats['lines']:,} lines")
-    print(table(measure(path, _env()), generate.size_label(size), md_table))
+    print(table(measure(path, child_env()), generate.size_label(size), md_table))
     return 0
 
 

@@ -116,7 +116,7 @@ def table(rows: List[Dict[str, Any]], md_table: Callable[[List[str], List[List[s
 
 
 def main() -> int:
-    from run import _env, md_table
+    from benchutil import child_env, md_table
 
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--sizes", default="256MB")
@@ -125,7 +125,7 @@ def main() -> int:
     args = ap.parse_args()
     sizes = [generate.parse_size(s) for s in args.sizes.split(",") if s.strip()]
     corpora = [c.strip() for c in args.corpora.split(",") if c.strip()]
-    print(table(measure(sizes, corpora, _env(), args.rounds), md_table))
+    print(table(measure(sizes, corpora, child_env(), args.rounds), md_table))
     return 0
 
 

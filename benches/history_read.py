@@ -102,7 +102,7 @@ def table(rows: List[Dict[str, Any]], md_table: Callable[[List[str], List[List[s
 
 
 def main() -> int:
-    from run import md_table
+    from benchutil import md_table
 
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--sizes", default="256MB")

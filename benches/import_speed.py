@@ -352,17 +352,17 @@ def main(argv: Optional[List[str]] = None) -> int:
     ap.add_argument("--backends", default="")
     ap.add_argument("--write", action="store_true", help="replace this section of benches/RESULTS.md")
     args = ap.parse_args(argv)
-    import run  # the same table layout and environment as the whole suite
+    import benchutil  # the same table layout and environment as the whole suite
 
     from benchutil import available_backends
 
     backends = [b for b in available_backends() if not args.backends or b in args.backends.split(",")]
     size = generate.parse_size(args.size)
-    rows = measure(size, run._env(), backends)
-    text = table(rows, run.md_table)
+    rows = measure(size, benchutil.child_env(), backends)
+    text = table(rows, benchutil.md_table)
     print(text)
     if args.write:
-        info = run.machine_info()
+        info = benchutil.machine_info()
         note = (f"Measured alone by `python benches/import_speed.py --size {args.size} --write` at "
                 f"{info.get('Commit', '?')} on {info.get('Date', '?')} (load average "
                 f"{info.get('Load average at start', '?')}); the rest of this page is from the run named at the top.")

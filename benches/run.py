@@ -23,17 +23,14 @@ table. Times are medians. Ratios are time ratios: below 1 means native is faster
 from __future__ import annotations
 
 import argparse
-import datetime as _dt
 import json
 import os
-import platform
 import shlex
 import shutil
 import subprocess
 import sys
 import tempfile
 import time
-import warnings
 from typing import Any, Dict, List, Optional, Tuple
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -44,7 +41,7 @@ import cli_times  # noqa: E402
 import cpu_times  # noqa: E402
 import generate  # noqa: E402
 import event_loop  # noqa: E402
-from benchutil import replace_section  # noqa: E402
+from benchutil import child_env, machine_info, md_table, replace_section  # noqa: E402
 import import_speed  # noqa: E402
 
 CORPORA = list(generate.CORPORA)
@@ -88,27 +85,6 @@ LIMIT_NAME = {
 }
 
 
-def _importable() -> bool:
-    import importlib.util
-
-    return importlib.util.find_spec("llm_agent_session") is not None
-
-
-# An installed package (maturin develop, pip install) wins; else the source tree, for this
-# process and for the children (pytest, the RSS measurements).
-_SRC_TREE = not _importable()
-if _SRC_TREE:
-    sys.path.insert(1, os.path.join(ROOT, "python"))
-
-
-def _env() -> Dict[str, str]:
-    env = dict(os.environ)
-    if _SRC_TREE:
-        env["PYTHONPATH"] = os.pathsep.join(
-            [os.path.join(ROOT, "python")] + ([env["PYTHONPATH"]] if env.get("PYTHONPATH") else []))
-    return env
-
-
 # ----------------------------------------------------------------------------- RSS child
 
 _CHILD = r"""
@@ -145,7 +121,7 @@ print(json.dumps({"op": op, "backend": name, "base": base, "peak": status("VmHWM
 
 
 def measure_rss(op: str, path: str, backend: Optional[str]) -> Optional[Dict[str, Any]]:
-    env = _env()
+    env = child_env()
     if backend:
         env["LLM_AGENT_SESSION_BACKEND"] = backend
     try:
@@ -162,83 +138,7 @@ def measure_rss(op: str, path: str, backend: Optional[str]) -> Optional[Dict[str
 # ----------------------------------------------------------------------------- machine
 
 
-def machine_info() -> Dict[str, str]:
-    info: Dict[str, str] = {}
-    cpu = platform.processor() or platform.machine()
-    try:
-        with open("/proc/cpuinfo") as fh:
-            for line in fh:
-                if line.startswith("model name"):
-                    cpu = line.split(":", 1)[1].strip()
-                    break
-    except OSError:
-        pass
-    info["CPU"] = cpu
-    try:
-        usable = len(os.sched_getaffinity(0))
-    except AttributeError:
-        usable = os.cpu_count() or 0
-    info["Cores"] = f"{os.cpu_count()} logical ({usable} usable by this process)"
-    try:
-        with open("/proc/meminfo") as fh:
-            for line in fh:
-                if line.startswith("MemTotal"):
-                    info["Memory"] = f"{int(line.split()[1]) / (1 << 20):.1f} GiB"
-    except OSError:
-        pass
-    info["OS / kernel"] = f"{platform.system()} {platform.release()}"
-    info["Python"] = f"{platform.python_implementation()} {platform.python_version()}"
-    try:
-        with open("/proc/mounts") as fh:
-            mounts = [line.split() for line in fh]
-        cache = os.path.realpath(generate.cache_dir())
-        best = max((m for m in mounts if cache.startswith(m[1].rstrip("/") + "/") or cache == m[1]),
-                   key=lambda m: len(m[1]), default=None)
-        if best:
-            info["Filesystem"] = f"{best[2]} ({best[0]} on {best[1]})"
-    except OSError:
-        pass
-    try:
-        info["Load average at start"] = " ".join(f"{x:.2f}" for x in os.getloadavg())
-    except OSError:
-        pass
-    vers = []
-    for mod in ("llm_agent_session", "orjson", "pytest_benchmark"):
-        try:
-            with warnings.catch_warnings():
-                warnings.simplefilter("ignore")
-                m = __import__(mod)
-            vers.append(f"{mod} {getattr(m, '__version__', '?')}")
-        except ImportError:
-            vers.append(f"{mod} (missing)")
-    info["Packages"] = ", ".join(vers)
-    try:
-        from llm_agent_session import _backend
 
-        info["Backends available"] = ", ".join(_backend.available()) + (
-            " (native extension not built)" if "native" not in _backend.available() else "")
-        nat = _backend._load_native()
-        if nat is not None and getattr(nat, "__file__", None):
-            st = os.stat(nat.__file__)
-            built = _dt.datetime.fromtimestamp(st.st_mtime, _dt.timezone.utc)
-            info["Native extension"] = (f"{os.path.basename(nat.__file__)}, "
-                                        f"{st.st_size / (1 << 20):.1f} MiB, built "
-                                        f"{built:%Y-%m-%d %H:%M} UTC (benchmark a release build)")
-    except Exception as e:  # noqa: BLE001
-        info["Backends available"] = f"none ({type(e).__name__}: {e})"
-    try:
-        rev = subprocess.run(["git", "-C", ROOT, "rev-parse", "--short", "HEAD"],
-                             capture_output=True, text=True).stdout.strip()
-        dirty = subprocess.run(["git", "-C", ROOT, "status", "--porcelain", "--", "python", "rust"],
-                               capture_output=True, text=True).stdout.strip()
-        info["Commit"] = (rev or "(none)") + (" + uncommitted changes" if dirty else "")
-    except OSError:
-        pass
-    info["Date"] = _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
-    return info
-
-
-# ----------------------------------------------------------------------------- formatting
 
 
 def fmt_time(s: Optional[float]) -> str:
@@ -270,15 +170,6 @@ def fmt_mb(n: Optional[float]) -> str:
     return "—" if n is None else f"{n / (1 << 20):,.0f}"
 
 
-def md_table(head: List[str], rows: List[List[str]]) -> str:
-    widths = [max(len(str(r[i])) for r in [head] + rows) for i in range(len(head))]
-    def line(r: List[str]) -> str:
-        return "| " + " | ".join(str(c).ljust(w) for c, w in zip(r, widths)) + " |"
-    out = [line(head), "|" + "|".join("-" * (w + 2) for w in widths) + "|"]
-    out += [line(r) for r in rows]
-    return "\n".join(out)
-
-
 # ----------------------------------------------------------------------------- main
 
 
@@ -298,7 +189,7 @@ def run_pytest(args: Any, json_path: str, log_path: str) -> int:
         cmd += ["-k", args.k]
     print("$", " ".join(cmd[1:]), f"  (full output: {os.path.relpath(log_path)})", flush=True)
     with open(log_path, "w") as log:
-        p = subprocess.Popen(cmd, cwd=ROOT, env=_env(), stdout=subprocess.PIPE,
+        p = subprocess.Popen(cmd, cwd=ROOT, env=child_env(), stdout=subprocess.PIPE,
                              stderr=subprocess.STDOUT, text=True)
         assert p.stdout is not None
         for line in p.stdout:
@@ -641,7 +532,7 @@ def main(argv: Optional[List[str]] = None) -> int:
     cpu_sizes = [s for s in sizes if s >= 256 << 20]
     if not args.no_cpu and cpu_sizes:
         print("CPU time of issue #17's jobs, one child process per transcript:", flush=True)
-        cpu_t = cpu_times.table(cpu_times.measure(cpu_sizes, corpora, _env()), md_table)
+        cpu_t = cpu_times.table(cpu_times.measure(cpu_sizes, corpora, child_env()), md_table)
 
     cli_t = "(not measured: --cli-size none)"
     if args.cli_size.lower() != "none":
@@ -649,14 +540,14 @@ def main(argv: Optional[List[str]] = None) -> int:
         cli_path, cli_stats = generate.cached(cli_size)
         print(f"Command line on {generate.size_label(cli_size)} ({cli_stats['lines']:,} lines), "
               "fresh processes:", flush=True)
-        cli_t = cli_times.table(cli_times.measure(cli_path, _env()), generate.size_label(cli_size), md_table)
+        cli_t = cli_times.table(cli_times.measure(cli_path, child_env()), generate.size_label(cli_size), md_table)
 
     import_t = "(not measured: --import-size none)"
     if args.import_size.lower() != "none":
         from benchutil import available_backends
 
         print(f"Import of Claude Code and Codex sources ({args.import_size}), fresh processes:", flush=True)
-        rows = import_speed.measure(generate.parse_size(args.import_size), _env(), available_backends())
+        rows = import_speed.measure(generate.parse_size(args.import_size), child_env(), available_backends())
         import_t = import_speed.table(rows, md_table)
 
     loop_t = "(not measured: --loop-size none)"

@@ -43,6 +43,14 @@ SLOW_TESTS = (
     "test_tail_follow",
     "test_two_threads_on_non_ascii_and_escapes",
     "test_every_table_always_holds_a_file_with_its_schema_and_at_most_8_per_partition",
+    # A second or more each, on both cores: out of the inner loop, which stays under a minute.
+    "test_a_long_line_with_many_brackets_reads_in_linear_memory",
+    "test_close_while_threads_append",
+    "test_iterating_a_two_thread_peek_gives_the_pure_events",
+    "test_sigkill_during_repair_loses_nothing",
+    "test_jobs_import_a_tree_in_processes_with_the_same_result",
+    "test_progress_bar_only_on_a_tty",
+    "test_check_of_a_file_8x_larger_than_tmpdir_copies_nothing",
 )
 
 

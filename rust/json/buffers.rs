@@ -4,7 +4,7 @@
 
 use std::cell::RefCell;
 
-use super::grammar::{Member, Parsed};
+use super::shapes::{Member, Parsed};
 
 #[derive(Default)]
 pub(super) struct Scratch {

@@ -24,97 +24,7 @@ use super::numbers::scan_number;
 use super::simd::{scan_string, Width};
 use super::view::{skip_ws, skip_ws_within_line};
 
-/// The tail check's verdict on one non-blank line (the reference's `classify`).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Verdict {
-    Whole,
-    Torn,
-    TooDeep,
-}
-
-impl Verdict {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Verdict::Whole => "whole",
-            Verdict::Torn => "torn",
-            Verdict::TooDeep => "too-deep",
-        }
-    }
-}
-
-/// Why a parse stopped; the first problem from the left wins, as in CPython, which
-/// converts each number the moment it has scanned it.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum ParseProblem {
-    /// `json.JSONDecodeError`: malformed or cut short.
-    Malformed,
-    /// A float literal that overflows to ±inf (strict mode only).
-    NumberTooLarge,
-    /// Nested deeper than [`MAX_READ_DEPTH`](super::depth::MAX_READ_DEPTH) by the
-    /// reference's token scan; wins over the other two wherever it stands.
-    TooDeep,
-}
-
-/// The JSON type of a value, named as the reference's `_type_name` names it.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Kind {
-    Null,
-    Bool,
-    Number,
-    String,
-    Array,
-    Object,
-}
-
-impl Kind {
-    pub fn type_name(self) -> &'static str {
-        match self {
-            Kind::Null => "null",
-            Kind::Bool => "boolean",
-            Kind::Number => "number",
-            Kind::String => "string",
-            Kind::Array => "array",
-            Kind::Object => "object",
-        }
-    }
-}
-
-/// A half-open byte range `[start, end)` of the line.
-pub type Span = (usize, usize);
-
-/// One member of the top-level object, in file order (duplicates included).
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Member {
-    /// The key's bytes between its quotes, escapes still escaped.
-    pub key: Span,
-    pub kind: Kind,
-    /// The value's whole token (quotes and brackets included).
-    pub value: Span,
-}
-
-/// What a successful parse learned.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Parsed {
-    pub top: Kind,
-    /// The top-level object's members (strict mode only; empty otherwise).
-    pub members: Vec<Member>,
-    /// The members of objects that are values of top-level members, each with the
-    /// index in `members` of the member it belongs to (strict mode only). The
-    /// replay reads the payload's fields from here instead of walking it again.
-    pub inner: Vec<(usize, Member)>,
-    /// Some string, anywhere, holds a lone surrogate escape (strict mode only). It
-    /// may still vanish from the value: a duplicate key's earlier value is dropped.
-    pub lone_surrogate_seen: bool,
-}
-
-/// How strictly to read numbers and constants.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Mode {
-    /// `classify`: grammar only (the reference stubs `parse_int`/`parse_float`).
-    Grammar,
-    /// `decode_json`: a float literal must fit Python's float.
-    Strict,
-}
+pub use super::shapes::{Kind, Member, Mode, ParseProblem, Parsed, Span, Verdict};
 
 /// A line is blank when it holds only space, tab and CR.
 pub fn is_blank(raw: &[u8]) -> bool {
@@ -482,6 +392,64 @@ pub(super) fn strict(raw: &[u8]) -> Result<Parsed, ParseProblem> {
 mod tests {
     use super::*;
     use crate::json::strings::decode_string;
+
+    // The depth scan's and the number scanner's verdicts, as the grammar reports them.
+    #[test]
+    fn depth_counts_brackets_outside_strings() {
+        let deep = |n: usize| {
+            let mut v = "[".repeat(n).into_bytes();
+            v.extend(std::iter::repeat_n(b']', n));
+            v
+        };
+        assert_eq!(classify(&deep(512)), Verdict::Whole);
+        assert_eq!(classify(&deep(513)), Verdict::TooDeep);
+        // Cut short: still too deep, never torn.
+        assert_eq!(classify(&deep(513)[..600]), Verdict::TooDeep);
+        // Brackets inside a string do not count.
+        let mut s = b"[\"".to_vec();
+        s.extend(std::iter::repeat_n(b'[', 1000));
+        s.extend_from_slice(b"\"]");
+        assert_eq!(classify(&s), Verdict::Whole);
+        // An escaped quote does not end the string.
+        let mut s = b"[\"\\\"".to_vec();
+        s.extend(std::iter::repeat_n(b'[', 1000));
+        assert_eq!(classify(&s), Verdict::Torn);
+        // Closing brackets first make the depth negative, then opens count from there.
+        let mut s = b"]]".to_vec();
+        s.extend(std::iter::repeat_n(b'[', 514));
+        assert_eq!(classify(&s), Verdict::Torn);
+        let mut s = b"]".to_vec();
+        s.extend(std::iter::repeat_n(b'[', 514));
+        assert_eq!(classify(&s), Verdict::TooDeep);
+        // Invalid UTF-8 is checked before depth.
+        let mut s = deep(600);
+        s.push(0xff);
+        assert_eq!(classify(&s), Verdict::Torn);
+    }
+
+    #[test]
+    fn strict_number_limits() {
+        assert_eq!(strict(b"1e400"), Err(ParseProblem::NumberTooLarge));
+        assert_eq!(strict(b"-1e400"), Err(ParseProblem::NumberTooLarge));
+        assert!(strict(b"1e308").is_ok());
+        assert!(strict(b"1e-400").is_ok());
+        // Integers of any length are read exactly.
+        let big = format!("[-{}]", "9".repeat(10_000));
+        assert!(strict(big.as_bytes()).is_ok());
+        let big = format!("[{}e-4000]", "9".repeat(4301));
+        assert!(strict(big.as_bytes()).is_ok());
+        let big = format!("[{}.0]", "9".repeat(400));
+        assert_eq!(strict(big.as_bytes()), Err(ParseProblem::NumberTooLarge));
+        // First problem from the left wins.
+        assert_eq!(strict(b"[1e999, x]"), Err(ParseProblem::NumberTooLarge));
+        assert_eq!(strict(b"[x, 1e999]"), Err(ParseProblem::Malformed));
+        assert_eq!(strict(b"[NaN]"), Err(ParseProblem::Malformed));
+        assert_eq!(strict(b"[-Infinity, 1e999]"), Err(ParseProblem::Malformed));
+        assert_eq!(strict(b"[-Inf]"), Err(ParseProblem::Malformed));
+        // A backtracked exponent: the float before it is still converted first.
+        assert_eq!(strict(b"[1.0e999e]"), Err(ParseProblem::NumberTooLarge));
+        assert_eq!(strict(b"[9e999.]"), Err(ParseProblem::NumberTooLarge));
+    }
 
     #[test]
     fn grammar_accepts_and_refuses() {

@@ -49,6 +49,7 @@ pub mod buffers;
 pub mod depth;
 pub mod grammar;
 mod numbers;
+pub mod shapes;
 pub mod simd;
 pub mod strings;
 pub mod surrogates;

@@ -1,7 +1,7 @@
 //! Numbers: where a number token ends, and (strict mode) whether Python's `float()`
 //! would overflow on it.
 
-use super::grammar::{Mode, ParseProblem};
+use super::shapes::{Mode, ParseProblem};
 
 /// The number starting at `start` (at `-` or a digit): the index just past it
 /// (CPython's `_match_number_unicode`; its backtracking over a bare `.`/`e` ends the
@@ -62,33 +62,4 @@ pub(super) fn scan_number(s: &[u8], start: usize, mode: Mode) -> Result<usize, P
         }
     }
     Ok(i)
-}
-
-#[cfg(test)]
-mod tests {
-    use crate::json::grammar::{strict, ParseProblem};
-
-    #[test]
-    fn strict_number_limits() {
-        assert_eq!(strict(b"1e400"), Err(ParseProblem::NumberTooLarge));
-        assert_eq!(strict(b"-1e400"), Err(ParseProblem::NumberTooLarge));
-        assert!(strict(b"1e308").is_ok());
-        assert!(strict(b"1e-400").is_ok());
-        // Integers of any length are read exactly.
-        let big = format!("[-{}]", "9".repeat(10_000));
-        assert!(strict(big.as_bytes()).is_ok());
-        let big = format!("[{}e-4000]", "9".repeat(4301));
-        assert!(strict(big.as_bytes()).is_ok());
-        let big = format!("[{}.0]", "9".repeat(400));
-        assert_eq!(strict(big.as_bytes()), Err(ParseProblem::NumberTooLarge));
-        // First problem from the left wins.
-        assert_eq!(strict(b"[1e999, x]"), Err(ParseProblem::NumberTooLarge));
-        assert_eq!(strict(b"[x, 1e999]"), Err(ParseProblem::Malformed));
-        assert_eq!(strict(b"[NaN]"), Err(ParseProblem::Malformed));
-        assert_eq!(strict(b"[-Infinity, 1e999]"), Err(ParseProblem::Malformed));
-        assert_eq!(strict(b"[-Inf]"), Err(ParseProblem::Malformed));
-        // A backtracked exponent: the float before it is still converted first.
-        assert_eq!(strict(b"[1.0e999e]"), Err(ParseProblem::NumberTooLarge));
-        assert_eq!(strict(b"[9e999.]"), Err(ParseProblem::NumberTooLarge));
-    }
 }

@@ -3,7 +3,7 @@
 
 use std::borrow::Cow;
 
-use super::grammar::Span;
+use super::shapes::Span;
 
 /// Decode a string's content (the bytes between its quotes, already validated) to
 /// generalized UTF-8: a surrogate escape that is not half of a pair is encoded as

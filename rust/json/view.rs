@@ -8,7 +8,7 @@
 
 use std::borrow::Cow;
 
-use super::grammar::{Kind, Span};
+use super::shapes::{Kind, Span};
 use super::strings::decode_str;
 
 /// One value inside a line: its JSON type and its whole token.

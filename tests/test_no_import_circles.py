@@ -1,0 +1,195 @@
+"""No circles among the project's modules: the Python package, the benches and the
+Rust crate each read downward (a module never reaches, through any chain of imports,
+back to itself). Function-level imports count too: a lazy import hides a circle from
+the interpreter, not from a reader."""
+
+from __future__ import annotations
+
+import ast
+import os
+import re
+from typing import Dict, Iterable, List, Set
+
+import pytest
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+PACKAGE_DIR = os.path.join(ROOT, "python", "llm_agent_session")
+BENCHES_DIR = os.path.join(ROOT, "benches")
+RUST_DIR = os.path.join(ROOT, "rust")
+
+pytestmark = pytest.mark.skipif(not os.path.isdir(PACKAGE_DIR), reason="needs the source tree (python/)")
+
+
+def _circles(graph: Dict[str, Set[str]]) -> List[List[str]]:
+    """The strongly connected components of more than one module (Tarjan), sorted."""
+    index: Dict[str, int] = {}
+    low: Dict[str, int] = {}
+    stack: List[str] = []
+    on_stack: Set[str] = set()
+    found: List[List[str]] = []
+
+    def visit(v: str) -> None:
+        # Iterative: the package has a few hundred modules, recursion would do too,
+        # but a deep chain must not depend on the recursion limit.
+        work = [(v, iter(sorted(graph.get(v, ()))))]
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        on_stack.add(v)
+        while work:
+            node, children = work[-1]
+            for w in children:
+                if w not in index:
+                    index[w] = low[w] = len(index)
+                    stack.append(w)
+                    on_stack.add(w)
+                    work.append((w, iter(sorted(graph.get(w, ())))))
+                    break
+                if w in on_stack:
+                    low[node] = min(low[node], index[w])
+            else:
+                work.pop()
+                if work:
+                    low[work[-1][0]] = min(low[work[-1][0]], low[node])
+                if low[node] == index[node]:
+                    component = []
+                    while True:
+                        w = stack.pop()
+                        on_stack.discard(w)
+                        component.append(w)
+                        if w == node:
+                            break
+                    if len(component) > 1:
+                        found.append(sorted(component))
+
+    for v in sorted(graph):
+        if v not in index:
+            visit(v)
+    return sorted(found)
+
+
+def _python_modules(top: str, prefix: str) -> Dict[str, str]:
+    modules = {}
+    for dirpath, dirnames, filenames in os.walk(top):
+        dirnames[:] = [d for d in dirnames if not d.startswith((".", "__pycache__"))]
+        for name in filenames:
+            if name.endswith(".py"):
+                rel = os.path.relpath(os.path.join(dirpath, name), top)[:-3].replace(os.sep, ".")
+                rel = rel[: -len(".__init__")] if rel.endswith(".__init__") else ("" if rel == "__init__" else rel)
+                modules[".".join(p for p in (prefix, rel) if p)] = os.path.join(dirpath, name)
+    return modules
+
+
+def _python_graph(modules: Dict[str, str], package: str) -> Dict[str, Set[str]]:
+    graph: Dict[str, Set[str]] = {m: set() for m in modules}
+    for module, path in modules.items():
+        is_package = path.endswith("__init__.py")
+        tree = ast.parse(open(path, encoding="utf-8").read(), path)
+        for node in ast.walk(tree):
+            targets: Iterable[str] = ()
+            if isinstance(node, ast.Import):
+                targets = [alias.name for alias in node.names]
+            elif isinstance(node, ast.ImportFrom):
+                if node.level:
+                    base = module.split(".")
+                    base = base[: len(base) - node.level + (1 if is_package else 0)]
+                    origin = ".".join(base + ([node.module] if node.module else []))
+                else:
+                    origin = node.module or ""
+                # `from . import names` names the submodule, not the package it is in.
+                targets = [f"{origin}.{a.name}" if f"{origin}.{a.name}" in modules else origin for a in node.names]
+            for target in targets:
+                # The deepest module named: `from .a import b` is a.b where b is a module.
+                while target and target not in modules:
+                    target = target.rpartition(".")[0]
+                if target and target != module and not (package and module.startswith(target + ".") and target == package):
+                    graph[module].add(target)
+    return graph
+
+
+def test_the_python_package_has_no_import_circle(backend_name):
+    if backend_name != "pure" and "pure" in _available():
+        pytest.skip("backend-independent: checked once, in the pure run")
+    modules = _python_modules(PACKAGE_DIR, "llm_agent_session")
+    graph = _python_graph(modules, "llm_agent_session")
+    # A package's __init__ re-exports its children; a child importing a sibling through
+    # the package name is an edge to that sibling, found above. The root __init__ is a
+    # facade every module may be reached through, so edges into it are not counted.
+    for edges in graph.values():
+        edges.discard("llm_agent_session")
+    assert _circles(graph) == []
+
+
+def test_the_benches_have_no_import_circle(backend_name):
+    if backend_name != "pure" and "pure" in _available():
+        pytest.skip("backend-independent: checked once, in the pure run")
+    modules = {m: p for m, p in _python_modules(BENCHES_DIR, "").items() if "." not in m}
+    assert _circles(_python_graph(modules, "")) == []
+
+
+_RUST_PATH = re.compile(r"\b(crate|super|self)((?:::[A-Za-z_][A-Za-z0-9_]*)+)")
+_USE_GROUP = re.compile(r"\buse\s+((?:crate|super|self)(?:::[A-Za-z_][A-Za-z0-9_]*)*)::\{([^;]*)\};", re.S)
+
+
+def _rust_modules() -> Dict[str, str]:
+    """Module path ("json::grammar") -> file, for every file of the crate."""
+    modules = {}
+    for dirpath, _, filenames in os.walk(RUST_DIR):
+        for name in filenames:
+            if name.endswith(".rs"):
+                rel = os.path.relpath(os.path.join(dirpath, name), RUST_DIR)[:-3].split(os.sep)
+                if rel[-1] in ("mod", "lib"):
+                    rel = rel[:-1]
+                modules["::".join(rel)] = os.path.join(dirpath, name)
+    return modules
+
+
+def _rust_graph(modules: Dict[str, str]) -> Dict[str, Set[str]]:
+    graph: Dict[str, Set[str]] = {m: set() for m in modules}
+    for module, path in modules.items():
+        text = open(path, encoding="utf-8").read()
+        text = re.sub(r"//[^\n]*", "", text)  # comments (doc links included) are not uses
+        here = module.split("::") if module else []
+        is_dir_module = os.path.basename(path) in ("mod.rs", "lib.rs")
+        paths = [m.group(1) + m.group(2) for m in _RUST_PATH.finditer(text)]
+        for group in _USE_GROUP.finditer(text):
+            paths += [f"{group.group(1)}::{item.strip().split(' ')[0]}" for item in group.group(2).split(",") if item.strip()]
+        for p in paths:
+            parts = p.split("::")
+            if parts[0] == "crate":
+                resolved = parts[1:]
+            else:
+                base = here if is_dir_module else here[:-1]
+                while parts and parts[0] in ("super", "self"):
+                    if parts[0] == "super":
+                        base = base[:-1]
+                    parts = parts[1:]
+                resolved = base + parts
+            target = resolved
+            while target and "::".join(target) not in modules:
+                target = target[:-1]
+            name = "::".join(target)
+            if target and name != module:
+                graph[module].add(name)
+    return graph
+
+
+def test_the_rust_crate_has_no_module_circle(backend_name):
+    if backend_name != "pure" and "pure" in _available():
+        pytest.skip("backend-independent: checked once, in the pure run")
+    if not os.path.isdir(RUST_DIR):
+        pytest.skip("needs the Rust sources (rust/)")
+    graph = _rust_graph(_rust_modules())
+    # A parent module declaring its children (`mod x;`) and re-exporting them is how
+    # Rust lays files out; a child reaching back into its parent's own items is a circle.
+    assert _circles(graph) == []
+
+
+def test_the_circle_finder_finds_a_circle():
+    assert _circles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
+    assert _circles({"a": {"b"}, "b": set()}) == []
+
+
+def _available() -> List[str]:
+    from llm_agent_session import _backend
+
+    return list(_backend.available())

@@ -4,6 +4,7 @@ child process, Chromium (Debian's, by path) driven by Playwright.
     python benches/viewer_speed.py /work/corpus/realistic-1GB.jsonl     # a 1 GB transcript
     python benches/viewer_speed.py --size 16MB                           # generated here
     python benches/viewer_speed.py FILE --shelf 10000                    # and a shelf of 10,000
+    python benches/viewer_speed.py FILE --write                          # and its section of RESULTS.md
 
 Reports, each beside its goal: the URL printed after start; the first screen rendered after
 navigation; jumps after the first open (by id, by position, by time: from the request to the
@@ -247,6 +248,7 @@ def main(argv: Optional[List[str]] = None) -> int:
     parser.add_argument("--size", default="16MB", help="the size to generate when no PATH is given")
     parser.add_argument("--shelf", type=int, default=10_000, help="transcripts in the shelf (0: none)")
     parser.add_argument("--jumps", type=int, default=10)
+    parser.add_argument("--write", action="store_true", help="replace this section of benches/RESULTS.md")
     args = parser.parse_args(argv)
     rows: List[Tuple[str, str, str]] = []
     scratch = None
@@ -269,7 +271,34 @@ def main(argv: Optional[List[str]] = None) -> int:
     width = max(len(r[0]) for r in rows)
     for what, got, goal in rows:
         print(f"  {what:<{width}}  {got:>26}   goal {goal}")
+    if args.write:
+        write_section(path, size, rows, argv if argv is not None else sys.argv[1:])
     return 0
+
+
+SECTION_START = "<!-- viewer:start -->"
+SECTION_END = "<!-- viewer:end -->"
+
+
+def write_section(path: str, size: int, rows: List[Tuple[str, str, str]], argv: List[str]) -> None:
+    """This run's figures as their section of benches/RESULTS.md."""
+    from benchutil import machine_info, md_table, replace_section
+
+    info = machine_info()
+    command = "python benches/viewer_speed.py " + " ".join(argv)
+    text = "\n".join([
+        SECTION_START,
+        "## The viewer on a big transcript (issue #25)",
+        "",
+        f"`{command}`, on {os.path.basename(path)} ({size / 1e6:,.0f} MB): {info.get('CPU')}, "
+        f"{info.get('Cores')}, {info.get('Date')}, commit {info.get('Commit', '?')}. The server is the "
+        "real command in a child process; the page is Debian's Chromium driven by Playwright; "
+        "times are measured in the page (performance.now) from the request to the envelope in the DOM.",
+        "",
+        md_table(["figure", "this run", "goal"], [list(r) for r in rows]),
+        SECTION_END,
+    ])
+    replace_section(os.path.join(HERE, "RESULTS.md"), SECTION_START, SECTION_END, text)
 
 
 if __name__ == "__main__":

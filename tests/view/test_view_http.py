@@ -212,3 +212,22 @@ def test_follow_sees_appends_and_a_repair_renamed_over_the_file(client, shelf):
     Session.load(shelf.run).close()
     got = client.get("/api/follow", params={"t": "shelf/run.jsonl"}).json()
     assert got["generation"] == info["generation"] + 1 and got["count"] == info["count"] + 1
+
+
+def test_the_server_socket_sends_without_waiting_for_acks():
+    """A keep-alive request waited 40 ms on Nagle and a delayed ACK until the listening
+    socket set TCP_NODELAY (asyncio sets it only where the socket's proto is IPPROTO_TCP):
+    every connection it accepts has TCP_NODELAY on."""
+    import socket
+
+    from llm_agent_session.view.server import bind
+
+    listener = bind("127.0.0.1", 0)
+    client = socket.create_connection(listener.getsockname()[:2])
+    accepted, _ = listener.accept()
+    try:
+        assert listener.proto == socket.IPPROTO_TCP
+        assert accepted.getsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY) != 0
+    finally:
+        for s in (accepted, client, listener):
+            s.close()

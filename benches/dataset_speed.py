@@ -1,6 +1,8 @@
 """How fast ``llm-agent-session dataset`` is (issue #26), side by side with DuckDB in one run.
 
-    python benches/dataset_speed.py [--size 256MB] [--fleet 10000] [--grow 1GB] [--jobs 2]
+    python benches/dataset_speed.py [--size 256MB] [--fleet 10000] [--grow 1GB] [--jobs 2] [--write]
+
+``--write`` puts what it printed in its section of benches/RESULTS.md.
 
 1. Export throughput, per corpus (realistic, CJK-heavy ``nonascii``, escape-heavy code):
    one transcript exported into a new OUT (every table, the replay DuckDB cannot do,
@@ -29,7 +31,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from typing import Any, Dict, List, Optional, Tuple
+from typing import Any, Dict, List, Optional
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
@@ -196,23 +198,58 @@ def main(argv: Optional[List[str]] = None) -> int:
     ap.add_argument("--backend", default="native")
     ap.add_argument("--corpus-dir", default="/work/corpus")
     ap.add_argument("--keep", metavar="DIR", help="work in DIR and keep it (default: a temporary directory)")
+    ap.add_argument("--write", action="store_true", help="replace this section of benches/RESULTS.md")
     a = ap.parse_args(argv)
+    printed: List[str] = []
+
+    def say(line: str) -> None:
+        printed.append(line)
+        print(line, flush=True)
+
     scratch = a.keep or tempfile.mkdtemp(prefix="las-dataset-bench-")
     os.makedirs(scratch, exist_ok=True)
     try:
-        print(f"dataset speed, backend {a.backend}, {os.cpu_count()} CPUs, {time.strftime('%Y-%m-%d %H:%M')}")
+        say(f"dataset speed, backend {a.backend}, {os.cpu_count()} CPUs, {time.strftime('%Y-%m-%d %H:%M')}")
         for line in throughput(generate.parse_size(a.size), a.corpus_dir, a.rounds, a.backend, scratch):
-            print(line, flush=True)
+            say(line)
         if a.fleet:
             for line in fleet_rerun(a.fleet, generate.parse_size(a.fleet_size), a.jobs, a.backend, scratch):
-                print(line, flush=True)
+                say(line)
         if a.grow not in ("0", ""):
             for line in grown(generate.parse_size(a.grow), a.corpus_dir, a.backend, scratch):
-                print(line, flush=True)
+                say(line)
     finally:
         if not a.keep:
             shutil.rmtree(scratch, ignore_errors=True)
+    if a.write:
+        write_section(printed, argv if argv is not None else sys.argv[1:])
     return 0
+
+
+SECTION_START = "<!-- dataset:start -->"
+SECTION_END = "<!-- dataset:end -->"
+
+
+def write_section(printed: List[str], argv: List[str]) -> None:
+    """What this run printed, as its section of benches/RESULTS.md."""
+    from benchutil import machine_info, replace_section
+
+    info = machine_info()
+    text = "\n".join([
+        SECTION_START,
+        "## The dataset export against DuckDB (issue #26)",
+        "",
+        f"`python benches/dataset_speed.py {' '.join(argv)}`: {info.get('CPU')}, {info.get('Cores')}, "
+        f"{info.get('Date')}, commit {info.get('Commit', '?')}. Goals: export >= 2x DuckDB's MB/s; peak RSS "
+        "- idle <= 0.5x the transcript; a re-run over the unchanged fleet of 10,000 <= 2 s; the 1 GB "
+        "transcript grown by 1 MB re-exported in no more than its load.",
+        "",
+        "```",
+        *printed,
+        "```",
+        SECTION_END,
+    ])
+    replace_section(os.path.join(HERE, "RESULTS.md"), SECTION_START, SECTION_END, text)
 
 
 if __name__ == "__main__":

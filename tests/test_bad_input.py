@@ -29,6 +29,7 @@ from helpers import (
     msg_line,
     read,
     run_context,
+    run_py,
     write_raw,
 )
 
@@ -360,8 +361,7 @@ def test_read_nesting_limit_is_512(tpath, depth, ok):
 
 
 _MEMORY_PROBE = r"""
-import resource, sys
-from llm_agent_session import Session, CorruptTranscript
+import resource
 def peak():
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
 before = peak()
@@ -379,10 +379,6 @@ def test_a_long_line_with_many_brackets_reads_in_linear_memory(tmp_path, backend
     """Issue #24, item 7: a 30 MB string (escapes every few bytes) beside more than 512
     brackets, read by `load` and `peek`, costs a small multiple of the line (the pure
     core's bracket count once took 2.8 GB here)."""
-    import subprocess
-
-    from llm_agent_session import _backend
-
     size = 30_000_000
     text = ('ab\\"c\\\\d' * (size // 9))  # JSON escapes: a quote and a backslash, inside the string
     brackets = "[" * 600 + "]" * 600 if deep else ",".join(["[]"] * 600)
@@ -390,9 +386,6 @@ def test_a_long_line_with_many_brackets_reads_in_linear_memory(tmp_path, backend
             % (text, brackets)).encode()
     path = tmp_path / "long.jsonl"
     write_raw(path, meta_line(), line, msg_line("m1"))
-    env = dict(os.environ, **{_backend.ENV_VAR: backend_name})
-    out = subprocess.run([sys.executable, "-c", _MEMORY_PROBE, str(path)], env=env,
-                         capture_output=True, text=True, timeout=300)
-    assert out.returncode == 0, out.stderr
+    out = run_py(_MEMORY_PROBE, str(path), timeout=300)  # on this backend, asserted in the child
     grown = int(out.stdout)
     assert grown < 10 * len(line), f"{grown / 1e6:.0f} MB for a {len(line) / 1e6:.0f} MB line"

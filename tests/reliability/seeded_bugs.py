@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import importlib
 import io
-import json
 import os
 import sys
 import types
@@ -148,7 +147,8 @@ def plant(name: str) -> List[Tuple[types.ModuleType, str, Any]]:
             raise SeedNoLongerApplies(f"{PACKAGE}.{seed.module} has no {seed.attr}: update the seed {name!r}")
     else:  # a module of the standard library, as the named modules see it
         original = sys.modules[seed.module]
-    missing = [w for w in seed.where if not any(v is original for v in vars(sys.modules[f"{PACKAGE}.{w}"]).values())]
+    bound = {w: [k for k, v in vars(sys.modules[f"{PACKAGE}.{w}"]).items() if v is original] for w in seed.where}
+    missing = [w for w, keys in bound.items() if not keys]
     if missing:
         raise SeedNoLongerApplies(
             f"{', '.join(missing)} no longer call{'s' if len(missing) == 1 else ''} "
@@ -156,12 +156,11 @@ def plant(name: str) -> List[Tuple[types.ModuleType, str, Any]]:
         )
     replacement = seed.broken(original)
     replaced = []
-    for where in seed.where:
+    for where, keys in bound.items():
         module = sys.modules[f"{PACKAGE}.{where}"]
-        for key, value in list(vars(module).items()):
-            if value is original:
-                setattr(module, key, replacement)
-                replaced.append((module, key, original))
+        for key in keys:
+            setattr(module, key, replacement)
+            replaced.append((module, key, original))
     return replaced
 
 
@@ -184,20 +183,3 @@ def site_dir(directory: str, name: str) -> Dict[str, str]:
         )
     path = os.pathsep.join(p for p in (directory, os.environ.get("PYTHONPATH", "")) if p)
     return dict(os.environ, PYTHONPATH=path, **{ENV_VAR: name})
-
-
-def check_every_seed() -> Dict[str, int]:
-    """Plant and unplant each seed in turn, in this process: the bindings each replaced.
-    Raises SeedNoLongerApplies for the first seed the package no longer offers a place."""
-    counts = {}
-    for seed in SEEDS:
-        replaced = plant(seed.name)
-        try:
-            counts[seed.name] = len(replaced)
-        finally:
-            unplant(replaced)
-    return counts
-
-
-if __name__ == "__main__":
-    print(json.dumps(check_every_seed(), indent=1))

@@ -1,4 +1,4 @@
-"""The search's byte scan (``find_lines``): the native core (``rust/search.rs``) against the
+"""The search's byte scan (``find_lines``): the native core (``rust/search/lines.rs``) against the
 pure one (``_pure/search.py``) and both against the obvious line-by-line answer, on lines
 with escapes, non-ASCII and case differences, on lines longer than a read block, and in
 ranges that start and stop anywhere; then ``search.needle`` and ``search.groups_of`` on a

@@ -218,6 +218,14 @@ class Core(Protocol):
         `needle` (ASCII letters folded with `ignore_case`; at most `limit`), and the start
         of the first line not examined (the search of ``llm_agent_session.search``)."""
 
+    def find_hits(
+        self, fd: int, needle: bytes, start: int, end: int, ignore_case: bool = False, limit: int = ...
+    ) -> Tuple[List[int], List[int], int]:
+        """``find_lines``, and for each line the groups of its envelope in which the text
+        whose written form is `needle` is, as bits (``search.GROUPS``: content 1,
+        arguments 2, results 4, extras 8), -1 for a line the strict reading refuses.
+        ValueError when `needle` is not a JSON string's content in UTF-8."""
+
     def dataset_pass(self, fd: int, stop: int, final_line: bool, extras: bool, chunk: int) -> DatasetPass:
         """The dataset rows of bytes ``[0, stop)`` of `fd` (``dataset/rows.py``): every
         envelope that parses, a later duplicate of an id left out (as salvage reads them),

@@ -14,6 +14,7 @@ __all__ = [
     "append_size",
     "identical_prefix",
     "find_lines",
+    "find_hits",
     "SourceReader",
     "replay",
     "scan",
@@ -70,6 +71,11 @@ def find_lines(
     fd: int, needle: bytes, start: int, end: int, ignore_case: bool = False, limit: int = ...
 ) -> Tuple[List[int], int]:
     """The lines of ``[start, end)`` holding ``needle``, and where to go on (``_pure.search.find_lines``)."""
+
+def find_hits(
+    fd: int, needle: bytes, start: int, end: int, ignore_case: bool = False, limit: int = ...
+) -> Tuple[List[int], List[int], int]:
+    """``find_lines``, and each line's groups as bits (``_pure.search.find_hits``)."""
 
 @final
 class SourceReader:

@@ -13,7 +13,7 @@ from typing import Optional
 from . import _platform
 from ._core import AppendSize, EncodeEnvelope, HistoryRead, Replayed, Scanned
 from ._native import append_size as _append_size
-from ._native import copy_prefix, find_lines, identical_prefix, tail_check
+from ._native import copy_prefix, find_hits, find_lines, identical_prefix, tail_check
 from ._native import encode_envelope as _encode_envelope
 from ._native import history as _history
 from ._native import replay as _replay
@@ -21,7 +21,7 @@ from ._native import scan as _scan
 from ._native import dataset_pass as dataset_pass
 
 __all__ = ["name", "tail_check", "copy_prefix", "replay", "scan", "history", "encode_envelope", "append_size",
-           "identical_prefix", "find_lines", "dataset_pass"]
+           "identical_prefix", "find_lines", "find_hits", "dataset_pass"]
 
 name = "native"
 encode_envelope: Optional[EncodeEnvelope] = _encode_envelope

@@ -6,25 +6,13 @@ use crate::error::{CoreError, CoreResult};
 use crate::file_io::{read_full, Source};
 use crate::json::strings::decode_str;
 use crate::json::view::{self as json_view, Entry};
-use crate::message_rules::is_sticky;
+use crate::message_rules::{is_sticky, MESSAGE_KEYS};
 
 use super::buffers::{Bools, Column, Numbers, Strings};
 use super::fold::Op;
 use super::lines::{Line, LineType};
 use super::values::{boolean, flatten_text, int64, json_value, string};
 use super::Pass;
-
-/// The message keys (docs/FORMAT.md, `message`): a message line's other members are its extras.
-const MESSAGE_KEYS: [&str; 8] = [
-    "role",
-    "content",
-    "tool_calls",
-    "tool_call_id",
-    "name",
-    "sticky",
-    "sysprompt",
-    "depth",
-];
 
 /// Rows of every table, column by column (in `dataset/schema.py`'s order).
 pub struct Tables {

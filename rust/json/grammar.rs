@@ -84,11 +84,13 @@ pub fn parse_using(raw: &[u8], mode: Mode, width: Width) -> Result<Parsed, Parse
     }
 }
 
-/// Where the parser reports structure; the no-op sink compiles away.
-pub(super) trait Sink {
+/// Where the parser reports structure, in file order; the no-op sink compiles away.
+/// Spans index the parsed bytes: a key's is its content (between the quotes), a
+/// scalar's its whole token (an empty object or array is reported as a scalar).
+pub trait Sink {
     fn open(&mut self, _kind: Kind) {}
-    fn key(&mut self, _content: &[u8], _lone: bool) {}
-    fn scalar(&mut self, _lone: bool) {}
+    fn key(&mut self, _raw: &[u8], _content: Span, _lone: bool) {}
+    fn scalar(&mut self, _raw: &[u8], _kind: Kind, _token: Span, _lone: bool) {}
     fn close(&mut self) {}
 }
 
@@ -172,7 +174,7 @@ impl Parser<'_> {
         let start = self.i + 1;
         let lone = self.string()?;
         let span = (start, self.i - 1);
-        sink.key(self.s.get(span.0..span.1).unwrap_or_default(), lone);
+        sink.key(self.s, span, lone);
         self.skip_ws();
         if self.peek() != Some(b':') {
             return Err(ParseProblem::Malformed);
@@ -208,7 +210,8 @@ impl Place {
     }
 }
 
-pub(super) fn parse_with<S: Sink>(
+/// [`parse`] reporting the structure to `sink` as it goes (no depth pass on failure).
+pub fn parse_with<S: Sink>(
     raw: &[u8],
     mode: Mode,
     width: Width,
@@ -261,6 +264,7 @@ fn parse_into<S: Sink>(
     p.skip_ws();
     'value: loop {
         // A value starts at p.i.
+        let start = p.i;
         if let Some(b'N' | b'I' | b'-') = p.peek() {
             if p.is_constant() {
                 return Err(ParseProblem::Malformed);
@@ -280,7 +284,7 @@ fn parse_into<S: Sink>(
                 p.skip_ws();
                 if p.peek() == Some(close) {
                     p.i += 1;
-                    sink.scalar(false);
+                    sink.scalar(raw, kind, (start, p.i), false);
                     kind
                 } else {
                     stack.push(open);
@@ -294,7 +298,7 @@ fn parse_into<S: Sink>(
             }
             Some(b'"') => {
                 let lone = p.string()?;
-                sink.scalar(lone);
+                sink.scalar(raw, Kind::String, (start, p.i), lone);
                 Kind::String
             }
             Some(first @ (b'n' | b't' | b'f')) => {
@@ -304,12 +308,12 @@ fn parse_into<S: Sink>(
                     _ => (&b"false"[..], Kind::Bool),
                 };
                 p.literal(literal)?;
-                sink.scalar(false);
+                sink.scalar(raw, kind, (start, p.i), false);
                 kind
             }
             Some(b'-' | b'0'..=b'9') => {
                 p.number()?;
-                sink.scalar(false);
+                sink.scalar(raw, Kind::Number, (start, p.i), false);
                 Kind::Number
             }
             _ => return Err(ParseProblem::Malformed),

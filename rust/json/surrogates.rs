@@ -5,7 +5,7 @@
 
 use std::collections::HashMap;
 
-use super::grammar::{parse_with, Kind, Mode, Sink};
+use super::grammar::{parse_with, Kind, Mode, Sink, Span};
 use super::simd::Width;
 use super::strings::decode_string;
 
@@ -67,13 +67,13 @@ impl Sink for LoneTracker {
             }
         });
     }
-    fn key(&mut self, content: &[u8], lone: bool) {
+    fn key(&mut self, raw: &[u8], content: Span, lone: bool) {
         if let Some(Frame::Object { keys_lone, key, .. }) = self.frames.last_mut() {
             *keys_lone |= lone;
-            *key = decode_string(content);
+            *key = decode_string(raw.get(content.0..content.1).unwrap_or_default());
         }
     }
-    fn scalar(&mut self, lone: bool) {
+    fn scalar(&mut self, _raw: &[u8], _kind: Kind, _token: Span, lone: bool) {
         self.attach(lone);
     }
     fn close(&mut self) {

@@ -397,6 +397,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(append_size, m)?)?;
     m.add_function(wrap_pyfunction!(identical_prefix, m)?)?;
     m.add_function(wrap_pyfunction!(search::find_lines, m)?)?;
+    m.add_function(wrap_pyfunction!(search::find_hits, m)?)?;
     m.add_function(wrap_pyfunction!(columns::dataset_pass, m)?)?;
     m.add_class::<columns::DatasetPass>()?;
     m.add_class::<columns::RowBuffer>()?;

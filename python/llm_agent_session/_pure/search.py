@@ -1,4 +1,5 @@
-"""The lines of a file that hold a byte string: the reference of ``rust/search.rs``.
+"""The lines of a file that hold a byte string, and where in each line's envelope a text
+is: the reference of ``rust/search/``.
 
 Lines start at offset 0 and after each ``\\n`` and run to their ``\\n`` (or the end of the
 file). A call examines the lines that start in ``[start, end)`` (``start`` is a line
@@ -7,15 +8,31 @@ start), reading each in full, and answers the start offsets of those that contai
 not examine. With `ignore_case` ASCII letters are folded (``bytes.lower``); other
 characters match exactly. Reads are in blocks that end at a line end, as the native
 core's are, so a long line is read whole.
+
+``find_hits`` also says, for each line found, in which ``GROUPS`` of its envelope the
+text is (:func:`payload_groups`): the text is in a string's characters (not its
+escapes, not a key) or in a number as ``json.dumps`` writes it.
 """
 
 from __future__ import annotations
 
+import json
 import os
 import sys
-from typing import List, Tuple
+from typing import Any, Iterator, List, Optional, Tuple
 
-BLOCK = 4 << 20  # as rust/search.rs
+from ..messages import MESSAGE_KEYS
+from .lines import LineProblem, decode_json
+
+BLOCK = 4 << 20  # as rust/search/lines.rs
+
+#: Where a text can be in an envelope, and its bit in ``find_hits``' answer.
+GROUPS = ("content", "arguments", "results", "extras")
+CONTENT, ARGUMENTS, RESULTS, EXTRAS = 1, 2, 4, 8
+#: ``find_hits``' answer for a line the strict reading refuses.
+NOT_JSON = -1
+
+_MESSAGE_KEYS = frozenset(MESSAGE_KEYS)
 
 
 def find_lines(
@@ -70,3 +87,128 @@ def _line_start_from(data: bytes, stop: int) -> int:
         return min(stop, len(data))
     nl = data.find(b"\n", stop)
     return len(data) if nl == -1 else nl + 1
+
+
+def find_hits(
+    fd: int, needle: bytes, start: int, end: int, ignore_case: bool = False, limit: int = sys.maxsize
+) -> Tuple[List[int], List[int], int]:
+    """``find_lines``, and for each line the bits of the ``GROUPS`` of its envelope in which
+    the text whose written form is `needle` is (``NOT_JSON`` for a line
+    ``decode_json`` refuses)."""
+    text = text_of_needle(needle, ignore_case)
+    lines, after = find_lines(fd, needle, start, end, ignore_case, limit)
+    groups = []
+    for offset in lines:
+        try:
+            value = decode_json(_line_at(fd, offset), offset)
+        except LineProblem:
+            groups.append(NOT_JSON)
+            continue
+        if not isinstance(value, dict):
+            groups.append(0)
+            continue
+        groups.append(payload_groups(value.get("type"), value.get("payload"), text, ignore_case))
+    return lines, groups, after
+
+
+def _line_at(fd: int, offset: int) -> bytes:
+    """The line starting at `offset`, without its newline."""
+    parts = []
+    while True:
+        data = os.pread(fd, 1 << 20, offset)
+        nl = data.find(b"\n")
+        if nl != -1 or not data:
+            parts.append(data if nl == -1 else data[:nl])
+            return b"".join(parts)
+        parts.append(data)
+        offset += len(data)
+
+
+def text_of_needle(needle: bytes, ignore_case: bool) -> str:
+    """The text whose written form (a JSON string's content) is `needle`, ASCII letters
+    lowered with `ignore_case`. ValueError when `needle` is not one in UTF-8, or empty."""
+    if not needle or b"\n" in needle:
+        raise ValueError("the text searched for must not be empty or hold a newline")
+    try:
+        text = json.loads('"' + needle.decode("utf-8") + '"')
+    except ValueError:
+        raise ValueError("the text searched for is not a JSON string's content in UTF-8") from None
+    if not isinstance(text, str):
+        raise ValueError("the text searched for is not a JSON string's content in UTF-8")
+    return _fold(text) if ignore_case else text
+
+
+def _fold(text: str) -> str:
+    """ASCII letters lowered, no other character changed."""
+    return text.lower() if text.isascii() else "".join(c.lower() if c.isascii() else c for c in text)
+
+
+def payload_groups(type_: Any, payload: Any, text: str, ignore_case: bool) -> int:
+    """The bits of the ``GROUPS`` of an envelope (its ``type`` and ``payload``) in which
+    `text` (folded with `ignore_case`) is, by :func:`fields`."""
+    found = 0
+    for bit, value in fields(type_, payload):
+        if not found & bit and any(leaf_holds(leaf, text, ignore_case) for leaf in _leaves(value)):
+            found |= bit
+    return found
+
+
+def leaf_holds(leaf: Any, text: str, ignore_case: bool) -> bool:
+    """Whether a string's characters, or a number as ``json.dumps`` writes it, hold `text`."""
+    if not isinstance(leaf, str):
+        leaf = _number_text(leaf)
+    return text in (_fold(leaf) if ignore_case else leaf)
+
+
+def _number_text(n: Any) -> str:
+    if isinstance(n, float):
+        return json.dumps(n)
+    try:
+        return str(n)
+    except ValueError:  # past CPython's digit limit (3.11+): a chunk of digits at a time
+        sign, n = ("-", -n) if n < 0 else ("", n)
+        chunks = []
+        while n:
+            n, chunk = divmod(n, 10**1000)
+            chunks.append(str(chunk).rjust(1000, "0"))
+        return sign + "".join(reversed(chunks)).lstrip("0")
+
+
+def fields(type_: Any, payload: Any) -> Iterator[Tuple[int, Any]]:
+    """``(group bit, value)`` for the parts of an envelope's payload."""
+    if not isinstance(payload, dict):
+        return
+    rest = dict(payload)
+    if type_ == "message":
+        yield (RESULTS if payload.get("role") == "tool" else CONTENT), payload.get("content")
+        yield CONTENT, payload.get("name")
+        yield ARGUMENTS, payload.get("tool_calls")
+        for key in _MESSAGE_KEYS:
+            rest.pop(key, None)
+    elif type_ == "compaction":
+        yield CONTENT, rest.pop("summary", None)
+    elif type_ == "elision":
+        items = rest.pop("items", None)
+        yield CONTENT, [item.get("stub") for item in items if isinstance(item, dict)] if isinstance(items, list) else items
+    elif type_ == "run-context":
+        yield CONTENT, [rest.pop("sections", None), rest.pop("facts", None)]
+    elif type_ == "tool-dispatched":
+        yield ARGUMENTS, [rest.pop("tool", None), rest.pop("arguments", None)]
+    elif type_ == "tool-settled":
+        yield RESULTS, [rest.pop("error", None), rest.pop("reason", None)]
+    yield EXTRAS, rest
+
+
+def _leaves(value: Any) -> Iterator[Any]:
+    """The strings and numbers of a JSON value (not its keys), depth first."""
+    stack = [value]
+    while stack:
+        v = stack.pop()
+        if isinstance(v, str):
+            yield v
+        elif isinstance(v, dict):
+            stack.extend(v.values())
+        elif isinstance(v, list):
+            stack.extend(v)
+        elif isinstance(v, (int, float)) and not isinstance(v, bool):
+            yield v

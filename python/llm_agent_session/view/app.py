@@ -39,6 +39,8 @@ KEEP_OPEN = 3  # transcripts kept open (a 1 GB one holds about 0.2 GB)
 # show at once), doubling to 64 MiB (a report per ~50 ms of scan on a 1 GB file).
 FIRST_CHUNK = 1 << 20
 SEARCH_CHUNK = 64 << 20
+#: The names of the groups whose bits are set, for each set of bits (sorted, as sent).
+GROUP_NAMES = [sorted(text_search.groups_named(bits)) for bits in range(16)]
 MAX_HITS = 100_000  # hits sent for one search (the count goes on)
 
 
@@ -299,7 +301,7 @@ def api_search(request: Request) -> Any:
     if not text:
         raise Problem(400, "q (the text to search for) is empty")
     ignore_case = request.query_params.get("case") != "1"
-    want = set(text_search.GROUPS) if request.query_params.get("extras") == "1" else set(text_search.GROUPS[:3])
+    want = 0b1111 if request.query_params.get("extras") == "1" else 0b0111  # bits of text_search.GROUPS
     start = max(_int(request, "from", 0), 0)
     try:
         needle = text_search.needle(text, ignore_case)
@@ -309,8 +311,9 @@ def api_search(request: Request) -> Any:
         raise Problem(400, "q holds a newline, which no line holds")
 
     def scan(found: "queue.Queue[Any]") -> None:
-        """The byte scan, in its own thread (the core releases the GIL): it runs at the
-        scan's speed while the hits it found are placed and classified."""
+        """The scan, in its own thread (the core releases the GIL): the core finds the
+        lines and says where in each envelope the text is while the line is in memory;
+        this thread only places the hits."""
         try:
             fd = os.open(t.path, os.O_RDONLY)
         except OSError as e:
@@ -319,9 +322,9 @@ def api_search(request: Request) -> Any:
         try:
             end, at, chunk = t.end, start, FIRST_CHUNK
             while at < end and not stop.is_set():
-                lines, at = text_search.find_lines(fd, needle, at, min(at + chunk, end), ignore_case)
+                lines, groups, at = text_search.find_hits(fd, needle, at, min(at + chunk, end), ignore_case)
                 chunk = min(chunk * 2, SEARCH_CHUNK)
-                found.put((lines, at, end))
+                found.put((lines, groups, at, end))
             found.put(None)
         except Exception as e:  # reported in the stream
             found.put(e)
@@ -341,18 +344,15 @@ def api_search(request: Request) -> Any:
                 if isinstance(item, Exception):
                     yield (json.dumps({"error": visible(str(item))}) + "\n").encode()
                     return
-                lines, scanned, size = item
+                lines, line_groups, scanned, size = item
                 candidates += len(lines)
                 hits: List[Any] = []
-                for offset in lines:
-                    i = t.index_of_offset(offset)
-                    if i is None:
-                        continue
-                    groups = text_search.groups_of(t.envelope(i), needle, ignore_case) & want
-                    if groups:
+                for i, found_in in zip(t.indexes_of_offsets(lines), line_groups):
+                    groups = found_in & want if found_in > 0 else 0
+                    if groups and i is not None:
                         total += 1
                         if sent < MAX_HITS:
-                            hits.append([i, sorted(groups)])
+                            hits.append([i, GROUP_NAMES[groups]])
                             sent += 1
                 yield (json.dumps({"hits": hits, "total": total, "lines": candidates, "scanned": scanned,
                                    "size": size}) + "\n").encode()

@@ -294,6 +294,16 @@ class Transcript:
             i = bisect.bisect_left(self.offsets, offset)
             return i if i < len(self.offsets) and self.offsets[i] == offset else None
 
+    def indexes_of_offsets(self, offsets: Sequence[int]) -> List[Optional[int]]:
+        """:meth:`index_of_offset` of each of `offsets` (in file order), under one lock."""
+        out: List[Optional[int]] = []
+        with self.lock:
+            index, n, lo = self.offsets, len(self.offsets), 0
+            for offset in offsets:
+                lo = bisect.bisect_left(index, offset, lo)
+                out.append(lo if lo < n and index[lo] == offset else None)
+        return out
+
     def index_of_time(self, key: int) -> Optional[int]:
         """The first envelope in file order whose time is at or after `key` (see time_key)."""
         with self.lock:

@@ -1,0 +1,16 @@
+//! The viewer's search over a whole transcript (`llm_agent_session.search`; the
+//! reference is `_pure/search.py`, and the two answer the same on every input).
+//!
+//! * `lines`: the byte scan, the lines of a file that hold the text as the line
+//!   format writes it (no line parsed), and for each line found, with a [`Text`],
+//!   where in its envelope the text is;
+//! * `groups`: that "where": the envelope's fields read as content, tool arguments,
+//!   tool results or extras, walked as the validating parser reports them;
+//! * `leaves`: whether one string or number holds the text.
+
+pub mod groups;
+pub mod leaves;
+pub mod lines;
+
+pub use leaves::Text;
+pub use lines::{find_hits, find_lines, find_lines_in_blocks, Found, BLOCK};

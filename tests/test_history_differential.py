@@ -266,3 +266,25 @@ def test_a_history_big_enough_for_two_threads_agrees(tmp_path: Any) -> None:
     h = on_backend("native", lambda: History.read(path))
     assert len(h.problems) == 7 and len(h.operations) == 200
     assert_same_history(tmp_path, data)
+
+
+def test_a_pass_over_a_lazy_mapping_keeps_nothing_it_built(tmp_path: Any) -> None:
+    """``passing_items`` (the viewer's look at every operation) gives ``items()`` and
+    keeps no entry it built; ``removed`` keeps none either, its values being the read's
+    shared Removals (the same object on every access all the same)."""
+    from llm_agent_session._history_fold import passing_items
+
+    path = tmp_path / "r.jsonl"
+    path.write_bytes(representative())
+    h = on_backend("native", lambda: History.read(path, keep_payloads=False))
+    want = on_backend("pure", lambda: History.read(path, keep_payloads=False))
+    op = h.operations["d2"]
+    op.state = "changed"  # built and changed before the pass: the pass gives this one
+    want.operations["d2"].state = "changed"
+    for got, ref in ((h.operations, want.operations), (h.removed, want.removed), (h.calls, want.calls)):
+        assert list(passing_items(got)) == list(passing_items(ref)) == list(ref.items())
+    assert dict(passing_items(h.operations))["d2"] is op
+    assert list(h.operations._built) == ["d2"]  # type: ignore[attr-defined]
+    assert list(h.removed.items()) == list(want.removed.items())
+    first = next(iter(h.removed))
+    assert h.removed[first] is h.removed[first] and not h.removed._built  # type: ignore[attr-defined]

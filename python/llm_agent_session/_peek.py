@@ -35,15 +35,21 @@ def open_to_read(path: str) -> Union[Tuple[int, os.stat_result], str]:
     return fd, st
 
 
-def read_history(path: str, keep_payloads: bool = True) -> Optional[HistoryRead]:
+def read_history(
+    path: str, keep_payloads: bool = True, *, end: Optional[int] = None, identity: Optional[Tuple[int, int]] = None,
+) -> Optional[HistoryRead]:
     """``History.read``: the history of the envelopes ``peek(path)`` lists, folded by the
-    core; None where peek lists none (its ``error``)."""
+    core; None where peek lists none (its ``error``). With `end`, of the bytes before it
+    only; with `identity`, None unless the file is still that one (a viewer's own peek)."""
     opened = open_to_read(path)
     if isinstance(opened, str):
         return None
     fd, st = opened
     try:
-        return _backend.core.history(fd, st.st_size, keep_payloads, path=path)
+        if identity is not None and (st.st_dev, st.st_ino) != tuple(identity):
+            return None
+        size = st.st_size if end is None else min(end, st.st_size)
+        return _backend.core.history(fd, size, keep_payloads, path=path)
     finally:
         os.close(fd)
 

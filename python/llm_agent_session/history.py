@@ -38,7 +38,8 @@ import os
 from typing import Any, Dict, List, Optional, Union
 
 from . import _peek
-from ._history_fold import OPERATION_STATES, HistoryFold, Operation, Problem, Removal
+from ._core import HistoryRead
+from ._history_fold import OPERATION_STATES, HistoryFold, Operation, Problem, ReadMapping, Removal
 from .messages import PendingToolOperation
 
 __all__ = ["History", "Removal", "Problem", "Operation", "OPERATION_STATES"]
@@ -53,13 +54,19 @@ class History(HistoryFold):
         reads it (no lock, nothing written; malformed lines are skipped and are in peek's
         warnings, not here). On the native core the file is folded in Rust, at about the
         cost of a load; ``feed`` goes on from there."""
+        return cls._of_read(_peek.read_history(os.fspath(path), keep_payloads), keep_payloads)
+
+    @classmethod
+    def _of_read(cls, found: Optional[HistoryRead], keep_payloads: bool) -> "History":
+        """The history a core's read (``_peek.read_history``) found; empty for None."""
         history = cls(keep_payloads)
-        found = _peek.read_history(os.fspath(path), keep_payloads)
         if found is not None:
             history.state = found.state
             history.meta = found.state.meta
             history.count = found.fed
             history.removed = found.removed
+            if isinstance(found.removed, ReadMapping):
+                found.removed._keep = False  # its values are the read's shared Removals
             history.elided = found.elided
             history.operations = found.operations
             history.answers = found.answers

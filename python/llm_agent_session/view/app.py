@@ -181,7 +181,8 @@ def _info(t: Transcript) -> Dict[str, Any]:
                 f"line {v.torn.line}: {v.torn.removed:,} bytes a load would cut" if v.torn else ""),
         },
         "live": None if state is None else len(state.ids),
-        "pending": None if t.history is None else sum(1 for op in t.history.operations.values() if op.pending),
+        # pending(): not every operation's state (a native read would build them all)
+        "pending": None if t.history is None else len(t.history.pending()),
         "problems": None if t.history is None else [
             {"i": p.index, "id": visible(p.id), "reason": visible(p.reason)} for p in t.history.problems[:20]],
     }

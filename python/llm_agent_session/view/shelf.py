@@ -147,6 +147,8 @@ def describe(path: str) -> Dict[str, Any]:
     meta = found["meta"] if isinstance(found["meta"], dict) else {}
     first = last = None
     failed = 0
+    model = _text(meta.get("model"))
+    looked = 0  # messages looked at for a model
     for event in found["envelopes"]:
         ts = event.ts
         if first is None or ts < first:
@@ -155,6 +157,9 @@ def describe(path: str) -> Dict[str, Any]:
             last = ts
         if event.type == "tool-settled" and event.payload.get("outcome") == "failed":
             failed += 1
+        elif model is None and looked < MODEL_LOOK and event.type in ("message", "run-context"):
+            looked += 1
+            model = _text(model_named(event.type, event.payload))
     judged = verdict(path)
     why = ""
     if judged.error is not None:
@@ -165,7 +170,7 @@ def describe(path: str) -> Dict[str, Any]:
     return {
         "title": _text(meta.get("title") or (meta.get("summaries") or [None])[0]),
         "agent": _text(meta.get("agent") or meta.get("imported-from")),
-        "model": _text(meta.get("model")),
+        "model": model,
         "source": _text(meta.get("source-path") or meta.get("source")),
         "first": visible(first) if first else None,
         "last": visible(last) if last else None,
@@ -180,6 +185,25 @@ def describe(path: str) -> Dict[str, Any]:
         "why": visible(why),
         "error": visible(found["error"]) if found.get("error") else None,
     }
+
+
+#: How many messages and run contexts a row looks at for the model, when the meta names none.
+MODEL_LOOK = 64
+
+
+def model_named(type_: str, payload: Any) -> Any:
+    """The model a message (its ``model`` extra) or a run context (its ``model`` fact)
+    names, as the dataset's ``sessions`` table takes it where the meta names none (an
+    import's, say); None where it names none."""
+    if not isinstance(payload, dict):
+        return None
+    if type_ == "message":
+        return payload.get("model") if isinstance(payload.get("model"), str) else None
+    facts = payload.get("facts")
+    for fact in facts if isinstance(facts, list) else ():
+        if isinstance(fact, list) and len(fact) == 2 and fact[0] == "model" and isinstance(fact[1], str):
+            return fact[1]
+    return None
 
 
 def _text(value: Any) -> Optional[str]:

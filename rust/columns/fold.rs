@@ -9,7 +9,7 @@ use std::collections::{HashMap, HashSet};
 use crate::message_rules;
 use crate::replay::records::Body;
 
-use super::lines::Line;
+use super::lines::{Line, LineType};
 
 /// One tool operation, in dispatch order.
 #[derive(Debug)]
@@ -107,13 +107,20 @@ pub fn fold(lines: &[Line]) -> Fold {
         rewound: vec![0; n],
         ..Default::default()
     };
+    // Sized at once: growing them rehashed every key at each doubling, which was most of
+    // the fold's hashing on the realistic 256 MB file (`perf record`).
+    let messages = lines.iter().filter(|l| l.kind == LineType::Message).count();
+    let dispatches = lines
+        .iter()
+        .filter(|l| l.kind == LineType::Dispatched)
+        .count();
     let mut st = State {
         lines,
-        live: Vec::new(),
-        position: Some(HashMap::new()),
-        pending: HashMap::new(),
-        settled: HashSet::new(),
-        unanswered: HashMap::new(),
+        live: Vec::with_capacity(messages),
+        position: Some(HashMap::with_capacity(messages)),
+        pending: HashMap::with_capacity(dispatches),
+        settled: HashSet::with_capacity(dispatches),
+        unanswered: HashMap::with_capacity(dispatches),
         grants: None,
     };
     for (i, line) in lines.iter().enumerate() {

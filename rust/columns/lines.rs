@@ -10,7 +10,7 @@ use crate::error::{CoreError, CoreResult};
 use crate::file_io::Source;
 use crate::json::grammar::{is_blank, Kind, Span};
 use crate::json::view::{self as json_view, Entry};
-use crate::replay::id::Id;
+use crate::replay::id::{Id, IdKeys};
 use crate::replay::records::{body_of, Body};
 use crate::replay::stream::{line_start_after, LineReader, SPLIT_MIN};
 use crate::scan::end_of_last_line;
@@ -64,6 +64,8 @@ pub struct Line {
     pub offset: u64,
     pub len: u64,
     pub id: Id,
+    /// `id`'s hash with [`Part::keys`], made by the thread that read the line.
+    pub hash: u64,
     pub kind: LineType,
     pub ts: Option<i64>,
     pub payload: Span,
@@ -94,6 +96,8 @@ pub enum First {
 #[derive(Debug, Default)]
 pub struct Part {
     pub lines: Vec<Line>,
+    /// The keys every line's id hash is made with (one set for both threads).
+    pub keys: IdKeys,
     /// The payload members of the lines that make rows, one after the other.
     pub fields: Vec<Entry>,
     /// Lines that are not envelopes.
@@ -118,12 +122,13 @@ pub fn read_lines<S: Source + Sync + ?Sized>(
     } else {
         stop
     };
+    let keys = IdKeys::new();
     if split >= stop {
-        return read_part(src, 0, stop);
+        return read_part(src, 0, stop, &keys);
     }
     let (first, second) = std::thread::scope(|scope| {
-        let worker = scope.spawn(|| read_part(src, split, stop));
-        (read_part(src, 0, split), worker.join())
+        let worker = scope.spawn(|| read_part(src, split, stop, &keys));
+        (read_part(src, 0, split, &keys), worker.join())
     });
     let mut first = first?;
     let second = second.map_err(|_| {
@@ -147,7 +152,12 @@ pub fn read_lines<S: Source + Sync + ?Sized>(
     Ok(first)
 }
 
-fn read_part<S: Source + ?Sized>(src: &S, start: u64, stop: u64) -> CoreResult<Part> {
+fn read_part<S: Source + ?Sized>(
+    src: &S,
+    start: u64,
+    stop: u64,
+    keys: &IdKeys,
+) -> CoreResult<Part> {
     let mut reader = LineReader::new(src, start, stop);
     let mut fields = Vec::new();
     let mut part = Part {
@@ -158,6 +168,7 @@ fn read_part<S: Source + ?Sized>(src: &S, start: u64, stop: u64) -> CoreResult<P
                 .unwrap_or(0)
                 .min(1 << 22),
         ),
+        keys: keys.clone(),
         ..Default::default()
     };
     loop {
@@ -260,6 +271,7 @@ fn note(
                 offset,
                 len: raw.len() as u64,
                 id: Id::from(env.id.as_ref()),
+                hash: part.keys.hash(env.id.as_ref()),
                 kind,
                 ts: ts_micros(&env.ts),
                 payload: env.payload,

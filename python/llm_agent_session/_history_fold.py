@@ -147,6 +147,11 @@ class ReadMapping(MutableMapping[str, V]):
                 value = self._built.setdefault(key, value)
         return value
 
+    def keep_built(self, keep: bool) -> None:
+        """Whether an entry built for a lookup is stored for the next one (the default);
+        off where building it again gives the same object anyway."""
+        self._keep = keep
+
     def passing_items(self) -> Iterator[Tuple[str, V]]:
         """``items()``, except that an entry not built yet is built for this pass alone
         and not kept: a look at every operation of a big read without holding them all

@@ -66,7 +66,7 @@ class History(HistoryFold):
             history.count = found.fed
             history.removed = found.removed
             if isinstance(found.removed, ReadMapping):
-                found.removed._keep = False  # its values are the read's shared Removals
+                found.removed.keep_built(False)  # its values are the read's shared Removals
             history.elided = found.elided
             history.operations = found.operations
             history.answers = found.answers

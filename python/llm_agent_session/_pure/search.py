@@ -19,7 +19,7 @@ from __future__ import annotations
 import json
 import os
 import sys
-from typing import Any, Iterator, List, Optional, Tuple
+from typing import Any, Callable, Iterator, List, Optional, Tuple
 
 from ..messages import MESSAGE_KEYS
 from .lines import LineProblem, decode_json
@@ -38,6 +38,15 @@ _MESSAGE_KEYS = frozenset(MESSAGE_KEYS)
 def find_lines(
     fd: int, needle: bytes, start: int, end: int, ignore_case: bool = False, limit: int = sys.maxsize
 ) -> Tuple[List[int], int]:
+    return _scan(fd, needle, start, end, ignore_case, limit, None)
+
+
+def _scan(
+    fd: int, needle: bytes, start: int, end: int, ignore_case: bool, limit: int,
+    on_line: Optional[Callable[[bytes], None]],
+) -> Tuple[List[int], int]:
+    """``find_lines``, handing `on_line` each line found (without its newline, as it is in
+    the file) while its block is in memory."""
     if not needle or b"\n" in needle:
         raise ValueError("the text searched for must not be empty or hold a newline")
     if ignore_case:
@@ -57,6 +66,7 @@ def find_lines(
                 block *= 2
                 continue
             data = data[: last + 1]
+        raw = data
         if ignore_case:
             data = data.lower()
         whole = len(data)
@@ -74,6 +84,8 @@ def find_lines(
             nl = data.find(b"\n", hit)
             pos = whole if nl == -1 else nl + 1
             lines.append(at + line_start)
+            if on_line is not None:
+                on_line(raw[line_start: whole if nl == -1 else nl])
             if len(lines) >= limit:
                 return lines, at + pos
         at += pos
@@ -96,32 +108,21 @@ def find_hits(
     the text whose written form is `needle` is (``NOT_JSON`` for a line
     ``decode_json`` refuses)."""
     text = text_of_needle(needle, ignore_case)
-    lines, after = find_lines(fd, needle, start, end, ignore_case, limit)
-    groups = []
-    for offset in lines:
-        try:
-            value = decode_json(_line_at(fd, offset), offset)
-        except LineProblem:
-            groups.append(NOT_JSON)
-            continue
-        if not isinstance(value, dict):
-            groups.append(0)
-            continue
-        groups.append(payload_groups(value.get("type"), value.get("payload"), text, ignore_case))
+    groups: List[int] = []
+    lines, after = _scan(fd, needle, start, end, ignore_case, limit,
+                         lambda line: groups.append(line_groups(line, text, ignore_case)))
     return lines, groups, after
 
 
-def _line_at(fd: int, offset: int) -> bytes:
-    """The line starting at `offset`, without its newline."""
-    parts = []
-    while True:
-        data = os.pread(fd, 1 << 20, offset)
-        nl = data.find(b"\n")
-        if nl != -1 or not data:
-            parts.append(data if nl == -1 else data[:nl])
-            return b"".join(parts)
-        parts.append(data)
-        offset += len(data)
+def line_groups(line: bytes, text: str, ignore_case: bool) -> int:
+    """The bits of the ``GROUPS`` of the envelope on `line` in which `text` is."""
+    try:
+        value = decode_json(line, 0)
+    except LineProblem:
+        return NOT_JSON
+    if not isinstance(value, dict):
+        return 0
+    return payload_groups(value.get("type"), value.get("payload"), text, ignore_case)
 
 
 def text_of_needle(needle: bytes, ignore_case: bool) -> str:

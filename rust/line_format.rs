@@ -12,7 +12,14 @@ use std::time::{SystemTime, UNIX_EPOCH};
 /// strings: the reference replaces them in the payload's text only).
 pub fn write_string(out: &mut Vec<u8>, s: &str, line_separators: bool) {
     out.push(b'"');
-    let bytes = s.as_bytes();
+    write_string_content(out, s.as_bytes(), line_separators);
+    out.push(b'"');
+}
+
+/// [`write_string`] without the quotes, of text in generalized UTF-8 (a lone surrogate
+/// as its own three bytes, which pass as they are: only ASCII and U+2028/U+2029 are
+/// ever escaped). The search spells the text it looks for with it.
+pub fn write_string_content(out: &mut Vec<u8>, bytes: &[u8], line_separators: bool) {
     let mut start = 0;
     for (i, &b) in bytes.iter().enumerate() {
         let escape: &[u8] = match b {
@@ -59,7 +66,6 @@ pub fn write_string(out: &mut Vec<u8>, s: &str, line_separators: bool) {
         start = i + 1;
     }
     out.extend_from_slice(bytes.get(start..).unwrap_or_default());
-    out.push(b'"');
 }
 
 /// Milliseconds and microseconds since the epoch, from one clock reading.

@@ -1,4 +1,5 @@
-//! `find_lines`: the viewer's search over a whole file (`crate::search`), for Python.
+//! `find_lines` and `find_hits`: the viewer's search over a whole file
+//! (`crate::search`), for Python.
 
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
@@ -21,11 +22,7 @@ pub fn find_lines(
     ignore_case: bool,
     limit: usize,
 ) -> PyResult<(Vec<u64>, u64)> {
-    if needle.is_empty() || needle.contains(&b'\n') {
-        return Err(PyValueError::new_err(
-            "the text searched for must not be empty or hold a newline",
-        ));
-    }
+    refuse_empty_or_multiline(needle)?;
     let needle = needle.to_vec();
     let found = py.allow_threads(move || {
         let file = BorrowedFile::new(fd)?;
@@ -50,17 +47,23 @@ pub fn find_hits(
     ignore_case: bool,
     limit: usize,
 ) -> PyResult<(Vec<u64>, Vec<i8>, u64)> {
-    if needle.is_empty() || needle.contains(&b'\n') {
-        return Err(PyValueError::new_err(
-            "the text searched for must not be empty or hold a newline",
-        ));
-    }
+    refuse_empty_or_multiline(needle)?;
     let text = search::Text::new(needle, ignore_case).map_err(PyValueError::new_err)?;
     let needle = needle.to_vec();
     let found = py.allow_threads(move || {
         let file = BorrowedFile::new(fd)?;
         search::find_hits(&*file, &needle, &text, start, end, limit)
     });
-    let found = found.map_err(|e| super::os_error(py, e))?;
+    let found = found.map_err(|e| super::to_pyerr(py, e))?;
     Ok((found.lines, found.groups, found.next))
+}
+
+/// The needle both searches refuse, with the reference's error: no line holds a `\n`.
+fn refuse_empty_or_multiline(needle: &[u8]) -> PyResult<()> {
+    if needle.is_empty() || needle.contains(&b'\n') {
+        return Err(PyValueError::new_err(
+            "the text searched for must not be empty or hold a newline",
+        ));
+    }
+    Ok(())
 }

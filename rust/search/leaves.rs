@@ -21,6 +21,7 @@ use memchr::memmem;
 
 use crate::json::grammar::{parse, Kind, Mode};
 use crate::json::strings::{decode_string, hex4};
+use crate::line_format::write_string_content;
 
 /// The text searched for, in the two spellings the search needs.
 pub struct Text {
@@ -51,7 +52,9 @@ impl Text {
         if plain.is_empty() {
             return Err("the text searched for is empty");
         }
-        let mut written = written_form(&plain);
+        // As the line format writes it: `json.dumps`'s escapes, and U+2028/U+2029.
+        let mut written = Vec::with_capacity(plain.len() + 8);
+        write_string_content(&mut written, &plain, true);
         if ignore_case {
             plain.make_ascii_lowercase();
             written.make_ascii_lowercase();
@@ -96,39 +99,6 @@ impl Text {
     pub fn number_holds(&self, raw: &[u8]) -> bool {
         self.numeric && self.plain.find(&number_text(raw)).is_some()
     }
-}
-
-/// `json.dumps(s, ensure_ascii=False)` without its quotes, U+2028 and U+2029
-/// escaped too (the line format's strings), of `text` (generalized UTF-8).
-pub fn written_form(text: &[u8]) -> Vec<u8> {
-    let mut out = Vec::with_capacity(text.len() + 8);
-    let mut i = 0;
-    while let Some(&b) = text.get(i) {
-        match b {
-            b'"' => out.extend_from_slice(b"\\\""),
-            b'\\' => out.extend_from_slice(b"\\\\"),
-            b'\n' => out.extend_from_slice(b"\\n"),
-            b'\r' => out.extend_from_slice(b"\\r"),
-            b'\t' => out.extend_from_slice(b"\\t"),
-            0x08 => out.extend_from_slice(b"\\b"),
-            0x0C => out.extend_from_slice(b"\\f"),
-            0..=0x1F => out.extend_from_slice(format!("\\u{b:04x}").as_bytes()),
-            0xE2 if matches!(text.get(i + 1..i + 3), Some([0x80, 0xA8 | 0xA9])) => {
-                let last = if text.get(i + 2) == Some(&0xA8) {
-                    b'8'
-                } else {
-                    b'9'
-                };
-                out.extend_from_slice(b"\\u202");
-                out.push(last);
-                i += 3;
-                continue;
-            }
-            _ => out.push(b),
-        }
-        i += 1;
-    }
-    out
 }
 
 /// Whether `at` in a string's content is not inside an escape. An escape is at most

@@ -3,7 +3,7 @@
 //!
 //! The caller encodes the text searched for as the line format writes strings (so
 //! escaped characters and non-ASCII match), and the bytes are searched as they are:
-//! no line is parsed. The file is read in large blocks, each starting at a line
+//! the scan parses no line (with a [`Text`], only the lines it found). The file is read in large blocks, each starting at a line
 //! start and holding whole lines, and `memchr::memmem` (SIMD) finds the needle in
 //! each. With `ignore_case`, ASCII letters are lowered in the block and in the
 //! needle first (a cost measured by `benches/viewer_speed.py`); other letters
@@ -11,7 +11,7 @@
 
 use memchr::memmem;
 
-use crate::error::CoreError;
+use crate::error::{CoreError, CoreResult};
 use crate::file_io::{read_full, Source};
 use crate::replay::stream::line_start_after;
 
@@ -63,7 +63,7 @@ pub fn find_hits<S: Source + Sync + ?Sized>(
     start: u64,
     end: u64,
     limit: usize,
-) -> std::io::Result<Found> {
+) -> CoreResult<Found> {
     let one = |from: u64, to: u64| {
         scan(
             src,
@@ -75,16 +75,14 @@ pub fn find_hits<S: Source + Sync + ?Sized>(
             BLOCK,
             Some(text),
         )
+        .map_err(CoreError::Io)
     };
     // A limit no range can reach (fewer lines start in it than it has bytes) is none.
     let limited = u64::try_from(limit).is_ok_and(|l| l <= end.saturating_sub(start));
     if limited || end.saturating_sub(start) < SPLIT_MIN {
         return one(start, end);
     }
-    let split = line_start_after(src, start + (end - start) / 2, end).map_err(|e| match e {
-        CoreError::Io(e) => e,
-        other => std::io::Error::other(other.to_string()),
-    })?;
+    let split = line_start_after(src, start + (end - start) / 2, end)?;
     if split >= end {
         return one(start, end);
     }
@@ -93,8 +91,8 @@ pub fn find_hits<S: Source + Sync + ?Sized>(
         (one(start, split), worker.join())
     });
     let mut found = first?;
-    let second =
-        second.map_err(|_| std::io::Error::other("the search's second thread failed"))??;
+    let second = second
+        .map_err(|_| CoreError::Io(std::io::Error::other("the search's second thread failed")))??;
     found.lines.extend(second.lines);
     found.groups.extend(second.groups);
     found.next = second.next;

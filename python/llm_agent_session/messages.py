@@ -45,6 +45,24 @@ def payload_marks_sticky(payload: Mapping[str, Any]) -> bool:
     return marks_sticky(get("sticky"), get("sysprompt"), get("depth"))
 
 
+def model_named(type_: str, payload: Any) -> Optional[str]:
+    """The model an envelope names: a message's string ``model`` extra, or the first
+    ``["model", <string>]`` of a run context's ``facts``; None for anything else. Where
+    a meta names no model (an import's), readers take the first one named."""
+    if not isinstance(payload, dict):
+        return None
+    if type_ == "message":
+        model = payload.get("model")
+        return model if isinstance(model, str) else None
+    if type_ != "run-context":
+        return None
+    facts = payload.get("facts")
+    for fact in facts if isinstance(facts, list) else ():
+        if isinstance(fact, list) and len(fact) == 2 and fact[0] == "model" and isinstance(fact[1], str):
+            return fact[1]
+    return None
+
+
 def _read_only(self: Any, *args: Any, **kwargs: Any) -> NoReturn:
     raise TypeError(
         f"this {type(self).__bases__[0].__name__} belongs to a session's Message, which never "

@@ -24,7 +24,7 @@ from typing import Any, Dict, Iterator, List, Optional, Sequence, Tuple
 
 from .._core import Column, DatasetSummary, TableChunk
 from .._history_fold import HistoryFold
-from ..messages import MESSAGE_KEYS, Event, payload_marks_sticky
+from ..messages import MESSAGE_KEYS, Event, model_named, payload_marks_sticky
 from . import replay as _replay
 from .tail_check import read_span
 
@@ -277,7 +277,7 @@ def dataset_pass(fd: int, stop: int, final_line: bool, extras: bool, chunk: int)
         if type_ == "message":
             found = Payload(line_of(span))
             if model is None:
-                model = string(p.get("model"))
+                model = model_named(type_, p)
             m = messages
             m["id"].append(id_)
             m["ordinal"].append(len(m["ordinal"]))
@@ -334,11 +334,7 @@ def dataset_pass(fd: int, stop: int, final_line: bool, extras: bool, chunk: int)
         elif type_ == "elision":
             elisions += 1
         elif type_ == "run-context" and model is None:
-            facts = p.get("facts")
-            for fact in facts if isinstance(facts, list) else ():
-                if isinstance(fact, list) and len(fact) == 2 and fact[0] == "model" and isinstance(fact[1], str):
-                    model = fact[1]
-                    break
+            model = model_named(type_, p)
     calls: Dict[str, List[Any]] = {k: [] for k in (
         "op_id", "line", "call_id", "tool", "arguments", "arguments_digest", "idempotency", "run_id", "round",
         "dispatched_at", "outcome", "settled_id", "settled_at", "duration", "error", "reason", "answered",

@@ -26,6 +26,7 @@ from typing import Any, Dict, Iterator, List, Optional
 from .._peek import peek
 from ..cli.output import visible
 from ..cli.verdict import CLEAN, NOT_A_TRANSCRIPT, WOULD_FAIL, WOULD_REPAIR, verdict
+from ..messages import model_named
 
 SUFFIX = ".jsonl"
 FIRST_LINE_LIMIT = 1 << 20
@@ -189,21 +190,6 @@ def describe(path: str) -> Dict[str, Any]:
 
 #: How many messages and run contexts a row looks at for the model, when the meta names none.
 MODEL_LOOK = 64
-
-
-def model_named(type_: str, payload: Any) -> Any:
-    """The model a message (its ``model`` extra) or a run context (its ``model`` fact)
-    names, as the dataset's ``sessions`` table takes it where the meta names none (an
-    import's, say); None where it names none."""
-    if not isinstance(payload, dict):
-        return None
-    if type_ == "message":
-        return payload.get("model") if isinstance(payload.get("model"), str) else None
-    facts = payload.get("facts")
-    for fact in facts if isinstance(facts, list) else ():
-        if isinstance(fact, list) and len(fact) == 2 and fact[0] == "model" and isinstance(fact[1], str):
-            return fact[1]
-    return None
 
 
 def _text(value: Any) -> Optional[str]:

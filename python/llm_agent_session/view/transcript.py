@@ -317,12 +317,11 @@ class Transcript:
 
     def index_of_offset(self, offset: int) -> Optional[int]:
         """The envelope whose line starts at `offset` (None: not an envelope, or not indexed yet)."""
-        with self.lock:
-            i = bisect.bisect_left(self.offsets, offset)
-            return i if i < len(self.offsets) and self.offsets[i] == offset else None
+        return self.indexes_of_offsets([offset])[0]
 
     def indexes_of_offsets(self, offsets: Sequence[int]) -> List[Optional[int]]:
-        """:meth:`index_of_offset` of each of `offsets` (in file order), under one lock."""
+        """The envelope whose line starts at each of `offsets` (in file order; None: not an
+        envelope, or not indexed yet), under one lock."""
         out: List[Optional[int]] = []
         with self.lock:
             index, n, lo = self.offsets, len(self.offsets), 0

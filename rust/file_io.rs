@@ -81,6 +81,32 @@ impl Source for [u8] {
     }
 }
 
+/// `inner` from byte `start` on, read as a file of its own (offset 0 is `inner`'s
+/// `start`): a pass over the bytes a file grew by numbers lines and orders rows as
+/// if they were the whole file, with nothing else in the pass knowing.
+pub struct FromOffset<'a, S: Source + ?Sized> {
+    inner: &'a S,
+    start: u64,
+}
+
+impl<'a, S: Source + ?Sized> FromOffset<'a, S> {
+    pub fn new(inner: &'a S, start: u64) -> Self {
+        FromOffset { inner, start }
+    }
+}
+
+impl<S: Source + ?Sized> Source for FromOffset<'_, S> {
+    fn read_at(&self, buf: &mut [u8], offset: u64) -> io::Result<usize> {
+        match self.start.checked_add(offset) {
+            Some(at) => self.inner.read_at(buf, at),
+            None => Ok(0), // past any file's end
+        }
+    }
+    fn size(&self) -> io::Result<u64> {
+        Ok(self.inner.size()?.saturating_sub(self.start))
+    }
+}
+
 /// Fill `buf` from `offset`, retrying short reads and EINTR; returns how many bytes
 /// were read (fewer than `buf.len()` only at end of file).
 pub fn read_full<S: Source + ?Sized>(src: &S, buf: &mut [u8], offset: u64) -> io::Result<usize> {
@@ -105,6 +131,21 @@ mod tests {
     fn a_negative_descriptor_is_ebadf_not_a_panic() {
         let err = BorrowedFile::new(-1).err().map(|e| e.raw_os_error());
         assert_eq!(err, Some(Some(EBADF)));
+    }
+
+    #[test]
+    fn a_source_from_an_offset_reads_like_a_file_of_its_own() {
+        let data = b"hello world";
+        let tail = FromOffset::new(&data[..], 6);
+        let mut buf = [0u8; 8];
+        assert_eq!(tail.size().unwrap(), 5);
+        assert_eq!(read_full(&tail, &mut buf, 0).unwrap(), 5);
+        assert_eq!(&buf[..5], b"world");
+        assert_eq!(read_full(&tail, &mut buf, 3).unwrap(), 2);
+        assert_eq!(read_full(&tail, &mut buf, u64::MAX).unwrap(), 0);
+        let past = FromOffset::new(&data[..], 100);
+        assert_eq!(past.size().unwrap(), 0);
+        assert_eq!(read_full(&past, &mut buf, 0).unwrap(), 0);
     }
 
     #[test]

@@ -146,6 +146,10 @@ class DatasetSummary(NamedTuple):
     last_ts: Optional[int]
     elisions: int
     grants: List[str]  # each grants line's snapshot as JSON text, in file order
+    # Physical lines read: every ``\n`` in the range, plus one for an unfinished last line
+    # when it was read (`final_line`); blank lines count. A pass from where this range
+    # ends numbers its lines after these.
+    lines: int
 
 
 class DatasetPass(Protocol):
@@ -156,6 +160,12 @@ class DatasetPass(Protocol):
     def summary(self) -> DatasetSummary: ...
 
     def __iter__(self) -> Iterator[TableChunk]: ...
+
+    def id_digest(self) -> bytes:
+        """The exported envelopes' ids (a repeated id once), each as the 64-bit FNV-1a
+        hash of its UTF-8 bytes, sorted ascending, 8 bytes little-endian apiece; ``b""``
+        for none. Before or after the rows are taken: whether a range repeats an id of
+        an earlier one is told without holding the ids as text."""
 
 
 class Core(Protocol):
@@ -226,8 +236,12 @@ class Core(Protocol):
         arguments 2, results 4, extras 8), -1 for a line the strict reading refuses.
         ValueError when `needle` is not a JSON string's content in UTF-8."""
 
-    def dataset_pass(self, fd: int, stop: int, final_line: bool, extras: bool, chunk: int) -> DatasetPass:
-        """The dataset rows of bytes ``[0, stop)`` of `fd` (``dataset/rows.py``): every
-        envelope that parses, a later duplicate of an id left out (as salvage reads them),
-        folded as ``history.History`` folds them; bytes after the last ``\\n`` only if
-        `final_line`; message extras only if `extras`; chunks of about `chunk` bytes of lines."""
+    def dataset_pass(
+        self, fd: int, stop: int, final_line: bool, extras: bool, chunk: int, start: int = 0
+    ) -> DatasetPass:
+        """The dataset rows of bytes ``[start, stop)`` of `fd` (``dataset/rows.py``), read as
+        a file of their own (lines numbered from 1 at `start`, which is a line's start;
+        empty when ``start >= stop``): every envelope that parses, a later duplicate of an
+        id left out (as salvage reads them), folded as ``history.History`` folds them;
+        bytes after the last ``\\n`` only if `final_line`; message extras only if `extras`;
+        chunks of about `chunk` bytes of lines."""

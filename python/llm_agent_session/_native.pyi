@@ -202,6 +202,9 @@ class DatasetPass:
 
     @property
     def summary(self) -> DatasetSummary: ...
+    def id_digest(self) -> bytes:
+        """The kept envelopes' ids' FNV-1a hashes, sorted, 8 bytes little-endian each
+        (``_core.DatasetPass.id_digest``)."""
     def __iter__(self) -> DatasetPass: ...
     def __next__(self) -> Dict[str, Dict[str, Column]]: ...
 
@@ -214,6 +217,8 @@ class RowBuffer:
     def address(self) -> int: ...
     def __len__(self) -> int: ...
 
-def dataset_pass(fd: int, stop: int, final_line: bool, extras: bool, chunk: int) -> DatasetPass:
-    """The first pass and the fold over bytes ``[0, stop)`` of ``fd``
-    (``_pure.columns.dataset_pass``), or ``CoreFailure``/``OSError``."""
+def dataset_pass(
+    fd: int, stop: int, final_line: bool, extras: bool, chunk: int, start: int = 0
+) -> DatasetPass:
+    """The first pass and the fold over bytes ``[start, stop)`` of ``fd``, read as a file
+    of their own (``_pure.columns.dataset_pass``), or ``CoreFailure``/``OSError``."""

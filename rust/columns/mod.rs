@@ -44,6 +44,8 @@ pub struct Pass {
     pub grants_index: Vec<Option<i64>>,
     /// Runs of kept lines (index ranges) of about the requested bytes.
     pub runs: Vec<std::ops::Range<usize>>,
+    /// Physical lines read, blank ones and an unfinished last one included.
+    pub line_count: u64,
 }
 
 /// Read and fold `[0, stop)` of `src` (the bytes after the last `\n` only if
@@ -66,6 +68,7 @@ pub fn pass<S: Source + Sync + ?Sized>(
         .collect();
     drop(seen);
     let skipped = part.skipped + (total - kept.len()) as u64;
+    let line_count = part.line_count;
     let fold = fold::fold(&kept);
     let mut model = None;
     let (mut first_ts, mut last_ts) = (None::<i64>, None::<i64>);
@@ -115,6 +118,7 @@ pub fn pass<S: Source + Sync + ?Sized>(
         grants,
         grants_index,
         runs,
+        line_count,
     })
 }
 
@@ -129,5 +133,54 @@ impl Pass {
     ) -> CoreResult<Tables> {
         let range = self.runs.get(run).cloned().unwrap_or(0..0);
         rows::rows(src, self, range, extras, cursor)
+    }
+
+    /// The kept lines' ids' FNV-1a hashes, sorted, each 8 bytes little-endian: a
+    /// stable digest (unlike the keyed hashes) that another pass's can be checked
+    /// against for a repeated id.
+    pub fn id_digest(&self) -> Vec<u8> {
+        let mut hashes: Vec<u64> = self.lines.iter().map(|l| fnv1a(l.id.as_bytes())).collect();
+        hashes.sort_unstable();
+        hashes.iter().flat_map(|h| h.to_le_bytes()).collect()
+    }
+}
+
+/// 64-bit FNV-1a.
+fn fnv1a(bytes: &[u8]) -> u64 {
+    bytes.iter().fold(0xcbf2_9ce4_8422_2325, |h, &b| {
+        (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3)
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn fnv1a_is_the_published_one() {
+        assert_eq!(fnv1a(b""), 0xcbf2_9ce4_8422_2325);
+        assert_eq!(fnv1a(b"a"), 0xaf63_dc4c_8601_ec8c);
+        assert_eq!(fnv1a(b"foobar"), 0x8594_4171_f739_67e8);
+    }
+
+    fn line(id: &str, n: u64) -> String {
+        format!(
+            "{{\"v\":1,\"id\":\"{id}\",\"type\":\"message\",\"ts\":\"2024-01-01T00:00:00.000000Z\",\"payload\":{{\"role\":\"user\",\"content\":\"m{n}\"}}}}"
+        )
+    }
+
+    #[test]
+    fn the_digest_has_each_kept_id_once_sorted() {
+        let text = [line("b", 1), String::new(), line("a", 2), line("b", 3)].join("\n");
+        let pass = super::pass(text.as_bytes(), text.len() as u64, true, 1 << 12).unwrap();
+        assert_eq!(pass.lines.len(), 2);
+        assert_eq!(pass.line_count, 4);
+        let mut want = [fnv1a(b"a"), fnv1a(b"b")];
+        want.sort_unstable();
+        let want: Vec<u8> = want.iter().flat_map(|h| h.to_le_bytes()).collect();
+        assert_eq!(pass.id_digest(), want);
+        let empty = super::pass(&[][..], 0, true, 1 << 12).unwrap();
+        assert!(empty.id_digest().is_empty());
+        assert_eq!(empty.line_count, 0);
     }
 }

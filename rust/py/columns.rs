@@ -8,7 +8,7 @@ use pyo3::types::{PyBytes, PyDict};
 use crate::columns::buffers::Column;
 use crate::columns::lines::First;
 use crate::columns::{self, Cursor, Pass, Tables};
-use crate::file_io::{BorrowedFile, Source};
+use crate::file_io::{BorrowedFile, FromOffset, Source};
 
 use super::named::{self, call_kw};
 use super::to_pyerr;
@@ -19,14 +19,18 @@ use super::to_pyerr;
 pub struct DatasetPass {
     pass: Pass,
     fd: i32,
+    /// Where the range starts in the file: the pass's offsets count from it.
+    start: u64,
     extras: bool,
     next: usize,
     cursor: Cursor,
     summary: Py<PyAny>,
 }
 
-/// Read and fold bytes `[0, stop)` of `fd` (the twin of `_pure.columns.dataset_pass`).
+/// Read and fold bytes `[start, stop)` of `fd` as a file of their own (the twin of
+/// `_pure.columns.dataset_pass`).
 #[pyfunction]
+#[pyo3(signature = (fd, stop, final_line, extras, chunk, start = 0))]
 pub fn dataset_pass(
     py: Python<'_>,
     fd: i32,
@@ -34,14 +38,16 @@ pub fn dataset_pass(
     final_line: bool,
     extras: bool,
     chunk: u64,
+    start: u64,
 ) -> PyResult<DatasetPass> {
     let pass = py.allow_threads(move || {
-        if stop == 0 {
+        if stop <= start {
             return columns::pass(&[][..], 0, final_line, chunk);
         }
         let file = BorrowedFile::new(fd)?;
-        let stop = stop.min(file.size()?);
-        columns::pass(&*file, stop, final_line, chunk)
+        let src = FromOffset::new(&*file, start);
+        let stop = (stop - start).min(src.size()?);
+        columns::pass(&src, stop, final_line, chunk)
     });
     let pass = pass.map_err(|e| to_pyerr(py, e))?;
     let (first_type, meta) = match &pass.first {
@@ -67,11 +73,13 @@ pub fn dataset_pass(
         last_ts = pass.last_ts,
         elisions = pass.elisions,
         grants = pass.grants.clone(),
+        lines = pass.line_count,
     )?
     .unbind();
     Ok(DatasetPass {
         pass,
         fd,
+        start,
         extras,
         next: 0,
         cursor: Cursor::default(),
@@ -86,6 +94,14 @@ impl DatasetPass {
         self.summary.clone_ref(py)
     }
 
+    /// The kept envelopes' ids' FNV-1a hashes, sorted, 8 bytes little-endian each
+    /// (`Pass::id_digest`); the ids stay with the pass, so before or after the rows.
+    fn id_digest<'py>(&self, py: Python<'py>) -> Bound<'py, PyBytes> {
+        let pass = &self.pass;
+        let digest = py.allow_threads(move || pass.id_digest());
+        PyBytes::new(py, &digest)
+    }
+
     fn __iter__(slf: PyRef<'_, Self>) -> PyRef<'_, Self> {
         slf
     }
@@ -96,13 +112,19 @@ impl DatasetPass {
         }
         let run = self.next;
         self.next += 1;
-        let (pass, fd, extras, cursor) = (&self.pass, self.fd, self.extras, &mut self.cursor);
+        let (pass, fd, start, extras, cursor) = (
+            &self.pass,
+            self.fd,
+            self.start,
+            self.extras,
+            &mut self.cursor,
+        );
         let tables = py.allow_threads(move || -> crate::error::CoreResult<Tables> {
             if pass.lines.is_empty() {
                 return pass.rows(&[][..], run, extras, cursor);
             }
             let file = BorrowedFile::new(fd)?;
-            pass.rows(&*file, run, extras, cursor)
+            pass.rows(&FromOffset::new(&*file, start), run, extras, cursor)
         });
         let tables = tables.map_err(|e| to_pyerr(py, e))?;
         let out = PyDict::new(py);

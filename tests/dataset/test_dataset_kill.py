@@ -5,6 +5,7 @@ every table either all old or all new; and the next run completes it."""
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import shutil
@@ -21,7 +22,10 @@ from dataset_support import all_tables, every_kind, small
 STRACE = shutil.which("strace")
 pytestmark = [pytest.mark.slow, pytest.mark.skipif(STRACE is None, reason="strace not installed (Debian package strace)")]
 
-EXPORT = "import sys; from llm_agent_session.dataset import export; export(sys.argv[1], sys.argv[2])"
+# Every transcript keeps what a re-run needs to read only what it grew by (by default only
+# those of 8 MiB and more), so the grown one below takes that path, appendix and all.
+EXPORT = ("import sys; from llm_agent_session.dataset import export, grow; grow.GROW_MIN = 0; "
+          "export(sys.argv[1], sys.argv[2])")
 PUBLISH_CALLS = "rename,renameat,renameat2,link,linkat"
 
 
@@ -99,6 +103,9 @@ def test_a_kill_anywhere_leaves_old_or_new_and_the_next_run_completes(tmp_path: 
     reference = str(tmp_path / "reference")
     shutil.copytree(pristine, reference, symlinks=True)
     assert run_export(str(src), reference) == 0
+    with open(os.path.join(reference, "_dataset.json")) as f:
+        grown = [e for e in json.load(f)["sources"].values() if e["path"] == every]
+    assert grown and "appended" in grown[0]  # only its new bytes were read
     new = all_tables(reference)
     assert new != old
     old_glob, new_glob = by_session(glob_tables(pristine)), by_session(glob_tables(reference))

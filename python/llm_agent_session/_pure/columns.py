@@ -17,6 +17,7 @@ from __future__ import annotations
 import json
 import math
 import re
+import struct
 from array import array
 from datetime import datetime, timezone
 from itertools import accumulate
@@ -213,20 +214,39 @@ def bools(values: Sequence[Optional[bool]]) -> Column:
 # -- the pass --------------------------------------------------------------------------------
 
 
+_FNV_OFFSET, _FNV_PRIME, _U64 = 0xCBF29CE484222325, 0x100000001B3, (1 << 64) - 1
+
+
+def fnv1a(data: bytes) -> int:
+    """64-bit FNV-1a."""
+    h = _FNV_OFFSET
+    for b in data:
+        h = ((h ^ b) * _FNV_PRIME) & _U64
+    return h
+
+
 class PurePass:
     """``_core.DatasetPass`` of the reference: everything read and folded at once, one chunk."""
 
-    def __init__(self, summary: DatasetSummary, tables: TableChunk) -> None:
+    def __init__(self, summary: DatasetSummary, tables: TableChunk, ids: Sequence[str] = ()) -> None:
         self.summary = summary
         self._tables = tables
+        self._ids = ids
 
     def __iter__(self) -> Iterator[TableChunk]:
         yield self._tables
 
+    def id_digest(self) -> bytes:
+        hashes = sorted(fnv1a(i.encode("utf-8", "surrogatepass")) for i in self._ids)
+        return struct.pack(f"<{len(hashes)}Q", *hashes)
 
-def dataset_pass(fd: int, stop: int, final_line: bool, extras: bool, chunk: int) -> PurePass:
-    buf = read_span(fd, 0, stop)
-    events, spans, problems, _ = _replay._scan(buf, 0, final_line)
+
+def dataset_pass(fd: int, stop: int, final_line: bool, extras: bool, chunk: int, start: int = 0) -> PurePass:
+    # [start, stop) read as a file of its own: line numbers and offsets count from `start`.
+    buf = read_span(fd, start, stop)
+    events, spans, problems, end = _replay._scan(buf, 0, final_line)
+    # The lines `_scan` numbered: every `\n` read, and an unfinished last line if read.
+    lines = buf.count(b"\n") + (1 if final_line and len(buf) > end else 0)
     first_type = events[0].type if events and (not problems or spans[0][1] < problems[0][1]) else None
     kept: List[Tuple[Event, Tuple[int, int, int]]] = []
     seen = set()
@@ -377,6 +397,7 @@ def dataset_pass(fd: int, stop: int, final_line: bool, extras: bool, chunk: int)
         last_ts=max(stamps) if stamps else None,
         elisions=elisions,
         grants=grants_texts,
+        lines=lines,
     )
     return PurePass(summary, {
         "messages": _columns(messages, {"ordinal": "int64", "line": "int64", "ts": "timestamp", "bytes": "int64",
@@ -388,7 +409,7 @@ def dataset_pass(fd: int, stop: int, final_line: bool, extras: bool, chunk: int)
                                               "tokens_after": "int64", "fallback": "bool", "live": "bool"}),
         "rewinds": _columns(rewinds, {"line": "int64", "ts": "timestamp", "rewound": "int64"}),
         "grants": _columns(grants, {"line": "int64", "ts": "timestamp", "in_force": "bool"}),
-    })
+    }, [e.id for e, _ in kept])
 
 
 def _columns(values: Dict[str, List[Any]], kinds: Dict[str, str]) -> Dict[str, Column]:

@@ -3,30 +3,35 @@
 A run compares each file under SRC with what the manifest recorded of it (size, mtime,
 ctime, device, inode: a ``stat``, nothing read); only new and changed transcripts are read,
 and only the buckets they (or transcripts gone from SRC) touch are rewritten
-(``write.py``). A changed transcript is read whole again: its rows are replaced, whatever
-changed in it (an append, a repair, a rewrite).
+(``write.py``). A changed transcript is read whole again and its rows replaced, whatever
+changed in it (a repair, a rewrite), unless it only grew in a way that leaves every row
+written before as it is: then only its new bytes are read (``grow.py``).
 """
 
 from __future__ import annotations
 
+import dataclasses
 import errno
 import os
 import socket
 import stat as stat_module
 import time
+import uuid
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any, Callable, Dict, Iterator, List, Optional, Sequence, Set, Tuple, Union
 
-from .. import _backend
-from .._files import make_private_dirs
+from .. import _backend, _platform
+from .._files import make_private_dirs, write_all
+from ..errors import CoreFailure
 from .batches import empty_batch, session_batch
-from .rows import BUCKETS, CHUNK, Head, NotATranscript, Source, read_head, read_transcript
+from .grow import Growth, growth_batches, ids_path, read_growth
+from .rows import BUCKETS, CHUNK, CLEAN, Head, NotATranscript, Source, read_head, read_transcript
 from .schema import TABLE_NAMES
 from .write import (
-    LOCK, MANIFEST, PLACEHOLDER, STAGING, BucketFiles, DatasetError, NotADataset, bucket_key, collect_garbage,
-    complete_publish, copied, empty_manifest, out_lock, publish, published, read_manifest, rebuild,
-    remove_abandoned_staging, remove_orphans, split_key, staging_dir, write_manifest,
+    APPENDIX, IDS, LOCK, MANIFEST, PLACEHOLDER, STAGING, BucketFiles, DatasetError, NotADataset, bucket_key,
+    collect_garbage, complete_publish, copied, empty_manifest, ids_name, out_lock, publish, published, read_manifest,
+    rebuild, remove_abandoned_staging, remove_orphans, retire, split_key, staging_dir, write_manifest,
 )
 
 PathLike = Union[str, "os.PathLike[str]"]
@@ -36,8 +41,9 @@ EXPORTED, UNCHANGED, REMOVED, FAILED, SKIPPED = "exported", "unchanged", "remove
 @dataclass
 class FileResult:
     """What became of one file: ``exported`` (its rows written; `verdict` says whether it
-    loads), ``unchanged``, ``removed`` (gone from SRC: its rows deleted), ``skipped`` (not
-    a transcript) or ``failed`` (it could not be read; its earlier rows, if any, stay)."""
+    loads; `grown`: only the bytes it grew by were read, their rows added), ``unchanged``,
+    ``removed`` (gone from SRC: its rows deleted), ``skipped`` (not a transcript) or
+    ``failed`` (it could not be read; its earlier rows, if any, stay)."""
 
     path: str
     status: str
@@ -45,6 +51,7 @@ class FileResult:
     verdict: Optional[str] = None
     rows: Dict[str, int] = field(default_factory=dict)
     bytes: int = 0
+    grown: bool = False
 
 
 @dataclass
@@ -75,6 +82,9 @@ class Report:
         rows = ", ".join(f"{n:,} {t}" for t, n in self.rows.items())
         rate = self.bytes_read / 1e6 / self.seconds if self.seconds > 0 else 0.0
         note = f" ({self.would_fail} would not load: see sessions.verdict)" if self.would_fail else ""
+        grown = sum(1 for f in self.files if f.grown)
+        if grown:
+            note += f" ({grown} read only where {'it' if grown == 1 else 'they'} grew)"
         return (f"{files}{note}; rows written: {rows}; {self.bytes_read / 1e6:,.1f} MB read in "
                 f"{self.seconds:.2f} s ({rate:,.0f} MB/s)")
 
@@ -143,6 +153,10 @@ class BucketJob:
     extras: bool
     chunk: int
     backend: str
+    # Transcripts that grew (``grow.py``): in their home bucket, the sessions row to put in
+    # place of the published one; in the appendix bucket, (source, head, old entry, growth).
+    substitute: Dict[str, Dict[str, Any]] = field(default_factory=dict)
+    grown: List[Tuple[Source, Head, Dict[str, Any], Growth]] = field(default_factory=list)
 
 
 @dataclass
@@ -160,16 +174,23 @@ def build_bucket(job: BucketJob) -> BucketResult:
     _backend.use(job.backend)
     failed: Dict[str, FileResult] = {}
     stale = False
+    carried = job.keep + [k for k in job.substitute if job.old is not None and k in job.old.sources]
     while True:
         results: List[FileResult] = []
         entries: Dict[str, Dict[str, Any]] = {}
         files = BucketFiles(job.staging, job.date, job.k)
+        # Only sessions rows replaced: every other table is the published file, linked.
+        linked = None
+        if job.old is not None and not stale and not job.new and not job.grown and set(carried) == set(job.old.sources):
+            linked = dataclasses.replace(job.old, directory=job.out)
 
         def rows() -> Iterator[Tuple[str, str, Any]]:
             nonlocal stale
-            if job.old is not None and job.keep and not stale:
+            if job.old is not None and carried and not stale:
+                substitute = {k: session_batch(row) for k, row in job.substitute.items()}
                 try:
-                    yield from copied(job.out, job.old, job.keep, job.old.rows)
+                    yield from copied(job.out, job.old, carried, job.old.rows, substitute,
+                                      ("sessions",) if linked is not None else TABLE_NAMES)
                 except FileNotFoundError:  # superseded and collected meanwhile: rebuilt under the lock
                     stale = True
                     raise _Restart() from None
@@ -177,13 +198,62 @@ def build_bucket(job: BucketJob) -> BucketResult:
                 if source.key in failed:
                     continue
                 yield from _transcript_rows(source, head, job, results, entries, failed)
+            for source, head, entry, growth in job.grown:
+                if source.key not in failed:
+                    yield from _growth_rows(source, head, entry, growth, job, failed)
 
         try:
-            files.write(rows())
+            files.write(rows(), linked)
         except _Restart:
             continue
+        except FileNotFoundError:
+            if linked is None:
+                raise
+            stale = True  # the published files were collected meanwhile: rebuilt under the lock
+            continue
+        for source, head, entry, growth in job.grown:
+            if source.key in failed:
+                continue
+            results.append(FileResult(source.path, EXPORTED, None, CLEAN, dict(growth.rows, sessions=1),
+                                      growth.stop - growth.start, grown=True))
+            state = dict(growth.state, ids=_write_ids(job.staging, head, growth.ids))
+            entries[source.key] = dict(entry, **source.stamp(), path=source.path, host=source.host,
+                                       appended=files.rows[source.key], verdict=CLEAN, extras=job.extras, grow=state)
         results.extend(failed.values())
         return BucketResult(files if files.sources else None, None if stale else job.keep, results, entries)
+
+
+def _growth_rows(source: Source, head: Head, entry: Dict[str, Any], growth: Growth, job: BucketJob,
+                 failed: Dict[str, FileResult]) -> Iterator[Tuple[str, str, Any]]:
+    """A grown transcript's rows in the appendix: those it had there, then the new ones."""
+    yield source.key, "sessions", empty_batch("sessions")  # listed even with no row here
+    if job.old is not None and source.key in job.old.sources:
+        try:
+            yield from copied(job.out, job.old, [source.key], job.old.rows)
+        except FileNotFoundError:
+            raise _Restart() from None
+    session = entry["grow"]["session"]
+    common = (head.session_id, session["agent"], session["model"])
+    try:
+        for table, batch in growth_batches(source, growth, entry["grow"], common, job.extras, job.chunk):
+            yield source.key, table, batch
+    except (OSError, ValueError, CoreFailure) as e:
+        failed[source.key] = FileResult(source.path, FAILED, f"it changed while it was read ({e}); run again")
+        raise _Restart() from None
+
+
+def _write_ids(staging: str, head: Head, ids: bytes) -> str:
+    """A new id side file (``grow.py``) in the staging directory; its name. The publish
+    fsyncs it with the bucket files, many at once."""
+    name = f"{head.session_id}-{uuid.uuid4().hex[:16]}.ids"
+    path = ids_path(staging, name)
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | _platform.O_CLOEXEC, 0o600)
+    try:
+        write_all(fd, ids)
+    finally:
+        os.close(fd)
+    return name
 
 
 class _Restart(Exception):
@@ -218,6 +288,8 @@ def _transcript_rows(source: Source, head: Head, job: BucketJob, results: List[F
     entries[source.key] = dict(source.stamp(), path=source.path, host=source.host, session_id=head.session_id,
                                date=head.date, bucket=head.bucket, rows=rows, verdict=t.session["verdict"],
                                extras=job.extras)
+    if t.grow is not None:
+        entries[source.key]["grow"] = dict(t.grow, ids=_write_ids(job.staging, head, t.ids))
 
 
 # -- the run -------------------------------------------------------------------------------------
@@ -306,7 +378,10 @@ def export(src: Union[PathLike, Sequence[PathLike]], out: PathLike, *, jobs: int
                    if e.get("host") == host and k not in seen and any(_inside(e["path"], r) for r in srcs)]
         jobs_by_bucket: Dict[str, List[Tuple[Source, Head]]] = {}
         entries: Dict[str, Dict[str, Any]] = {}
+        grown = _growths(out, snapshot, changed, host, extras, chunk)
         for s in changed:
+            if s.key in grown:
+                continue
             try:
                 head = read_head(s)
             except NotATranscript as e:
@@ -321,16 +396,18 @@ def export(src: Union[PathLike, Sequence[PathLike]], out: PathLike, *, jobs: int
         leaving = {s.key for s in changed} | set(removed)
         touched = dict.fromkeys(jobs_by_bucket)
         for key in leaving:
-            entry = sources.get(key)
-            if entry is not None and "bucket" in entry:
-                touched[bucket_key(entry["date"], entry["bucket"])] = None
+            touched.update(dict.fromkeys(_buckets_of(sources.get(key))))
+        touched.update(dict.fromkeys(bucket_key(h.date, APPENDIX) for _, h, _ in grown.values()))
+        substitutes = _substitutes(grown)
         bucket_jobs = []
         for key in touched:
             date, k = split_key(key)
             old = published(snapshot, key)
             keep = [s for s in old.sources if s not in leaving] if old else []
-            bucket_jobs.append(BucketJob(out, staging, date, k, old, keep, jobs_by_bucket.get(key, []), extras,
-                                         chunk, _backend.core.name))
+            bucket_jobs.append(BucketJob(
+                out, staging, date, k, old, keep, jobs_by_bucket.get(key, []), extras, chunk, _backend.core.name,
+                substitutes.get(key, {}),
+                [(s, h, sources[s.key], g) for s, h, g in grown.values() if bucket_key(date, APPENDIX) == key]))
         built = _run_jobs(bucket_jobs, jobs, done)
         for r in built.values():
             entries.update(r.entries)
@@ -344,8 +421,44 @@ def export(src: Union[PathLike, Sequence[PathLike]], out: PathLike, *, jobs: int
                 and not _expired(snapshot)):
             return Report(results, time.perf_counter() - started, out)
         with out_lock(out, waiting):
-            _commit(out, staging, snapshot, bucket_jobs, built, entries, leaving, exported)
+            _commit(out, staging, snapshot, bucket_jobs, built, entries, leaving, exported, substitutes)
     return Report(results, time.perf_counter() - started, out)
+
+
+def _buckets_of(entry: Optional[Dict[str, Any]]) -> List[str]:
+    """The buckets a manifest entry's rows are in: its home bucket, and the appendix if it grew."""
+    if entry is None or "bucket" not in entry:
+        return []
+    home = [bucket_key(entry["date"], entry["bucket"])]
+    return home + [bucket_key(entry["date"], APPENDIX)] if "appended" in entry else home
+
+
+def _growths(out: str, snapshot: Dict[str, Any], changed: List[Source], host: str, extras: bool,
+             chunk: int) -> Dict[str, Tuple[Source, Head, Growth]]:
+    """The changed transcripts that only grew (``grow.py``), read as far as the checks go."""
+    grown: Dict[str, Tuple[Source, Head, Growth]] = {}
+    for s in changed:
+        entry = snapshot["sources"].get(s.key)
+        if entry is None or not entry.get("grow") or entry.get("host") != host:
+            continue
+        home = published(snapshot, bucket_key(entry["date"], entry["bucket"]))
+        if home is None or s.key not in home.sources:
+            continue
+        try:
+            growth = read_growth(s, entry, out, extras, chunk)
+        except (OSError, ValueError, CoreFailure):
+            growth = None  # it changed while it was read: exported whole, which decides
+        if growth is not None:
+            grown[s.key] = (s, Head(entry["session_id"], entry["date"], entry["bucket"]), growth)
+    return grown
+
+
+def _substitutes(grown: Dict[str, Tuple[Source, Head, Growth]]) -> Dict[str, Dict[str, Dict[str, Any]]]:
+    """Per home bucket, the sessions rows its grown transcripts get."""
+    out: Dict[str, Dict[str, Dict[str, Any]]] = {}
+    for s, head, growth in grown.values():
+        out.setdefault(bucket_key(head.date, head.bucket), {})[s.key] = growth.session
+    return out
 
 
 def _expired(manifest: Dict[str, Any]) -> bool:
@@ -384,7 +497,7 @@ def _run_jobs(bucket_jobs: List[BucketJob], jobs: int, done: Callable[[FileResul
 
 def _commit(out: str, staging: str, snapshot: Dict[str, Any], bucket_jobs: List[BucketJob],
             built: Dict[str, BucketResult], entries: Dict[str, Dict[str, Any]], leaving: Set[str],
-            exported: Set[str]) -> None:
+            exported: Set[str], substitutes: Dict[str, Dict[str, Dict[str, Any]]]) -> None:
     """Under OUT's lock: the manifest read again, the candidates checked against it (a bucket
     another run published meanwhile is rebuilt from both), the commit."""
     now = time.time()
@@ -396,13 +509,14 @@ def _commit(out: str, staging: str, snapshot: Dict[str, Any], bucket_jobs: List[
     # Where the leaving sources' rows are now (another run may have moved them).
     affected = {bucket_key(j.date, j.k) for j in bucket_jobs}
     for key in leaving:
-        e = sources.get(key)
-        if e is not None and "bucket" in e:
-            affected.add(bucket_key(e["date"], e["bucket"]))
+        affected.update(_buckets_of(sources.get(key)))
     before = {key: published(manifest, key) for key in affected}  # read while the sources are still listed
+    superseded = [ids_name(sources.get(key)) for key in leaving]
     for key in leaving:
         sources.pop(key, None)
     sources.update(entries)
+    still = {ids_name(e) for e in sources.values()}
+    retire(manifest, [os.path.join(IDS, n) for n in superseded if n and n not in still], now)
     ready: Dict[str, BucketFiles] = {}
     gone: List[str] = []
     for key in sorted(affected):
@@ -415,8 +529,13 @@ def _commit(out: str, staging: str, snapshot: Dict[str, Any], bucket_jobs: List[
         is_now = manifest["buckets"].get(key, {}).get("tag")
         if r is not None and r.files is not None and r.kept == keep and was == is_now:
             ready[key] = r.files  # nobody published this bucket meanwhile: the candidate holds
-        elif keep or ours:
-            ready[key] = rebuild(out, staging, date, k, now_published, keep, r.files if r else None, ours)
+        else:
+            # A grown transcript whose home candidate is missing: its published rows, its new sessions row.
+            substitute = {s: row for s, row in substitutes.get(key, {}).items() if s in exported and s not in ours}
+            carried = [s for s in now_published.sources if s not in leaving or s in substitute] if now_published else []
+            if carried or ours:
+                ready[key] = rebuild(out, staging, date, k, now_published, carried, r.files if r else None, ours,
+                                     substitute)
         if key not in ready or not ready[key].sources:
             ready.pop(key, None)
             if key in manifest["buckets"]:

@@ -17,18 +17,20 @@ import os
 import stat as stat_module
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-from typing import Any, Dict, Iterable, Iterator, Optional, Tuple
+from typing import Any, Dict, Iterable, Iterator, List, Optional, Tuple
 
 from .. import _backend, _platform
 from .._core import DatasetSummary, TableChunk
 from .._pure.columns import ts_micros
 from ..errors import CoreFailure
+from . import grow
 from .batches import record_batch
 
 #: Bytes of lines per chunk of rows: what bounds the memory an export holds at once.
 CHUNK = 8 << 20
-#: Buckets per partition: a session's rows of a table are in one of this many files.
-BUCKETS = 8
+#: Home buckets per partition: a session's rows of a table are in one of this many files
+#: (and what it grew by in one more, the partition's appendix: 8 files at most).
+BUCKETS = 7
 #: A first line longer than this is not read as a session-meta line.
 HEAD_LIMIT = 64 << 20
 NO_DATE = "1970-01-01"
@@ -171,6 +173,12 @@ class Transcript:
     _pass: Any
     _loads: bool
     counts: Dict[str, int] = field(default_factory=dict)
+    # What a later run needs to go on from the end (``grow.py``), gathered from the rows.
+    unanswered: List[str] = field(default_factory=list)  # call ids no tool message answered
+    in_force: Optional[List[str]] = None  # [id, snapshot] of the grants line in force
+    lines: int = 0
+    grow: Optional[Dict[str, Any]] = None  # the GrowState, once read to the end (big clean ones)
+    ids: bytes = b""  # with `grow`: the envelope ids' digest
 
     def batches(self) -> Iterator[Tuple[str, Any]]:
         import pyarrow as pa
@@ -181,6 +189,7 @@ class Transcript:
         rows = {t: 0 for t in ("messages", "tool_calls", "compactions", "rewinds", "grants")}
         live = 0
         outcomes: Dict[str, int] = {}
+        keeps_state = self._loads and self.source.size >= grow.GROW_MIN  # what grow.new_state needs is gathered
         try:
             chunk: TableChunk
             # A small transcript is one run of rows: nothing to overlap, no thread.
@@ -195,9 +204,24 @@ class Transcript:
                     elif table == "tool_calls":
                         for value in batch.column("outcome").to_pylist():
                             outcomes[value] = outcomes.get(value, 0) + 1
+                        if keeps_state:
+                            unanswered = pc.filter(batch.column("call_id"), pc.invert(batch.column("answered")))
+                            self.unanswered.extend(c for c in unanswered.to_pylist() if c is not None)
+                    elif table == "grants" and keeps_state:
+                        force = pc.filter(batch.column("id"), batch.column("in_force"))
+                        if len(force):  # the last grants line: its snapshot as dispatches carry it
+                            self.in_force = [force[0].as_py(), self._pass.summary.grants[-1]]
                     yield table, batch
+            self._count(rows, live, outcomes)
+            if keeps_state:
+                self.grow = grow.new_state(self, self._fd)
+                if self.grow is not None:
+                    self.ids = self._pass.id_digest()
         finally:
             os.close(self._fd)
+
+    def _count(self, rows: Dict[str, int], live: int, outcomes: Dict[str, int]) -> None:
+        self.lines = self._pass.summary.lines
         s = self.session
         pending = outcomes.get("dispatched", 0) + outcomes.get("result-recorded", 0)
         s.update(messages=rows["messages"], live_messages=live if self._loads else None,

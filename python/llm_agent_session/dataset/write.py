@@ -9,10 +9,12 @@ The layout (``docs/dataset.md`` says what each reader may rely on)::
     OUT/.lock                                              taken around a publish
     OUT/.staging-<run>/                                    a run's work until it is published
 
-A session's rows of a table all live in one file, its bucket's (``date`` from the
-session-meta line, which never changes, ``k`` from its id: at most 8 files per table and
-partition, however many transcripts). A bucket is rewritten whole, into a new file with
-a new tag; a file is never changed once written. Each publish makes a new view per
+A session's rows of a table live in its bucket's file (``date`` from the session-meta
+line, which never changes, ``k`` from its id, one of ``BUCKETS``), and the rows of what it
+grew by since it was last exported whole in the partition's appendix bucket (``k`` =
+``APPENDIX``): at most 8 files per table and partition, however many transcripts. A
+bucket is rewritten whole, into a new file with a new tag (a table whose rows do not
+change is a hard link to the file before); a file is never changed once written. Each publish makes a new view per
 table (hard links to the current files, complete before anything names it) and points
 the table's name at it in one rename.
 
@@ -41,7 +43,8 @@ from typing import Any, Dict, Iterable, Iterator, List, Optional, Sequence, Set,
 
 from .. import _platform
 from .._files import fsync_dir, write_all
-from .batches import ROW_GROUP_BYTES, empty_batch, pieces, size_of
+from .batches import ROW_GROUP_BYTES, empty_batch, pieces, session_batch, size_of
+from .rows import BUCKETS
 from .schema import TABLE_NAMES, write_schema
 
 MANIFEST = "_dataset.json"
@@ -49,7 +52,10 @@ VERSIONS = "_versions"
 VIEWS = "_views"
 LOCK = ".lock"
 STAGING = ".staging-"
-FORMAT = "llm-agent-session dataset 1"
+FORMAT = "llm-agent-session dataset 2"
+#: The appendix bucket's number: after the home buckets (``rows.BUCKETS``).
+APPENDIX = BUCKETS
+IDS = os.path.join(VERSIONS, "_ids")
 #: Seconds a superseded file stays for readers of an older manifest.
 GRACE = 600
 #: The bucket kept when there is no session at all, so every table directory holds a file.
@@ -107,6 +113,9 @@ def read_manifest(out: str) -> Dict[str, Any]:
         return empty_manifest()
     except ValueError as e:
         raise NotADataset(f"{path} is not a dataset manifest ({e}); OUT must be a directory this command made") from None
+    if isinstance(manifest, dict) and manifest.get("format") == "llm-agent-session dataset 1":
+        raise NotADataset(f"{path} was made by an earlier version (dataset 1, 8 buckets and no appendix); "
+                          "export into a new OUT (the transcripts are all read again)")
     if not isinstance(manifest, dict) or manifest.get("format") != FORMAT:
         raise NotADataset(f"{path} is not a manifest of this version ({FORMAT}); export into a new OUT")
     return manifest
@@ -265,12 +274,16 @@ class BucketFiles:
     def path(self, table: str) -> str:
         return os.path.join(self.directory, version_name(table, self.date, self.k, self.tag))
 
-    def write(self, rows: Iterable[Tuple[str, str, Any]]) -> None:
+    def write(self, rows: Iterable[Tuple[str, str, Any]], linked: Optional["BucketFiles"] = None) -> None:
         """Write the six files from `rows`: (source key, table, a batch of its rows). A
         source's rows of each table come in order, and the sources in the order they first
         appear (every source has its ``sessions`` row first or, for a transcript, last: the
         tables are files of their own). Batches are gathered into row groups of about
-        ``ROW_GROUP_BYTES``; a table without rows gets a file with its schema and none."""
+        ``ROW_GROUP_BYTES``; a table without rows gets a file with its schema and none.
+
+        `linked` (published files, paths relative to ``linked.directory``): every table but
+        ``sessions`` is a hard link to its file there, which `rows` must then hold nothing
+        of (a transcript that grew has only its ``sessions`` row replaced in its bucket)."""
         import pyarrow as pa
 
         writers: Dict[str, Any] = {}
@@ -285,16 +298,24 @@ class BucketFiles:
                 written[table] += t.num_rows
                 pending[table], held[table] = [], 0
 
+        written_tables = [t for t in TABLE_NAMES if linked is None or t == "sessions"]
         try:
             for table in TABLE_NAMES:
                 os.makedirs(os.path.dirname(self.path(table)), exist_ok=True)
-                writers[table] = _writer(self.path(table), table)
+                if table in written_tables:
+                    writers[table] = _writer(self.path(table), table)
+                else:
+                    assert linked is not None
+                    os.link(os.path.join(linked.directory, linked.path(table)), self.path(table))
             for key, table, batch in rows:
                 if key not in self.rows:
                     self.sources.append(key)
                     self.rows[key] = {t: 0 for t in TABLE_NAMES}
+                    if linked is not None:
+                        self.rows[key].update((t, n) for t, n in linked.rows[key].items() if t != "sessions")
                 if batch.num_rows == 0:
                     continue
+                assert table in writers, f"rows of {table}, a table linked to the files before"
                 self.rows[key][table] += batch.num_rows
                 split = pieces(batch)
                 for piece in split:
@@ -302,7 +323,7 @@ class BucketFiles:
                     held[table] += size_of(piece) // len(split)
                     if held[table] >= ROW_GROUP_BYTES:
                         flush(table)
-            for table in TABLE_NAMES:
+            for table in written_tables:
                 flush(table)
                 if written[table] == 0:
                     writers[table].write_batch(empty_batch(table))  # the schema, and no row
@@ -328,12 +349,16 @@ class BucketFiles:
         return out
 
 
-def copied(out: str, files: BucketFiles, keys: Sequence[str], rows: Dict[str, Dict[str, int]]
+def copied(out: str, files: BucketFiles, keys: Sequence[str], rows: Dict[str, Dict[str, int]],
+           substitute: Optional[Dict[str, Any]] = None, tables: Sequence[str] = TABLE_NAMES
            ) -> Iterator[Tuple[str, str, Any]]:
     """The rows of the sources `keys` (in the order of `files`) read back from `files`
-    (published ones: `out` is OUT; a run's own: `out` is ""), as ``BucketFiles.write`` takes them."""
+    (published ones: `out` is OUT; a run's own: `out` is ""), as ``BucketFiles.write`` takes
+    them; of `tables` only. `substitute`: source key -> the ``sessions`` row given instead
+    of the one read back (a transcript that grew)."""
     ranges = files.ranges(keys)
-    for table in TABLE_NAMES:  # sessions first: every source has its one row there
+    substitute = substitute or {}
+    for table in tables:  # sessions first: every source has its one row there
         batches = read_rows(os.path.join(out, files.path(table)), table, ranges[table])
         pending: Optional[Any] = None
         for key in [s for s in files.sources if s in set(keys)]:
@@ -344,7 +369,10 @@ def copied(out: str, files: BucketFiles, keys: Sequence[str], rows: Dict[str, Di
                 if pending is None:
                     pending = next(batches)
                 take = min(need, pending.num_rows)
-                yield key, table, pending.slice(0, take)
+                if table == "sessions" and key in substitute:
+                    yield key, table, substitute[key]
+                else:
+                    yield key, table, pending.slice(0, take)
                 pending = pending.slice(take) if take < pending.num_rows else None
                 need -= take
 
@@ -356,8 +384,15 @@ def published(manifest: Dict[str, Any], key: str) -> Optional[BucketFiles]:
         return None
     files = BucketFiles("", *split_key(key), tag=bucket["tag"])
     files.sources = list(bucket["sources"])
-    files.rows = {s: manifest["sources"][s]["rows"] for s in bucket["sources"]}
+    rows = "appended" if files.k == APPENDIX else "rows"
+    files.rows = {s: manifest["sources"][s][rows] for s in bucket["sources"]}
     return files
+
+
+def ids_name(entry: Optional[Dict[str, Any]]) -> Optional[str]:
+    """The id side file a manifest entry names (``grow.py``), if any."""
+    grow = (entry or {}).get("grow")
+    return grow.get("ids") if grow else None
 
 
 # -- the publish ---------------------------------------------------------------------------------
@@ -409,6 +444,7 @@ def _in_use(manifest: Dict[str, Any]) -> Set[str]:
         named.update(version_name(t, date, k, bucket["tag"]) for t in TABLE_NAMES)
     if "view" in manifest:
         named.update(view_name(t, int(manifest["view"])) for t in TABLE_NAMES)
+    named.update(os.path.join(IDS, n) for n in map(ids_name, manifest["sources"].values()) if n)
     return named
 
 
@@ -475,7 +511,10 @@ def publish(out: str, staging: str, manifest: Dict[str, Any], built: Dict[str, B
     an engine that opens a file twice (a footer, then row groups on other threads) reads
     the same bytes both times."""
     replaced: List[str] = []
-    fsync_all(files.path(t) for files in built.values() for t in TABLE_NAMES)  # before any rename
+    staged_ids = os.path.join(staging, "_ids")
+    ids = [n for n in map(ids_name, manifest["sources"].values()) if n and os.path.exists(os.path.join(staged_ids, n))]
+    fsync_all([files.path(t) for files in built.values() for t in TABLE_NAMES] +
+              [os.path.join(staged_ids, n) for n in ids])  # before any rename
     moved: List[str] = []
     for key, files in built.items():
         old = manifest["buckets"].get(key)
@@ -491,6 +530,10 @@ def publish(out: str, staging: str, manifest: Dict[str, Any], built: Dict[str, B
         old = manifest["buckets"].pop(key, None)
         if old is not None:
             replaced.extend(version_name(t, *split_key(key), old["tag"]) for t in TABLE_NAMES)
+    for name in ids:  # this run's id side files (grow.py)
+        os.makedirs(os.path.join(out, IDS), exist_ok=True)
+        os.replace(os.path.join(staged_ids, name), os.path.join(out, IDS, name))
+        moved.append(os.path.join(out, IDS))
     fsync_all(moved)
     view = int(manifest.get("view", 0)) + 1
     made: List[str] = []
@@ -517,15 +560,16 @@ def publish(out: str, staging: str, manifest: Dict[str, Any], built: Dict[str, B
 
 
 def rebuild(out: str, staging: str, date: str, k: int, old: Optional[BucketFiles], keep: Sequence[str],
-            ours: Optional[BucketFiles], our_keys: Sequence[str]) -> BucketFiles:
-    """A bucket's files made again from what is published (`old`, its sources `keep`) and
-    from a candidate this run built (`ours`, its sources `our_keys`), without reading any
-    transcript."""
+            ours: Optional[BucketFiles], our_keys: Sequence[str],
+            substitute: Optional[Dict[str, Dict[str, Any]]] = None) -> BucketFiles:
+    """A bucket's files made again from what is published (`old`, its sources `keep`, with
+    the sessions rows of `substitute` given instead) and from a candidate this run built
+    (`ours`, its sources `our_keys`), without reading any transcript."""
     files = BucketFiles(staging, date, k)
 
     def rows() -> Iterator[Tuple[str, str, Any]]:
         if old is not None and keep:
-            yield from copied(out, old, keep, old.rows)
+            yield from copied(out, old, keep, old.rows, {s: session_batch(r) for s, r in (substitute or {}).items()})
         if ours is not None and our_keys:
             yield from copied("", ours, our_keys, ours.rows)
 

@@ -117,3 +117,41 @@ for v in range(1, 9):
     assert sum(len(v) for v in versions.values()) > count  # it did see sessions change
     final = query(out, "SELECT DISTINCT text FROM messages").to_pylist()
     assert {r["text"] for r in final} <= {f"v{v}" for v in range(9)}
+
+
+def test_two_exports_that_each_add_to_one_appendix_both_land(tmp_path: Any) -> None:
+    """Transcripts of one day that grew, in two trees exported at once: both runs add rows
+    to that partition's appendix, and the second to publish rebuilds it from both."""
+    from dataset_support import all_tables
+
+    grow_export = ("import sys; from llm_agent_session.dataset import export, grow; grow.GROW_MIN = 0; "
+                   "export(sys.argv[1], sys.argv[2])")
+    out = str(tmp_path / "out")
+    a, b = tmp_path / "a", tmp_path / "b"
+    os.makedirs(a)
+    os.makedirs(b)
+    write_version(str(a / "a0.jsonl"), 1000, 3)
+    for i in range(20):
+        write_version(str(b / f"b{i}.jsonl"), i, 0)
+    for tree in (a, b):
+        assert subprocess.run([sys.executable, "-c", grow_export, str(tree), out], timeout=300).returncode == 0
+    for path in [a / "a0.jsonl"] + [b / f"b{i}.jsonl" for i in range(20)]:
+        with open(path, "ab") as f:  # appended in place: the next runs read only these lines
+            f.write(env_line(f"grown-{path.name}", "message", {"role": "user", "content": "grown"}))
+    generate(str(a / "big.jsonl"), 6 << 20, seed=3)  # keeps A's run busy while B publishes
+    first = subprocess.Popen([sys.executable, "-c", grow_export, str(a), out])
+    deadline = time.time() + 120
+    while not any(n.startswith(".staging-") for n in os.listdir(out)):
+        assert time.time() < deadline and first.poll() is None
+        time.sleep(0.01)
+    second = subprocess.run([sys.executable, "-c", grow_export, str(b), out], timeout=300)
+    assert second.returncode == 0 and first.wait(300) == 0
+    import json
+
+    with open(os.path.join(out, "_dataset.json")) as f:
+        sources = json.load(f)["sources"].values()
+    assert sum(1 for e in sources if "appended" in e) == 21  # every grown one read only where it grew
+    fresh = str(tmp_path / "fresh")
+    for tree in (a, b):
+        assert subprocess.run([sys.executable, "-c", EXPORT, str(tree), fresh], timeout=300).returncode == 0
+    assert all_tables(out) == all_tables(fresh)

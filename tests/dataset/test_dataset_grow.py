@@ -69,6 +69,27 @@ def pending_base(path: str) -> str:
         return s.append_tool_dispatched("late", "bash", {"cmd": "make"})
 
 
+def unanswered_base(path: str) -> str:
+    """A transcript ending with a call settled that no tool message answered."""
+    op = pending_base(path)
+    with Session.load(path) as s:
+        s.append_tool_settled(op, "failed", error="killed")
+    return op
+
+
+def settle_line(path: str, new_id: str, **changes: Any) -> bytes:
+    """The transcript's last tool-settled line again, with another id and `changes` to its payload."""
+    with open(path, "rb") as f:
+        settle = [json.loads(x) for x in f.read().splitlines() if b'"tool-settled"' in x][-1]
+    settle["id"] = new_id
+    settle["payload"].update(changes)
+    return (json.dumps(settle) + "\n").encode()
+
+
+def settle_pending(s: Session, outcome: str = "completed") -> None:
+    s.append_tool_settled(s.pending_tool_operations()[0].op_id, outcome, duration=2.0, error="boom", reason="why")
+
+
 # What is appended, and whether the re-run can read only the new bytes.
 GROWTHS: Dict[str, Any] = {
     "turns": (small, lambda p: appended(p, lambda s: [turn(s, n) for n in range(5)]), True),
@@ -79,11 +100,19 @@ GROWTHS: Dict[str, Any] = {
     "grants where there were none": (small, lambda p: appended(p, lambda s: (
         s.append_grants({"bash": {"allow": ["ls"]}}), turn(s, 1))), True),
     "dispatches under the grants of before": (every_kind, lambda p: appended(p, lambda s: turn(s, 7)), True),
-    "a settle of a call pending before": (pending_base, lambda p: appended(p, lambda s: (
-        s.append_message(tool_message("late", "done")), s.append_tool_settled(s.pending_tool_operations()[0].op_id,
-                                                                              "completed"))), False),
-    "an answer to a call unanswered before": (pending_base, lambda p: appended(p, lambda s: s.append_message(
-        tool_message("late", "done"))), False),
+    "an answer and a settle of a call pending before": (pending_base, lambda p: appended(p, lambda s: (
+        s.append_message(tool_message("late", "done")), settle_pending(s))), True),
+    "a settle of a call pending before, then its answer": (pending_base, lambda p: appended(p, lambda s: (
+        settle_pending(s, "failed"), turn(s, 1), s.append_message(tool_message("late", "late result")))), True),
+    "an answer to a call pending before": (pending_base, lambda p: appended(p, lambda s: s.append_message(
+        tool_message("late", "done"))), True),
+    "an answer to a call settled unanswered before": (unanswered_base, lambda p: appended(p, lambda s: (
+        turn(s, 1), s.append_message(tool_message("late", "done")))), True),
+    "a second settle of a call settled before": (unanswered_base, lambda p: raw(p, settle_line(p, "again")), False),
+    "a settle of a call pending before with a bad outcome": (pending_base, lambda p: (
+        raw(p, settle_line(p, "bad", **{"op-id": line_of(p, -1)["id"], "outcome": "maybe"})),), False),
+    "a settle of a call pending before, and a refused line": (pending_base, lambda p: (
+        appended(p, settle_pending), raw(p, settle_line(p, "twice"))), False),
     "a compaction": (small, lambda p: appended(p, lambda s: s.append_compaction(
         "summary", s.append_message(user_message("fold me")), 100, 10)), False),
     "a rewind": (small, lambda p: appended(p, lambda s: (turn(s, 1), s.append_rewind(None))), False),
@@ -133,7 +162,13 @@ def test_growing_again_and_again_then_a_whole_export(tmp_path: Any) -> None:
         again = export(str(src), out)
         assert [f.grown for f in again.files] == [True, True]
         same_as_whole(tmp_path, str(src), out)
+    # A call dispatched in the last run's new lines, settled now: its row is in the appendix.
     appended(b, lambda s: s.append_tool_settled(s.pending_tool_operations()[0].op_id, "failed"))
+    again = export(str(src), out)
+    assert {os.path.basename(f.path): (f.status, f.grown) for f in again.files} == {
+        "a.jsonl": ("unchanged", False), "b.jsonl": ("exported", True)}
+    same_as_whole(tmp_path, str(src), out)
+    appended(b, lambda s: s.append_compaction("summary", s.message_ids[-1], 100, 10))
     again = export(str(src), out)
     assert {os.path.basename(f.path): (f.status, f.grown) for f in again.files} == {
         "a.jsonl": ("unchanged", False), "b.jsonl": ("exported", False)}
@@ -193,3 +228,22 @@ def test_a_grown_export_by_one_core_goes_on_with_the_other(tmp_path: Any, backen
     finally:
         _backend.use(backend_name)
     same_as_whole(tmp_path, str(src), out)
+
+
+def test_an_operation_stays_open_from_run_to_run_until_its_settle(tmp_path: Any) -> None:
+    """A call pending at the whole export, still pending after a run that read other new
+    lines, answered in the next and settled in the one after: each run reads only its new
+    lines, and its row (in the transcript's own bucket) follows."""
+    src, out = tmp_path / "src", str(tmp_path / "out")
+    path = str(src / "a.jsonl")
+    os.makedirs(src)
+    pending_base(path)
+    export(str(src), out)
+    steps = [lambda s: turn(s, 1), lambda s: s.append_message(tool_message("late", "done")), settle_pending]
+    for step in steps:
+        appended(path, step)
+        again = export(str(src), out)
+        assert [f.grown for f in again.files] == [True]
+        got = same_as_whole(tmp_path, str(src), out)
+    late = [r for r in got["tool_calls"] if r["call_id"] == "late"]
+    assert [(r["outcome"], r["answered"], r["duration"]) for r in late] == [("completed", True, 2.0)]

@@ -157,6 +157,8 @@ class BucketJob:
     # place of the published one; in the appendix bucket, (source, head, old entry, growth).
     substitute: Dict[str, Dict[str, Any]] = field(default_factory=dict)
     grown: List[Tuple[Source, Head, Dict[str, Any], Growth]] = field(default_factory=list)
+    # In their home bucket: the open operations' rows a grown transcript's new lines change.
+    patches: Dict[str, Dict[str, Dict[str, Any]]] = field(default_factory=dict)
 
 
 @dataclass
@@ -179,18 +181,20 @@ def build_bucket(job: BucketJob) -> BucketResult:
         results: List[FileResult] = []
         entries: Dict[str, Dict[str, Any]] = {}
         files = BucketFiles(job.staging, job.date, job.k)
-        # Only sessions rows replaced: every other table is the published file, linked.
+        # Only sessions rows (and open operations' rows) replaced: every other table is the
+        # published file, linked.
         linked = None
+        written: Sequence[str] = TABLE_NAMES
         if job.old is not None and not stale and not job.new and not job.grown and set(carried) == set(job.old.sources):
             linked = dataclasses.replace(job.old, directory=job.out)
+            written = ("sessions", "tool_calls") if job.patches else ("sessions",)
 
         def rows() -> Iterator[Tuple[str, str, Any]]:
             nonlocal stale
             if job.old is not None and carried and not stale:
                 substitute = {k: session_batch(row) for k, row in job.substitute.items()}
                 try:
-                    yield from copied(job.out, job.old, carried, job.old.rows, substitute,
-                                      ("sessions",) if linked is not None else TABLE_NAMES)
+                    yield from copied(job.out, job.old, carried, job.old.rows, substitute, written, job.patches)
                 except FileNotFoundError:  # superseded and collected meanwhile: rebuilt under the lock
                     stale = True
                     raise _Restart() from None
@@ -203,7 +207,7 @@ def build_bucket(job: BucketJob) -> BucketResult:
                     yield from _growth_rows(source, head, entry, growth, job, failed)
 
         try:
-            files.write(rows(), linked)
+            files.write(rows(), linked, [t for t in TABLE_NAMES if t not in written])
         except _Restart:
             continue
         except FileNotFoundError:
@@ -229,7 +233,7 @@ def _growth_rows(source: Source, head: Head, entry: Dict[str, Any], growth: Grow
     yield source.key, "sessions", empty_batch("sessions")  # listed even with no row here
     if job.old is not None and source.key in job.old.sources:
         try:
-            yield from copied(job.out, job.old, [source.key], job.old.rows)
+            yield from copied(job.out, job.old, [source.key], job.old.rows, patches={source.key: growth.patches})
         except FileNotFoundError:
             raise _Restart() from None
     session = entry["grow"]["session"]
@@ -399,6 +403,8 @@ def export(src: Union[PathLike, Sequence[PathLike]], out: PathLike, *, jobs: int
             touched.update(dict.fromkeys(_buckets_of(sources.get(key))))
         touched.update(dict.fromkeys(bucket_key(h.date, APPENDIX) for _, h, _ in grown.values()))
         substitutes = _substitutes(grown)
+        patches = {key: {s: grown[s][2].patches for s in rows if grown[s][2].patch_home}
+                   for key, rows in substitutes.items()}
         bucket_jobs = []
         for key in touched:
             date, k = split_key(key)
@@ -407,7 +413,8 @@ def export(src: Union[PathLike, Sequence[PathLike]], out: PathLike, *, jobs: int
             bucket_jobs.append(BucketJob(
                 out, staging, date, k, old, keep, jobs_by_bucket.get(key, []), extras, chunk, _backend.core.name,
                 substitutes.get(key, {}),
-                [(s, h, sources[s.key], g) for s, h, g in grown.values() if bucket_key(date, APPENDIX) == key]))
+                [(s, h, sources[s.key], g) for s, h, g in grown.values() if bucket_key(date, APPENDIX) == key],
+                patches.get(key, {})))
         built = _run_jobs(bucket_jobs, jobs, done)
         for r in built.values():
             entries.update(r.entries)
@@ -421,7 +428,7 @@ def export(src: Union[PathLike, Sequence[PathLike]], out: PathLike, *, jobs: int
                 and not _expired(snapshot)):
             return Report(results, time.perf_counter() - started, out)
         with out_lock(out, waiting):
-            _commit(out, staging, snapshot, bucket_jobs, built, entries, leaving, exported, substitutes)
+            _commit(out, staging, snapshot, bucket_jobs, built, entries, leaving, exported, substitutes, patches)
     return Report(results, time.perf_counter() - started, out)
 
 
@@ -497,7 +504,8 @@ def _run_jobs(bucket_jobs: List[BucketJob], jobs: int, done: Callable[[FileResul
 
 def _commit(out: str, staging: str, snapshot: Dict[str, Any], bucket_jobs: List[BucketJob],
             built: Dict[str, BucketResult], entries: Dict[str, Dict[str, Any]], leaving: Set[str],
-            exported: Set[str], substitutes: Dict[str, Dict[str, Dict[str, Any]]]) -> None:
+            exported: Set[str], substitutes: Dict[str, Dict[str, Dict[str, Any]]],
+            patches: Dict[str, Dict[str, Dict[str, Dict[str, Any]]]]) -> None:
     """Under OUT's lock: the manifest read again, the candidates checked against it (a bucket
     another run published meanwhile is rebuilt from both), the commit."""
     now = time.time()
@@ -535,7 +543,7 @@ def _commit(out: str, staging: str, snapshot: Dict[str, Any], bucket_jobs: List[
             carried = [s for s in now_published.sources if s not in leaving or s in substitute] if now_published else []
             if carried or ours:
                 ready[key] = rebuild(out, staging, date, k, now_published, carried, r.files if r else None, ours,
-                                     substitute)
+                                     substitute, {s: p for s, p in patches.get(key, {}).items() if s in substitute})
         if key not in ready or not ready[key].sources:
             ready.pop(key, None)
             if key in manifest["buckets"]:

@@ -2,18 +2,21 @@
 
 A running agent appends; re-reading a 1 GB transcript for the last megabyte costs seconds.
 So a whole export of a big clean transcript keeps, in its manifest entry, what the next
-run needs to go on from its end (``GrowState``): its ``sessions`` row, where its lines and
-message ordinals stopped, the calls no tool message answered yet, the grants in force, a
-digest of both ends of the bytes read, and a side file of its envelope ids' hashes.
+run needs to go on from its end (the grow state): its ``sessions`` row, where its lines
+and message ordinals stopped, its open operations (not settled, or not answered by a tool
+message), the grants in force, a digest of both ends of the bytes read, and a side file
+of its envelope ids' hashes.
 
 The next run reads only the new bytes (the core's dataset pass from ``start``) and takes
 that path only where it gives the rows a whole export would: the exported bytes' ends are
-unchanged (same file, same first and last 64 KiB), the new lines load cleanly on their own
-and reuse no earlier id, and none of them changes a row already written. A new line that
-would change one (a settle or tool message for an earlier call, a compaction, a rewind, an
-elision or grants after earlier ones, a first model) sends the transcript back to a whole
-export, as does growth past ``GROW_MAX`` since the last whole one. The new rows go to the
-partition's appendix bucket (``write.py``); the ``sessions`` row is replaced where it is.
+unchanged (same file, same first and last 64 KiB), the new lines load cleanly (the core's
+fold refuses only settles of open operations, which ``FoldState.check``, load's own rule,
+then accepts) and reuse no earlier id, and the only rows written before that they change
+are those of open operations (settled, answered: patched where they are). A new line that
+would change another (a compaction, a rewind, an elision of an earlier message, grants
+after earlier ones, a first model) sends the transcript back to a whole export, as does
+growth past ``GROW_MAX`` since the last whole one. The new rows go to the partition's
+appendix bucket (``write.py``); the ``sessions`` row is replaced where it is.
 """
 
 from __future__ import annotations
@@ -36,8 +39,11 @@ GROW_MIN = 8 << 20
 #: Growth past this since the last whole export: the transcript is exported whole again
 #: (what the appendix holds of one transcript stays bounded).
 GROW_MAX = 32 << 20
-#: Calls left unanswered beyond this: no state is kept (each new tool message is checked against them).
-UNANSWERED_MAX = 10_000
+#: Open operations beyond this: no state is kept (each is carried from run to run).
+OPEN_MAX = 10_000
+#: The tool_calls columns a later settle or tool message changes.
+PATCHED = ("outcome", "settled_id", "settled_at", "duration", "error", "reason", "answered", "answered_by")
+PENDING = ("dispatched", "result-recorded")
 #: Bytes digested at each end of the exported prefix.
 ENDS = 64 << 10
 
@@ -106,6 +112,8 @@ class Growth:
     ids: bytes  # the new id digest
     rows: Dict[str, int]  # new rows per table
     grants_fill: Optional[Tuple[str, str]]  # (id, snapshot) in force for new dispatches, if any
+    patches: Dict[str, Dict[str, Any]]  # op id -> the tool_calls columns its row now has instead
+    patch_home: bool  # some of them are in the transcript's home bucket (else in the appendix)
 
 
 def _eligible(entry: Dict[str, Any], source: Any, extras: bool) -> Optional[Dict[str, Any]]:
@@ -145,7 +153,7 @@ def read_growth(source: Any, entry: Dict[str, Any], out: str, extras: bool, chun
             return None
         found = core.dataset_pass(fd, size, True, extras, chunk, start)
         summary = found.summary
-        if summary.skipped or summary.refused or summary.first_type in (None, "session-meta"):
+        if summary.skipped or summary.first_type in (None, "session-meta"):
             return None
         if summary.grants and state["grants_count"]:
             return None  # the grants line in force until now would stop being so
@@ -161,7 +169,13 @@ def read_growth(source: Any, entry: Dict[str, Any], out: str, extras: bool, chun
         counted = _count(found, state, summary)
         if counted is None:
             return None
-        rows, live, outcomes, unanswered, in_force = counted
+        rows, live, outcomes, opened, in_force, answers_open = counted
+        patches: Dict[str, Dict[str, Any]] = {}
+        if summary.refused or answers_open:
+            patches_or_none = _open_operations(core.scan(fd, start, size, True).events, state, summary.refused)
+            if patches_or_none is None:
+                return None
+            patches = patches_or_none
         new_ends = ends_digest(fd, size)
     finally:
         os.close(fd)
@@ -172,6 +186,17 @@ def read_growth(source: Any, entry: Dict[str, Any], out: str, extras: bool, chun
              first_ts=min(first_ts) if first_ts else None, last_ts=max(last_ts) if last_ts else None,
              messages=s["messages"] + rows["messages"], live_messages=s["live_messages"] + live,
              tool_calls=s["tool_calls"] + rows["tool_calls"], grants=s["grants"] + rows["grants"])
+    open_now = []
+    for op in state["open"]:
+        op_id, call_id, outcome, answered, home = op
+        patch = patches.get(op_id)
+        if patch is not None:
+            outcomes[outcome] = outcomes.get(outcome, 0) - 1
+            outcome = patch.get("outcome", outcome)
+            outcomes[outcome] = outcomes.get(outcome, 0) + 1
+            answered = answered or bool(patch.get("answered"))
+        if outcome in PENDING or not answered:
+            open_now.append([op_id, call_id, outcome, answered, home])
     for outcome in ("completed", "failed", "outcome_unknown", "dispatched", "result_recorded"):
         s[outcome] += outcomes.get(outcome.replace("_", "-"), 0)
     s["pending_operations"] = s["dispatched"] + s["result_recorded"]
@@ -179,24 +204,72 @@ def read_growth(source: Any, entry: Dict[str, Any], out: str, extras: bool, chun
     if not summary.grants and state["in_force"] is not None:
         fill = (state["in_force"][0], state["in_force"][1])
     new_state = dict(state, size=size, ends=new_ends, lines=state["lines"] + summary.lines,
-                     messages=state["messages"] + rows["messages"], session=s,
-                     unanswered=state["unanswered"] + unanswered,
+                     messages=state["messages"] + rows["messages"], session=s, open=open_now + opened,
                      in_force=in_force if in_force is not None else state["in_force"],
                      grants_count=state["grants_count"] + rows["grants"])
-    if len(new_state["unanswered"]) > UNANSWERED_MAX:
+    if len(new_state["open"]) > OPEN_MAX:
         return None
-    return Growth(start, size, s, new_state, ids, rows, fill)
+    home = {op[0] for op in state["open"] if op[4]}
+    return Growth(start, size, s, new_state, ids, rows, fill, patches, any(op_id in home for op_id in patches))
+
+
+def _open_operations(events: Any, state: Dict[str, Any], refused: int) -> Optional[Dict[str, Dict[str, Any]]]:
+    """What the new lines do to the operations open at the last export: per operation, the
+    tool_calls columns its row gets instead. The core's fold over the new lines alone
+    refused every settle of one of them (it never saw the dispatch); each is checked here
+    by load's own rule as the whole fold would check it, and it must account for every
+    refusal (None where another line was refused: that line would fail a load)."""
+    from .._fold import FoldProblem, FoldState
+    from .._pure.columns import float64, string, ts_micros
+
+    fold = FoldState()
+    ops = {op[0]: op for op in state["open"]}
+    fold.pending = {op_id: op for op_id, op in ops.items() if op[2] in PENDING}
+    waiting: Dict[str, List[str]] = {}
+    for op_id, call_id, _, answered, _ in state["open"]:
+        if not answered and isinstance(call_id, str):
+            waiting.setdefault(call_id, []).append(op_id)
+    patches: Dict[str, Dict[str, Any]] = {}
+    accepted = 0
+    for event in events:
+        payload = event.payload
+        if event.type == "tool-settled":
+            op_id = payload.get("op-id")
+            if not isinstance(op_id, str) or op_id not in fold.pending:
+                continue
+            try:
+                fold.check("tool-settled", payload)
+            except FoldProblem:
+                continue  # refused by the whole fold too
+            del fold.pending[op_id]
+            fold.settled.add(op_id)
+            accepted += 1
+            patches.setdefault(op_id, {}).update(
+                outcome=payload["outcome"], settled_id=event.id, settled_at=ts_micros(event.ts),
+                duration=float64(payload.get("duration")), error=string(payload.get("error")),
+                reason=string(payload.get("reason")))
+        elif event.type == "message" and payload.get("role") == "tool":
+            call_id = payload.get("tool_call_id")
+            for op_id in waiting.pop(call_id, ()) if isinstance(call_id, str) else ():
+                patch = patches.setdefault(op_id, {})
+                patch.update(answered=True, answered_by=event.id)
+                if patch.get("outcome", ops[op_id][2]) == "dispatched":
+                    patch["outcome"] = "result-recorded"
+    return patches if accepted == refused else None
 
 
 def _count(found: Any, state: Dict[str, Any], summary: Any) -> Optional[Tuple[Dict[str, int], int, Dict[str, int],
-                                                                                List[str], Optional[List[str]]]]:
-    """The new rows' counts, or None where one of them would change a row written before."""
+                                                                                List[List[Any]], Optional[List[str]], bool]]:
+    """The new rows' counts, the operations they leave open, and whether a tool message
+    among them names an open operation's call; None where one of them would change a row
+    written before other than an open operation's."""
     rows = {t: 0 for t in ("messages", "tool_calls", "compactions", "rewinds", "grants")}
     live = 0
     outcomes: Dict[str, int] = {}
-    unanswered: List[str] = []
+    opened: List[List[Any]] = []
     in_force: Optional[List[str]] = None
-    waiting = set(state["unanswered"])
+    waiting = {op[1] for op in state["open"] if not op[3]}
+    answers_open = False
     for chunk in found:
         for table, columns in chunk.items():
             if not columns or next(iter(columns.values())).length == 0:
@@ -208,19 +281,19 @@ def _count(found: Any, state: Dict[str, Any], summary: Any) -> Optional[Tuple[Di
             if table == "messages":
                 live += sum(1 for v in batch.column("live").to_pylist() if v)
                 if waiting and any(c in waiting for c in batch.column("tool_call_id").to_pylist() if c is not None):
-                    return None  # it answers a call exported unanswered
+                    answers_open = True
             elif table == "tool_calls":
-                for outcome, answered, call in zip(batch.column("outcome").to_pylist(),
-                                                   batch.column("answered").to_pylist(),
-                                                   batch.column("call_id").to_pylist()):
+                for op_id, outcome, answered, call in zip(
+                        batch.column("op_id").to_pylist(), batch.column("outcome").to_pylist(),
+                        batch.column("answered").to_pylist(), batch.column("call_id").to_pylist()):
                     outcomes[outcome] = outcomes.get(outcome, 0) + 1
-                    if not answered and call is not None:
-                        unanswered.append(call)
+                    if outcome in PENDING or not answered:
+                        opened.append([op_id, call, outcome, answered, False])
             elif table == "grants":
                 for gid, force in zip(batch.column("id").to_pylist(), batch.column("in_force").to_pylist()):
                     if force:  # the last grants line: its snapshot as dispatches carry it
                         in_force = [gid, summary.grants[-1]]
-    return rows, live, outcomes, unanswered, in_force
+    return rows, live, outcomes, opened, in_force, answers_open
 
 
 def _strings(values: List[str]) -> Any:
@@ -272,10 +345,31 @@ def new_state(t: Any, fd: int) -> Optional[Dict[str, Any]]:
     read to the end), or None where a later run could not go on from it."""
     s = t.session
     size = s["bytes"]
-    if s["verdict"] != "clean" or size < GROW_MIN or len(t.unanswered) > UNANSWERED_MAX:
+    if s["verdict"] != "clean" or size < GROW_MIN or len(t.open) > OPEN_MAX:
         return None
     if _platform.pread(fd, 1, size - 1) != b"\n":
         return None
     return {"size": size, "base": size, "ends": ends_digest(fd, size), "lines": t.lines,
-            "messages": s["messages"], "unanswered": list(t.unanswered), "in_force": t.in_force,
+            "messages": s["messages"], "open": list(t.open), "in_force": t.in_force,
             "grants_count": s["grants"], "session": dict(s), "ids": None}
+
+
+def patched(batch: Any, patches: Dict[str, Dict[str, Any]]) -> Any:
+    """A tool_calls batch with the rows of `patches`' operations changed as they say."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    ids = batch.column("op_id")
+    cols = list(batch.columns)
+    for name in PATCHED:
+        wanted = [op_id for op_id, patch in patches.items() if name in patch]
+        if not wanted:
+            continue
+        mask = pc.is_in(ids, value_set=pa.array(wanted, ids.type))
+        hit = pc.filter(ids, mask).to_pylist()
+        if not hit:
+            continue
+        at = batch.schema.get_field_index(name)
+        values = pa.array([patches[op_id][name] for op_id in hit], batch.schema.field(name).type)
+        cols[at] = pc.replace_with_mask(cols[at], mask, values)
+    return pa.RecordBatch.from_arrays(cols, schema=batch.schema)

@@ -174,7 +174,9 @@ class Transcript:
     _loads: bool
     counts: Dict[str, int] = field(default_factory=dict)
     # What a later run needs to go on from the end (``grow.py``), gathered from the rows.
-    unanswered: List[str] = field(default_factory=list)  # call ids no tool message answered
+    # [op id, call id, outcome, answered, True (in the home bucket)] of each operation not
+    # settled or not answered: what a later settle or tool message may change.
+    open: List[List[Any]] = field(default_factory=list)
     in_force: Optional[List[str]] = None  # [id, snapshot] of the grants line in force
     lines: int = 0
     grow: Optional[Dict[str, Any]] = None  # the GrowState, once read to the end (big clean ones)
@@ -205,8 +207,10 @@ class Transcript:
                         for value in batch.column("outcome").to_pylist():
                             outcomes[value] = outcomes.get(value, 0) + 1
                         if keeps_state:
-                            unanswered = pc.filter(batch.column("call_id"), pc.invert(batch.column("answered")))
-                            self.unanswered.extend(c for c in unanswered.to_pylist() if c is not None)
+                            is_open = pc.or_(pc.is_in(batch.column("outcome"), value_set=pa.array(grow.PENDING)),
+                                             pc.invert(batch.column("answered")))
+                            opened = batch.select(["op_id", "call_id", "outcome", "answered"]).filter(is_open)
+                            self.open.extend([*row.values(), True] for row in opened.to_pylist())
                     elif table == "grants" and keeps_state:
                         force = pc.filter(batch.column("id"), batch.column("in_force"))
                         if len(force):  # the last grants line: its snapshot as dispatches carry it

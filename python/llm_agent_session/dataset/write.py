@@ -43,6 +43,7 @@ from typing import Any, Dict, Iterable, Iterator, List, Optional, Sequence, Set,
 
 from .. import _platform
 from .._files import fsync_dir, write_all
+from . import grow
 from .batches import ROW_GROUP_BYTES, empty_batch, pieces, session_batch, size_of
 from .rows import BUCKETS
 from .schema import TABLE_NAMES, write_schema
@@ -274,16 +275,18 @@ class BucketFiles:
     def path(self, table: str) -> str:
         return os.path.join(self.directory, version_name(table, self.date, self.k, self.tag))
 
-    def write(self, rows: Iterable[Tuple[str, str, Any]], linked: Optional["BucketFiles"] = None) -> None:
+    def write(self, rows: Iterable[Tuple[str, str, Any]], linked: Optional["BucketFiles"] = None,
+              linked_tables: Sequence[str] = ()) -> None:
         """Write the six files from `rows`: (source key, table, a batch of its rows). A
         source's rows of each table come in order, and the sources in the order they first
         appear (every source has its ``sessions`` row first or, for a transcript, last: the
         tables are files of their own). Batches are gathered into row groups of about
         ``ROW_GROUP_BYTES``; a table without rows gets a file with its schema and none.
 
-        `linked` (published files, paths relative to ``linked.directory``): every table but
-        ``sessions`` is a hard link to its file there, which `rows` must then hold nothing
-        of (a transcript that grew has only its ``sessions`` row replaced in its bucket)."""
+        `linked` (published files, paths relative to ``linked.directory``): each table of
+        `linked_tables` is a hard link to its file there, which `rows` must then hold
+        nothing of (a transcript that grew has only its ``sessions`` row, and maybe some
+        ``tool_calls`` rows, replaced in its bucket)."""
         import pyarrow as pa
 
         writers: Dict[str, Any] = {}
@@ -298,7 +301,7 @@ class BucketFiles:
                 written[table] += t.num_rows
                 pending[table], held[table] = [], 0
 
-        written_tables = [t for t in TABLE_NAMES if linked is None or t == "sessions"]
+        written_tables = [t for t in TABLE_NAMES if linked is None or t not in linked_tables]
         try:
             for table in TABLE_NAMES:
                 os.makedirs(os.path.dirname(self.path(table)), exist_ok=True)
@@ -312,7 +315,7 @@ class BucketFiles:
                     self.sources.append(key)
                     self.rows[key] = {t: 0 for t in TABLE_NAMES}
                     if linked is not None:
-                        self.rows[key].update((t, n) for t, n in linked.rows[key].items() if t != "sessions")
+                        self.rows[key].update((t, n) for t, n in linked.rows[key].items() if t not in written_tables)
                 if batch.num_rows == 0:
                     continue
                 assert table in writers, f"rows of {table}, a table linked to the files before"
@@ -350,14 +353,16 @@ class BucketFiles:
 
 
 def copied(out: str, files: BucketFiles, keys: Sequence[str], rows: Dict[str, Dict[str, int]],
-           substitute: Optional[Dict[str, Any]] = None, tables: Sequence[str] = TABLE_NAMES
-           ) -> Iterator[Tuple[str, str, Any]]:
+           substitute: Optional[Dict[str, Any]] = None, tables: Sequence[str] = TABLE_NAMES,
+           patches: Optional[Dict[str, Dict[str, Dict[str, Any]]]] = None) -> Iterator[Tuple[str, str, Any]]:
     """The rows of the sources `keys` (in the order of `files`) read back from `files`
     (published ones: `out` is OUT; a run's own: `out` is ""), as ``BucketFiles.write`` takes
-    them; of `tables` only. `substitute`: source key -> the ``sessions`` row given instead
-    of the one read back (a transcript that grew)."""
+    them; of `tables` only. A transcript that grew (``grow.py``): `substitute`, source key
+    -> the ``sessions`` row given instead of the one read back; `patches`, source key ->
+    its open operations' new tool_calls columns."""
     ranges = files.ranges(keys)
     substitute = substitute or {}
+    patches = patches or {}
     for table in tables:  # sessions first: every source has its one row there
         batches = read_rows(os.path.join(out, files.path(table)), table, ranges[table])
         pending: Optional[Any] = None
@@ -371,6 +376,8 @@ def copied(out: str, files: BucketFiles, keys: Sequence[str], rows: Dict[str, Di
                 take = min(need, pending.num_rows)
                 if table == "sessions" and key in substitute:
                     yield key, table, substitute[key]
+                elif table == "tool_calls" and patches.get(key):
+                    yield key, table, grow.patched(pending.slice(0, take), patches[key])
                 else:
                     yield key, table, pending.slice(0, take)
                 pending = pending.slice(take) if take < pending.num_rows else None
@@ -561,15 +568,18 @@ def publish(out: str, staging: str, manifest: Dict[str, Any], built: Dict[str, B
 
 def rebuild(out: str, staging: str, date: str, k: int, old: Optional[BucketFiles], keep: Sequence[str],
             ours: Optional[BucketFiles], our_keys: Sequence[str],
-            substitute: Optional[Dict[str, Dict[str, Any]]] = None) -> BucketFiles:
+            substitute: Optional[Dict[str, Dict[str, Any]]] = None,
+            patches: Optional[Dict[str, Dict[str, Dict[str, Any]]]] = None) -> BucketFiles:
     """A bucket's files made again from what is published (`old`, its sources `keep`, with
-    the sessions rows of `substitute` given instead) and from a candidate this run built
-    (`ours`, its sources `our_keys`), without reading any transcript."""
+    the sessions rows of `substitute` given instead and `patches` applied) and from a
+    candidate this run built (`ours`, its sources `our_keys`), without reading any
+    transcript."""
     files = BucketFiles(staging, date, k)
 
     def rows() -> Iterator[Tuple[str, str, Any]]:
         if old is not None and keep:
-            yield from copied(out, old, keep, old.rows, {s: session_batch(r) for s, r in (substitute or {}).items()})
+            yield from copied(out, old, keep, old.rows, {s: session_batch(r) for s, r in (substitute or {}).items()},
+                              patches=patches)
         if ours is not None and our_keys:
             yield from copied("", ours, our_keys, ours.rows)
 

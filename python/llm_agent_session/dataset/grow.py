@@ -108,7 +108,7 @@ class Growth:
     start: int  # the bytes exported before
     stop: int  # the file's size now: the new bytes are [start, stop)
     session: Dict[str, Any]  # the new sessions row
-    state: Dict[str, Any]  # the new GrowState (its "ids" name set by the caller)
+    state: Dict[str, Any]  # the new grow state (its "ids" name set by the caller)
     ids: bytes  # the new id digest
     rows: Dict[str, int]  # new rows per table
     grants_fill: Optional[Tuple[str, str]]  # (id, snapshot) in force for new dispatches, if any
@@ -341,7 +341,7 @@ def growth_batches(source: Any, growth: Growth, state_before: Dict[str, Any], co
 
 
 def new_state(t: Any, fd: int) -> Optional[Dict[str, Any]]:
-    """The GrowState of a transcript just exported whole (`t`: its ``rows.Transcript``,
+    """The grow state of a transcript just exported whole (`t`: its ``rows.Transcript``,
     read to the end), or None where a later run could not go on from it."""
     s = t.session
     size = s["bytes"]

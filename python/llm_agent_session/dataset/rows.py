@@ -179,7 +179,7 @@ class Transcript:
     open: List[List[Any]] = field(default_factory=list)
     in_force: Optional[List[str]] = None  # [id, snapshot] of the grants line in force
     lines: int = 0
-    grow: Optional[Dict[str, Any]] = None  # the GrowState, once read to the end (big clean ones)
+    grow: Optional[Dict[str, Any]] = None  # grow.new_state, once read to the end (big clean ones)
     ids: bytes = b""  # with `grow`: the envelope ids' digest
 
     def batches(self) -> Iterator[Tuple[str, Any]]:

@@ -247,3 +247,57 @@ def test_an_operation_stays_open_from_run_to_run_until_its_settle(tmp_path: Any)
         got = same_as_whole(tmp_path, str(src), out)
     late = [r for r in got["tool_calls"] if r["call_id"] == "late"]
     assert [(r["outcome"], r["answered"], r["duration"]) for r in late] == [("completed", True, 2.0)]
+
+
+def test_grown_transcripts_in_worker_processes(tmp_path: Any) -> None:
+    """With --jobs, the buckets (the appendix among them) are built in worker processes:
+    the same rows."""
+    src, out = tmp_path / "src", str(tmp_path / "out")
+    paths = [str(src / f"p{i}.jsonl") for i in range(3)]
+    for path in paths:
+        pending_base(path)
+    small(str(src / "other.jsonl"))
+    export(str(src), out, jobs=2)
+    for n, path in enumerate(paths):
+        appended(path, lambda s: (turn(s, n), settle_pending(s)))
+    again = export(str(src), out, jobs=2)
+    assert sorted(f.grown for f in again.files) == [False, True, True, True]
+    same_as_whole(tmp_path, str(src), out)
+
+
+def test_growth_beside_new_removed_and_rewritten_transcripts(tmp_path: Any) -> None:
+    """In one run: transcripts that grew (one settling a call open since the whole export),
+    others gone, new, or read whole; their buckets are built from all of it."""
+    import socket
+
+    from llm_agent_session.dataset.rows import Source, bucket_of, session_id_of
+    from llm_agent_session.dataset.write import published, read_manifest
+
+    def bucket(path: str) -> int:
+        return bucket_of(session_id_of(Source.of(path, socket.gethostname(), os.stat(path))))
+
+    src, out = tmp_path / "src", str(tmp_path / "out")
+    grower = str(src / "grower.jsonl")
+    pending_base(grower)
+    others: List[str] = []
+    while len(others) < 12 or sum(bucket(p) == bucket(grower) for p in others) < 2:
+        others.append(small(str(src / f"s{len(others)}.jsonl"), f"hello {len(others)}"))
+    # Those sharing the grower's bucket first: one grows, one is read whole, one goes.
+    others.sort(key=lambda p: bucket(p) != bucket(grower))
+    export(str(src), out)
+    manifest = read_manifest(out)
+    home = manifest["sources"][next(k for k in manifest["sources"] if k.endswith(grower))]
+    assert len(published(manifest, f"{home['date']}/{home['bucket']}").sources) > 2
+    appended(grower, lambda s: (turn(s, 1), settle_pending(s)))
+    appended(others[0], lambda s: turn(s, 2))
+    appended(others[1], lambda s: s.append_rewind(None))
+    for path in others[2:5]:
+        os.unlink(path)
+    for i in range(3):
+        small(str(src / f"new{i}.jsonl"), f"new {i}")
+    again = export(str(src), out)
+    by_name = {os.path.basename(f.path): (f.status, f.grown) for f in again.files}
+    grew, rewound = (os.path.basename(p) for p in others[:2])
+    assert by_name["grower.jsonl"] == by_name[grew] == ("exported", True)
+    assert by_name[rewound] == ("exported", False) and again.count("removed") == 3
+    same_as_whole(tmp_path, str(src), out)

@@ -26,6 +26,12 @@ def open_fd(path: str, flags: int, mode: int = 0o600) -> int:
     return high_fd(os.open(path, flags | _platform.O_CLOEXEC | _platform.O_BINARY, mode))
 
 
+def open_to_read(path: str) -> int:
+    """`path` opened read-only, for a reader that locks nothing. O_NONBLOCK: opening a
+    FIFO planted at the path must not hang the reader (its first read then finds nothing)."""
+    return os.open(path, os.O_RDONLY | _platform.O_CLOEXEC | _platform.O_NONBLOCK | _platform.O_BINARY)
+
+
 def try_lock(fd: int, path: str) -> None:
     """Take the exclusive advisory lock on `fd` now, or raise SessionLocked
     (NotImplementedError where there is no flock: Windows)."""

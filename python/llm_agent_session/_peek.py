@@ -6,7 +6,7 @@ import os
 import stat
 from typing import Any, Dict, List, Optional, Tuple, Union
 
-from . import _backend, _platform
+from . import _backend, _files
 from ._core import HistoryRead, Scanned, SurveyCounts
 from ._fold import dispatched_operation
 from .messages import Event
@@ -21,7 +21,7 @@ def open_to_read(path: str) -> Union[Tuple[int, os.stat_result], str]:
     is none (peek's ``error``). Nothing is locked; O_NONBLOCK: opening a FIFO planted at
     the path must not hang the viewer."""
     try:
-        fd = os.open(path, os.O_RDONLY | _platform.O_CLOEXEC | _platform.O_NONBLOCK | _platform.O_BINARY)
+        fd = _files.open_to_read(path)
     except OSError as e:
         return f"cannot open {path}: {e.strerror}"
     try:

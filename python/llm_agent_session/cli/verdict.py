@@ -16,7 +16,8 @@ from dataclasses import dataclass, field
 from typing import Any, List, Optional, Sequence, Tuple
 
 from .. import NotATranscript, PendingToolOperation
-from .. import _backend, _platform
+from .. import _backend
+from .._files import open_to_read
 from ..errors import CoreFailure, public_error
 from . import exit_codes
 
@@ -58,8 +59,7 @@ def _failure(f: CoreFailure, path: str, size: int, torn: Optional[Torn]) -> Verd
 
 def verdict(path: str) -> Verdict:
     """Load's verdict on `path`, read-only (see the module doc)."""
-    # O_NONBLOCK: opening a FIFO planted at the path must not hang the check.
-    fd = os.open(path, os.O_RDONLY | _platform.O_CLOEXEC | _platform.O_NONBLOCK | _platform.O_BINARY)
+    fd = open_to_read(path)
     try:
         st = os.fstat(fd)
         if not stat.S_ISREG(st.st_mode):

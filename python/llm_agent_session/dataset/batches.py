@@ -10,7 +10,7 @@ their size in bytes, not by a row count: one row may hold a 200 KB tool result o
 from __future__ import annotations
 
 import functools
-from typing import Any, Dict, List, Optional, Sequence, Tuple
+from typing import Any, Dict, Iterable, Iterator, List, Optional, Sequence, Tuple
 
 from .._core import Buffer, Column
 from .schema import DICTIONARY_COLUMNS, write_schema
@@ -71,6 +71,24 @@ def record_batch(table: str, columns: Dict[str, Column], common: Tuple[Optional[
         else:
             arrays.append(arrow_array(columns[f.name]))
     return pa.RecordBatch.from_arrays(arrays, schema=schema)
+
+
+def grants_dictionary(grants: Sequence[str]) -> Dict[str, Any]:
+    """`record_batch`'s dictionaries for a pass whose summary lists `grants`: each grants
+    line's snapshot, which ``tool_calls.grants`` indexes."""
+    import pyarrow as pa
+
+    return {"grants": pa.array(grants, pa.large_string())}
+
+
+def chunk_batches(chunks: Iterable[Dict[str, Dict[str, Column]]], common: Tuple[Optional[str], ...], live: bool,
+                  dictionaries: Optional[Dict[str, Any]] = None) -> Iterator[Tuple[str, Any]]:
+    """(table, batch) for each table with rows in each chunk of a core's dataset pass, in
+    order: ``record_batch`` of each."""
+    for chunk in chunks:
+        for table, columns in chunk.items():
+            if columns and next(iter(columns.values())).length:
+                yield table, record_batch(table, columns, common, live, dictionaries)
 
 
 def session_batch(row: Dict[str, Any]) -> Any:

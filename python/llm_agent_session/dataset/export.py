@@ -21,8 +21,8 @@ from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any, Callable, Dict, Iterator, List, Optional, Sequence, Set, Tuple, Union
 
-from .. import _backend, _platform
-from .._files import make_private_dirs, write_all
+from .. import _backend
+from .._files import make_private_dirs
 from ..errors import CoreFailure
 from .batches import empty_batch, session_batch
 from .grow import Growth, growth_batches, ids_path, read_growth
@@ -31,7 +31,7 @@ from .schema import TABLE_NAMES
 from .write import (
     APPENDIX, IDS, LOCK, MANIFEST, PLACEHOLDER, STAGING, BucketFiles, DatasetError, NotADataset, bucket_key,
     collect_garbage, complete_publish, copied, empty_manifest, ids_name, out_lock, publish, published, read_manifest,
-    rebuild, remove_abandoned_staging, remove_orphans, retire, split_key, staging_dir, write_manifest,
+    rebuild, remove_abandoned_staging, remove_orphans, retire, split_key, staging_dir, write_manifest, write_new,
 )
 
 PathLike = Union[str, "os.PathLike[str]"]
@@ -252,11 +252,7 @@ def _write_ids(staging: str, head: Head, ids: bytes) -> str:
     name = f"{head.session_id}-{uuid.uuid4().hex[:16]}.ids"
     path = ids_path(staging, name)
     os.makedirs(os.path.dirname(path), exist_ok=True)
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | _platform.O_CLOEXEC, 0o600)
-    try:
-        write_all(fd, ids)
-    finally:
-        os.close(fd)
+    write_new(path, ids, sync=False)
     return name
 
 

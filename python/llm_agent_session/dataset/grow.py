@@ -30,8 +30,9 @@ from dataclasses import dataclass
 from typing import Any, Dict, Iterator, List, Optional, Tuple
 
 from .. import _backend, _platform
+from .._files import open_to_read
 from ..errors import CoreFailure
-from .batches import record_batch
+from .batches import chunk_batches, grants_dictionary
 
 #: A transcript this big or bigger keeps its state for a later run (smaller ones are cheap
 #: to export again whole, and a fleet of them would leave a side file each).
@@ -65,13 +66,18 @@ def ids_path(directory: str, name: str) -> str:
     return os.path.join(directory, "_ids", name)
 
 
-def read_ids(path: str) -> "array.array[int]":
+def _hashes(digest: bytes) -> "array.array[int]":
+    """An id digest (8 bytes little-endian per hash) as integers."""
     ids = array.array("Q")
-    with open(path, "rb") as f:
-        ids.frombytes(f.read())
+    ids.frombytes(digest)
     if sys.byteorder != "little":
         ids.byteswap()
     return ids
+
+
+def read_ids(path: str) -> "array.array[int]":
+    with open(path, "rb") as f:
+        return _hashes(f.read())
 
 
 def merge_ids(old: "array.array[int]", new: "array.array[int]") -> Optional[bytes]:
@@ -91,14 +97,6 @@ def merge_ids(old: "array.array[int]", new: "array.array[int]") -> Optional[byte
     if sys.byteorder != "little":
         out.byteswap()
     return out.tobytes()
-
-
-def _digest(found: Any) -> "array.array[int]":
-    ids = array.array("Q")
-    ids.frombytes(found.id_digest())
-    if sys.byteorder != "little":
-        ids.byteswap()
-    return ids
 
 
 @dataclass
@@ -134,7 +132,7 @@ def read_growth(source: Any, entry: Dict[str, Any], out: str, extras: bool, chun
     if state is None:
         return None
     try:
-        fd = os.open(source.path, os.O_RDONLY | _platform.O_CLOEXEC | _platform.O_NONBLOCK | _platform.O_BINARY)
+        fd = open_to_read(source.path)
     except OSError:
         return None
     try:
@@ -163,7 +161,7 @@ def read_growth(source: Any, entry: Dict[str, Any], out: str, extras: bool, chun
             old_ids = read_ids(ids_path(os.path.join(out, "_versions"), state["ids"]))
         except OSError:
             return None
-        ids = merge_ids(old_ids, _digest(found))
+        ids = merge_ids(old_ids, _hashes(found.id_digest()))
         if ids is None:
             return None
         counted = _count(found, state, summary)
@@ -270,36 +268,42 @@ def _count(found: Any, state: Dict[str, Any], summary: Any) -> Optional[Tuple[Di
     in_force: Optional[List[str]] = None
     waiting = {op[1] for op in state["open"] if not op[3]}
     answers_open = False
-    for chunk in found:
-        for table, columns in chunk.items():
-            if not columns or next(iter(columns.values())).length == 0:
-                continue
-            if table in ("compactions", "rewinds"):
-                return None
-            batch = record_batch(table, columns, (None, None, None), True, {"grants": _strings(summary.grants)})
-            rows[table] += batch.num_rows
-            if table == "messages":
-                live += sum(1 for v in batch.column("live").to_pylist() if v)
-                if waiting and any(c in waiting for c in batch.column("tool_call_id").to_pylist() if c is not None):
-                    answers_open = True
-            elif table == "tool_calls":
-                for op_id, outcome, answered, call in zip(
-                        batch.column("op_id").to_pylist(), batch.column("outcome").to_pylist(),
-                        batch.column("answered").to_pylist(), batch.column("call_id").to_pylist()):
-                    outcomes[outcome] = outcomes.get(outcome, 0) + 1
-                    if outcome in PENDING or not answered:
-                        opened.append([op_id, call, outcome, answered, False])
-            elif table == "grants":
-                for gid, force in zip(batch.column("id").to_pylist(), batch.column("in_force").to_pylist()):
-                    if force:  # the last grants line: its snapshot as dispatches carry it
-                        in_force = [gid, summary.grants[-1]]
+    for table, batch in chunk_batches(found, (None, None, None), True, grants_dictionary(summary.grants)):
+        if table in ("compactions", "rewinds"):
+            return None
+        rows[table] += batch.num_rows
+        if table == "messages":
+            live += sum(1 for v in batch.column("live").to_pylist() if v)
+            if waiting and any(c in waiting for c in batch.column("tool_call_id").to_pylist() if c is not None):
+                answers_open = True
+        elif table == "tool_calls":
+            for outcome in batch.column("outcome").to_pylist():
+                outcomes[outcome] = outcomes.get(outcome, 0) + 1
+            opened.extend(open_operations(batch, home=False))
+        elif table == "grants":
+            in_force = grants_in_force(batch, summary.grants) or in_force
     return rows, live, outcomes, opened, in_force, answers_open
 
 
-def _strings(values: List[str]) -> Any:
+def open_operations(batch: Any, home: bool) -> List[List[Any]]:
+    """[op id, call id, outcome, answered, `home`] of each operation of a tool_calls batch
+    not settled or not answered: the rows a later settle or tool message may change
+    (`home`: they are written to the transcript's own bucket, else to the appendix)."""
     import pyarrow as pa
+    import pyarrow.compute as pc
 
-    return pa.array(values, pa.large_string())
+    is_open = pc.or_(pc.is_in(batch.column("outcome"), value_set=pa.array(PENDING)), pc.invert(batch.column("answered")))
+    rows = batch.select(["op_id", "call_id", "outcome", "answered"]).filter(is_open).to_pylist()
+    return [[*row.values(), home] for row in rows]
+
+
+def grants_in_force(batch: Any, grants: List[str]) -> Optional[List[str]]:
+    """[id, snapshot] of the grants line in force if it is in this grants batch: the last
+    of the pass (`grants`), with its snapshot as dispatches carry it."""
+    import pyarrow.compute as pc
+
+    force = pc.filter(batch.column("id"), batch.column("in_force"))
+    return [force[0].as_py(), grants[-1]] if len(force) else None
 
 
 def growth_batches(source: Any, growth: Growth, state_before: Dict[str, Any], common: Tuple[Any, ...],
@@ -310,30 +314,25 @@ def growth_batches(source: Any, growth: Growth, state_before: Dict[str, Any], co
     import pyarrow as pa
     import pyarrow.compute as pc
 
-    fd = os.open(source.path, os.O_RDONLY | _platform.O_CLOEXEC | _platform.O_NONBLOCK | _platform.O_BINARY)
+    fd = open_to_read(source.path)
     try:
         found = _backend.core.dataset_pass(fd, growth.stop, True, extras, chunk, growth.start)
-        snapshots = {"grants": _strings(found.summary.grants)}
         seen = {t: 0 for t in growth.rows}
-        for piece in found:
-            for table, columns in piece.items():
-                if not columns or next(iter(columns.values())).length == 0:
-                    continue
-                batch = record_batch(table, columns, common, True, snapshots)
-                names = batch.schema.names
-                cols = list(batch.columns)
-                cols[names.index("line")] = pc.add(cols[names.index("line")], state_before["lines"])
-                if table == "messages":
-                    cols[names.index("ordinal")] = pc.add(cols[names.index("ordinal")], state_before["messages"])
-                if table == "tool_calls" and growth.grants_fill is not None:
-                    gid, snapshot = growth.grants_fill
-                    n = batch.num_rows
-                    cols[names.index("grants_id")] = pa.repeat(pa.scalar(gid, batch.schema.field("grants_id").type), n)
-                    g = batch.schema.field("grants").type
-                    cols[names.index("grants")] = pa.DictionaryArray.from_arrays(
-                        pa.repeat(pa.scalar(0, g.index_type), n), pa.array([snapshot], g.value_type))
-                seen[table] += batch.num_rows
-                yield table, pa.RecordBatch.from_arrays(cols, schema=batch.schema)
+        for table, batch in chunk_batches(found, common, True, grants_dictionary(found.summary.grants)):
+            names = batch.schema.names
+            cols = list(batch.columns)
+            cols[names.index("line")] = pc.add(cols[names.index("line")], state_before["lines"])
+            if table == "messages":
+                cols[names.index("ordinal")] = pc.add(cols[names.index("ordinal")], state_before["messages"])
+            if table == "tool_calls" and growth.grants_fill is not None:
+                gid, snapshot = growth.grants_fill
+                n = batch.num_rows
+                cols[names.index("grants_id")] = pa.repeat(pa.scalar(gid, batch.schema.field("grants_id").type), n)
+                g = batch.schema.field("grants").type
+                cols[names.index("grants")] = pa.DictionaryArray.from_arrays(
+                    pa.repeat(pa.scalar(0, g.index_type), n), pa.array([snapshot], g.value_type))
+            seen[table] += batch.num_rows
+            yield table, pa.RecordBatch.from_arrays(cols, schema=batch.schema)
     finally:
         os.close(fd)
     if seen != growth.rows:

@@ -21,10 +21,11 @@ from typing import Any, Dict, Iterable, Iterator, List, Optional, Tuple
 
 from .. import _backend, _platform
 from .._core import DatasetSummary, TableChunk
+from .._files import open_to_read
 from .._pure.columns import ts_micros
 from ..errors import CoreFailure
 from . import grow
-from .batches import record_batch
+from .batches import chunk_batches, grants_dictionary
 
 #: Bytes of lines per chunk of rows: what bounds the memory an export holds at once.
 CHUNK = 8 << 20
@@ -83,8 +84,7 @@ def session_id_of(source: Source) -> str:
 
 
 def _open(path: str) -> Tuple[int, os.stat_result]:
-    # O_NONBLOCK: a FIFO planted under SRC must not hang the export.
-    fd = os.open(path, os.O_RDONLY | _platform.O_CLOEXEC | _platform.O_NONBLOCK | _platform.O_BINARY)
+    fd = open_to_read(path)
     st = os.fstat(fd)
     if not stat_module.S_ISREG(st.st_mode):
         os.close(fd)
@@ -183,39 +183,29 @@ class Transcript:
     ids: bytes = b""  # with `grow`: the envelope ids' digest
 
     def batches(self) -> Iterator[Tuple[str, Any]]:
-        import pyarrow as pa
         import pyarrow.compute as pc
 
         common = (self.head.session_id, self.session["agent"], self.session["model"])
-        snapshots = {"grants": pa.array(self._pass.summary.grants, pa.large_string())}
+        snapshots = grants_dictionary(self._pass.summary.grants)
         rows = {t: 0 for t in ("messages", "tool_calls", "compactions", "rewinds", "grants")}
         live = 0
         outcomes: Dict[str, int] = {}
         keeps_state = self._loads and self.source.size >= grow.GROW_MIN  # what grow.new_state needs is gathered
         try:
-            chunk: TableChunk
             # A small transcript is one run of rows: nothing to overlap, no thread.
-            for chunk in read_ahead(self._pass) if self.source.size > 2 * CHUNK else self._pass:
-                for table, columns in chunk.items():
-                    if not columns or next(iter(columns.values())).length == 0:
-                        continue
-                    batch = record_batch(table, columns, common, self._loads, snapshots)
-                    rows[table] += batch.num_rows
-                    if table in ("messages", "compactions") and self._loads:
-                        live += pc.sum(batch.column("live")).as_py() or 0
-                    elif table == "tool_calls":
-                        for value in batch.column("outcome").to_pylist():
-                            outcomes[value] = outcomes.get(value, 0) + 1
-                        if keeps_state:
-                            is_open = pc.or_(pc.is_in(batch.column("outcome"), value_set=pa.array(grow.PENDING)),
-                                             pc.invert(batch.column("answered")))
-                            opened = batch.select(["op_id", "call_id", "outcome", "answered"]).filter(is_open)
-                            self.open.extend([*row.values(), True] for row in opened.to_pylist())
-                    elif table == "grants" and keeps_state:
-                        force = pc.filter(batch.column("id"), batch.column("in_force"))
-                        if len(force):  # the last grants line: its snapshot as dispatches carry it
-                            self.in_force = [force[0].as_py(), self._pass.summary.grants[-1]]
-                    yield table, batch
+            chunks = read_ahead(self._pass) if self.source.size > 2 * CHUNK else self._pass
+            for table, batch in chunk_batches(chunks, common, self._loads, snapshots):
+                rows[table] += batch.num_rows
+                if table in ("messages", "compactions") and self._loads:
+                    live += pc.sum(batch.column("live")).as_py() or 0
+                elif table == "tool_calls":
+                    for value in batch.column("outcome").to_pylist():
+                        outcomes[value] = outcomes.get(value, 0) + 1
+                    if keeps_state:
+                        self.open.extend(grow.open_operations(batch, home=True))
+                elif table == "grants" and keeps_state:
+                    self.in_force = grow.grants_in_force(batch, self._pass.summary.grants) or self.in_force
+                yield table, batch
             self._count(rows, live, outcomes)
             if keeps_state:
                 self.grow = grow.new_state(self, self._fd)

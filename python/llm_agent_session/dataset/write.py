@@ -126,14 +126,20 @@ def write_manifest(out: str, staging: str, manifest: Dict[str, Any]) -> None:
     """Replace the manifest atomically: temp file, fsync, rename, fsync the directory."""
     tmp = os.path.join(staging, f"manifest-{uuid.uuid4().hex}.json")
     data = json.dumps(manifest, ensure_ascii=True, sort_keys=True, separators=(",", ":")).encode("ascii")
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | _platform.O_CLOEXEC, 0o600)
-    try:
-        write_all(fd, data)
-        _platform.fsync(fd)
-    finally:
-        os.close(fd)
+    write_new(tmp, data, sync=True)
     os.replace(tmp, os.path.join(out, MANIFEST))
     fsync_dir(os.path.join(out, MANIFEST))
+
+
+def write_new(path: str, data: bytes, sync: bool) -> None:
+    """A new private file at `path` holding `data` (fsynced if `sync`)."""
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | _platform.O_CLOEXEC, 0o600)
+    try:
+        write_all(fd, data)
+        if sync:
+            _platform.fsync(fd)
+    finally:
+        os.close(fd)
 
 
 # -- staging and the lock ---------------------------------------------------------------------

@@ -16,7 +16,8 @@ import os
 import stat
 from typing import Any, Dict, List, NamedTuple
 
-from .. import _backend, _platform
+from .. import _backend
+from .._files import open_to_read
 from ..canonical import int_to_str, refuse_constant, str_to_int
 from ._report import ImportReport, reason_of
 
@@ -68,8 +69,7 @@ def _too_big(path: str) -> SourceError:
 def _read_regular(path: str) -> bytes:
     """The bytes of the regular file at ``path`` (through symlinks), at most the bound."""
     try:
-        # O_NONBLOCK: opening a FIFO planted at the path must not hang the import.
-        fd = os.open(path, os.O_RDONLY | _platform.O_CLOEXEC | _platform.O_NONBLOCK | _platform.O_BINARY)
+        fd = open_to_read(path)
     except OSError as e:
         raise SourceError(f"cannot read {path}: {e.strerror or e}") from None
     try:

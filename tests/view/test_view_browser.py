@@ -26,7 +26,7 @@ if CHROMIUM is None:
 import uvicorn  # noqa: E402
 from view_support import build_shelf  # noqa: E402
 
-from llm_agent_session import Session, assistant_message, user_message  # noqa: E402
+from llm_agent_session import Session, assistant_message, tool_message, user_message  # noqa: E402
 from llm_agent_session.view.app import Viewer, app  # noqa: E402
 from llm_agent_session.view.security import Policy  # noqa: E402
 from llm_agent_session.view.server import bind  # noqa: E402
@@ -199,3 +199,115 @@ def test_the_hostile_corpus_stays_inert_and_visible(page, served):
         assert link.get_attribute("href").startswith(("http:", "https:", "mailto:"))
     assert page.query_selector("#items script, #items img, #items iframe") is None
     assert page.evaluate("window.__pwned") is None
+
+
+# -- the place shown: the end, follow, deep links, jumps (issue #33) ---------------------------
+
+BIG = "\n".join(f"line {k}: " + "a long line of tool output " * 3 for k in range(150))  # ~ 3,000 px
+
+
+@pytest.fixture(scope="module")
+def reading(served):
+    """Transcripts for the place shown, written under the served shelf: `jumps` (1,200
+    envelopes, a tool call every 40, envelopes of every height), `ragged` (short envelopes,
+    then very tall and short ones near the end)."""
+    root = served["root"]
+    jumps: list = []
+    with Session.create(os.path.join(root, "jumps.jsonl"), {"title": "jumps"}) as s:
+        for k in range(300):
+            jumps.append(s.append_message(user_message(f"question {k}" + ("\nmore" * (k % 7)))))
+            if k % 10 == 9:
+                call = {"id": f"call_{k}", "type": "function", "function": {"name": "bash", "arguments": "{}"}}
+                jumps.append(s.append_message(assistant_message(None, [call])))
+                op = s.append_tool_dispatched(f"call_{k}", "bash", "{}")
+                jumps.append(op)
+                jumps.append(s.append_message(tool_message(f"call_{k}", f"output {k}\n" * (k % 13))))
+                jumps.append(s.append_tool_settled(op, "completed"))
+            else:
+                jumps.append(s.append_message(assistant_message(f"answer {k}")))
+    ragged: list = []
+    with Session.create(os.path.join(root, "ragged.jsonl"), {"title": "ragged"}) as s:
+        for k in range(400):
+            ragged.append(s.append_message(user_message(f"short {k}")))
+        for k, text in enumerate([BIG, "short", BIG[:20000], "short", "short", BIG[:9000], "the last one"]):
+            ragged.append(s.append_message(tool_message("c", text) if k % 2 == 0 else user_message(text)))
+    return {"jumps": jumps, "ragged": ragged, "root": root}
+
+
+def layer_top(page):
+    return page.evaluate("document.getElementById('layer').getBoundingClientRect().top")
+
+
+BOTTOM_IN_VIEW = """(id) => {
+    const e = document.querySelector(`[data-envelope-id="${id}"]`);
+    if (!e) return false;
+    const r = e.getBoundingClientRect(), l = document.getElementById('layer').getBoundingClientRect();
+    return r.bottom > l.top && r.bottom <= Math.min(l.bottom, window.innerHeight) + 0.5;
+}"""
+
+
+def bottom_in_view(page, envelope_id):
+    """The envelope is rendered and its bottom is inside the list's part of the screen."""
+    return page.evaluate(BOTTOM_IN_VIEW, envelope_id)
+
+
+def assert_end_shown(page, envelope_id, what):
+    end = time.monotonic() + 5
+    while not bottom_in_view(page, envelope_id):
+        if time.monotonic() > end:
+            where = page.evaluate("""(id) => {
+                const e = document.querySelector(`[data-envelope-id="${id}"]`), shown = [...document.querySelectorAll('article.env')];
+                return {box: e && [e.getBoundingClientRect().top, e.getBoundingClientRect().bottom], screen: window.innerHeight,
+                        scrollY: window.scrollY, scrollMax: document.documentElement.scrollHeight - window.innerHeight,
+                        rendered: shown.length && [shown[0].dataset.i, shown[shown.length - 1].dataset.i]};
+            }""", envelope_id)
+            raise AssertionError(f"{what}: the last envelope's bottom is not in view: {where}")
+        time.sleep(0.05)
+
+
+def open_transcript(page, served, name, query=""):
+    page.goto(served["base"] + f"/t/shelf/{name}{query}")
+    page.wait_for_selector("[data-envelope-id]")
+    wait_until(page, "document.getElementById('status').textContent.indexOf('reading the history') < 0")
+
+
+@pytest.mark.parametrize("name", ["long.jsonl", "ragged.jsonl", "jumps.jsonl"])
+def test_the_end_shows_the_last_envelope_by_button_key_and_wheel(page, served, reading, name):
+    last = {"long.jsonl": served["long"], "ragged.jsonl": reading["ragged"], "jumps.jsonl": reading["jumps"]}[name][-1]
+    open_transcript(page, served, name)
+    page.click("#to-end")
+    assert_end_shown(page, last, "the end button")
+    page.click("#to-start")
+    wait_until(page, "window.scrollY === 0")
+    page.evaluate("document.activeElement.blur()")
+    page.keyboard.press("End")
+    assert_end_shown(page, last, "the End key")
+    # From well before the end, the wheel alone.
+    page.evaluate("window.scrollTo(0, document.documentElement.scrollHeight * 0.97)")
+    page.wait_for_timeout(400)
+    page.mouse.move(600, 500)
+    for _ in range(60):
+        page.mouse.wheel(0, 1500)
+        page.wait_for_timeout(30)
+        if bottom_in_view(page, last):
+            break
+    assert_end_shown(page, last, "the wheel")
+    page.mouse.wheel(0, 3000)  # past the end: it stays
+    page.wait_for_timeout(300)
+    assert_end_shown(page, last, "the wheel past the end")
+
+
+def test_following_at_the_end_scrolls_appended_envelopes_into_view(page, served, backend_name):
+    path = os.path.join(served["root"], f"follow-end-{backend_name}.jsonl")
+    with Session.create(path, {"title": "follow"}) as s:
+        for k in range(300):
+            s.append_message(user_message(f"before {k}" + "\nline" * (k % 5)))
+    open_transcript(page, served, f"follow-end-{backend_name}.jsonl")
+    page.click("#to-end")
+    env = dict(os.environ, LLM_AGENT_SESSION_BACKEND=backend_name)
+    writer = ("import sys; from llm_agent_session import Session, user_message, tool_message\n"
+              "with Session.load(sys.argv[1]) as s:\n"
+              "    for text in sys.argv[2:]: print(s.append_message(tool_message('c', text) if len(text) > 100 else user_message(text)))")
+    for texts in (["one appended"], ["tall\n" * 120, "then short"], ["x", "y", "z", "w\n" * 40]):
+        got = subprocess.run([sys.executable, "-c", writer, path, *texts], capture_output=True, text=True, check=True, env=env)
+        assert_end_shown(page, got.stdout.split()[-1], f"following, after appending {len(texts)}")

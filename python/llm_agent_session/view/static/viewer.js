@@ -7,10 +7,11 @@
 //
 // A transcript is one virtual list over the whole file: the page holds a window of
 // envelopes around the place shown (at most MAX_RENDERED elements), fetched from
-// /api/window. The document's scrollbar spans the whole file: dragging it (or Home/End)
-// maps its position to an envelope; the wheel and the keys move the list by pixels
-// through the envelopes' measured heights, and the scrollbar is set to match when
-// scrolling stops. See docs/viewer.md.
+// /api/window. The document's scrollbar spans the whole file: dragging it maps its
+// position to an envelope; the wheel and the keys move the list by pixels through the
+// envelopes' measured heights (each with the gap above it), and the scrollbar is set to
+// match when scrolling stops. Home and End go to the list's ends; at the end the list
+// follows what is appended. See docs/viewer.md.
 "use strict";
 (() => {
   const $ = (id) => document.getElementById(id);
@@ -20,6 +21,7 @@
   const MAX_RENDERED = 200;     // envelope elements in the page at any time
   const KEEP = 600;             // envelopes kept in the cache around the place shown
   const FOLLOW_MS = 500;        // how often a transcript is asked for what was appended
+  const END_GAP = 8;            // below the last envelope at the end (px)
 
   function el(tag, cls, text) {
     const e = document.createElement(tag);
@@ -312,8 +314,13 @@
     }
 
     function render() {
+      // At the end, where the list goes depends on the heights this pass measures: place
+      // it again with them (a second pass, as a rule; more while envelopes stream in).
+      for (let pass = 0; pass < 4; pass++) if (renderPass(pass === 3)) break;
+    }
+    function renderPass(final) {   // false: the end is to be placed again, with the heights measured
       const vh = viewHeight();
-      if (T.count === 0) { items.replaceChildren(); T.nodes.clear(); return; }
+      if (T.count === 0) { items.replaceChildren(); T.nodes.clear(); return true; }
       if (T.atEnd) placeAtEnd(vh);
       const a = Math.min(Math.max(T.anchor.index, 0), T.count - 1);
       T.anchor.index = a;
@@ -339,14 +346,26 @@
         }
         prev = node;
       }
-      // Measure, then place the anchor's top at -offset.
-      let y = 0, anchorY = 0, measured = 0, sum = 0;
+      // Measure. An envelope's height is its slot: from the bottom of the one before (the
+      // top of the list for the first) to its own bottom, so the gap above it (its margin)
+      // counts; measured by position, in fractional pixels, so the sum is the list's height.
+      const origin = items.getBoundingClientRect().top;
+      const starts = new Map();
+      let y = 0, measured = 0, sum = 0;
       for (let i = first; i <= last; i++) {
         const node = T.nodes.get(i);
-        const h = node.offsetHeight;
-        if (!node.classList.contains("loading")) { T.heights.set(i, h); measured++; sum += h; }
-        if (i === a) anchorY = y;
-        y += h;
+        const bottom = node.getBoundingClientRect().bottom - origin;
+        starts.set(i, y);
+        if (!node.classList.contains("loading")) { T.heights.set(i, bottom - y); measured++; sum += bottom - y; }
+        y = bottom;
+      }
+      if (T.atEnd) {
+        // The last envelope's bottom END_GAP above the view's bottom, by what was measured.
+        const top = y + END_GAP - vh;
+        if (!final && (last < T.count - 1 || (top < 0 && first > 0))) return false;
+        let i = first;
+        while (i < last && starts.get(i + 1) <= top) i++;
+        T.anchor = { index: i, offset: Math.max(0, top - starts.get(i)) };
       }
       if (measured > 5) {
         const avg = Math.max(40, Math.round(sum / measured));
@@ -355,15 +374,16 @@
           T.avg = avg; sizeSpacer(); syncScrollbar();
         }
       }
-      items.style.transform = "translateY(" + (-(anchorY + T.anchor.offset)) + "px)";
+      items.style.transform = "translateY(" + (-(starts.get(T.anchor.index) + T.anchor.offset)) + "px)";
       trimCache();
       if (T.heights.size > KEEP * 4) {
-        for (const i of T.heights.keys()) if (Math.abs(i - a) > KEEP) T.heights.delete(i);
+        for (const i of T.heights.keys()) if (Math.abs(i - T.anchor.index) > KEEP) T.heights.delete(i);
       }
+      return true;
     }
     function placeAtEnd(vh) {
-      // The last envelope's bottom at the view's bottom.
-      let i = T.count - 1, need = vh;
+      // The last envelope's bottom END_GAP above the view's bottom, by the heights known.
+      let i = T.count - 1, need = vh - END_GAP;
       while (i > 0 && need > height(i)) { need -= height(i); i--; }
       T.anchor = { index: i, offset: Math.max(0, height(i) - need) };
     }
@@ -590,7 +610,13 @@
     window.addEventListener("wheel", () => { T.input = performance.now(); }, { passive: true, capture: true });
     window.addEventListener("touchmove", () => { T.input = performance.now(); }, { passive: true, capture: true });
     window.addEventListener("keydown", (e) => {
-      if (["PageDown", "PageUp", "ArrowDown", "ArrowUp", " "].includes(e.key) && e.target === document.body) T.input = performance.now();
+      if (e.target !== document.body) return;
+      if (["PageDown", "PageUp", "ArrowDown", "ArrowUp", " "].includes(e.key)) T.input = performance.now();
+      if (e.altKey || e.metaKey || e.shiftKey) return;
+      // Home and End go to the list's ends, not to where the scrollbar's ends were when the
+      // key was pressed (the bar's length changes as heights are measured on the way).
+      if (e.key === "End") { e.preventDefault(); toEnd(); }
+      if (e.key === "Home") { e.preventDefault(); jumpTo(0, false); }
     }, { capture: true });
     window.addEventListener("scroll", onScroll, { passive: true });
     window.addEventListener("resize", () => { render(); syncScrollbar(); });
@@ -640,8 +666,9 @@
     $("jump-time").addEventListener("keydown", (e) => { if (e.key === "Enter") goToTime($("jump-time").value.trim()); });
     $("kind-next").addEventListener("click", () => goToKind("forward"));
     $("kind-prev").addEventListener("click", () => goToKind("back"));
-    $("to-start").addEventListener("click", () => { T.atEnd = false; jumpTo(0, false); });
-    $("to-end").addEventListener("click", () => { T.atEnd = true; render(); syncScrollbar(); });
+    function toEnd() { T.atEnd = true; render(); syncScrollbar(); }
+    $("to-start").addEventListener("click", () => jumpTo(0, false));
+    $("to-end").addEventListener("click", toEnd);
 
     function layout() {   // the list sits under the tool bars
       const top = $("bar").offsetHeight + $("tools").offsetHeight;

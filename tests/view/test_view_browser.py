@@ -311,3 +311,140 @@ def test_following_at_the_end_scrolls_appended_envelopes_into_view(page, served,
     for texts in (["one appended"], ["tall\n" * 120, "then short"], ["x", "y", "z", "w\n" * 40]):
         got = subprocess.run([sys.executable, "-c", writer, path, *texts], capture_output=True, text=True, check=True, env=env)
         assert_end_shown(page, got.stdout.split()[-1], f"following, after appending {len(texts)}")
+
+
+TOP_SHOWN = """() => {   // the envelope at the top of the list's part of the screen
+    const top = document.getElementById('layer').getBoundingClientRect().top;
+    const shown = [...document.querySelectorAll('article.env')].find((e) => e.getBoundingClientRect().bottom > top + 0.5);
+    return shown ? shown.dataset.envelopeId || null : null;
+}"""
+
+
+def at_param(page):
+    return page.evaluate("new URLSearchParams(location.search).get('at')")
+
+
+def assert_address_names(page, what, expected=None):
+    """The address carries `at=` naming the envelope at the top of the screen (and `expected`)."""
+    end = time.monotonic() + 5
+    while True:
+        at, top = at_param(page), page.evaluate(TOP_SHOWN)
+        if at is not None and at == top and (expected is None or at == expected):
+            return at
+        if time.monotonic() > end:
+            raise AssertionError(f"after {what}: the address says at={at}, the top of the screen shows {top}, expected {expected}")
+        time.sleep(0.05)
+
+
+def jump_by_id(page, envelope_id):
+    page.fill("#jump-id", envelope_id)
+    page.press("#jump-id", "Enter")
+
+
+def search_for(page, text):
+    page.fill("input[type=search]", text)
+    page.press("input[type=search]", "Enter")
+
+
+def test_every_kind_of_jump_leaves_a_deep_link_to_the_envelope_shown(page, served, reading):
+    ids = reading["jumps"]
+    position = {envelope_id: k + 1 for k, envelope_id in enumerate(ids)}  # the meta is at 0
+    open_transcript(page, served, "jumps.jsonl")
+    ts = page.evaluate(f"fetch('/api/envelope?t=shelf/jumps.jsonl&id={ids[400]}').then(r => r.json()).then(j => j.ts)")
+
+    def current(selector):
+        return page.wait_for_selector(selector).get_attribute("data-envelope-id")
+
+    steps = [
+        ("a jump by id", lambda: jump_by_id(page, ids[100]), lambda: ids[100]),
+        ("the scrollbar dragged", lambda: page.evaluate("window.scrollTo(0, (document.documentElement.scrollHeight - innerHeight) * 0.6)"), None),
+        ("a jump to a time", lambda: (page.fill("#jump-time", ts), page.press("#jump-time", "Enter")), lambda: current("article.target")),
+        ("a search hit near the end", lambda: search_for(page, "question 297"), lambda: ids[position_of_question(ids, page, 297)]),
+        ("the next tool call", lambda: page.click("#kind-next"), lambda: current("article.target")),
+        ("the previous tool call", lambda: page.click("#kind-prev"), lambda: current("article.target")),
+        ("a search's first hit", lambda: search_for(page, "question 29"), lambda: current("article.hit-current")),
+        ("its next hit, near the end", lambda: page.press("input[type=search]", "Enter"), lambda: current("article.hit-current")),
+        ("the next after it", lambda: page.press("input[type=search]", "Enter"), lambda: current("article.hit-current")),
+        ("the last envelope by id", lambda: jump_by_id(page, ids[-1]), lambda: ids[-1]),
+        ("the previous tool call from there", lambda: page.click("#kind-prev"), lambda: current("article.target")),
+        ("the previous hit", lambda: page.press("input[type=search]", "Shift+Enter"), lambda: current("article.hit-current")),
+        ("the start", lambda: page.click("#to-start"), None),
+    ]
+    for what, act, expected in steps:
+        before = page.url
+        act()
+        page.wait_for_timeout(100)
+        want = expected() if expected else None
+        at = assert_address_names(page, what, want)
+        if what == "a search hit near the end":
+            assert position[at] > len(ids) - 20
+        assert page.url != before, what
+    # The last place survives a reload, and a pasted link opens there.
+    jump_by_id(page, ids[-3])
+    assert_address_names(page, "a jump near the end", ids[-3])
+    link = page.url
+    page.reload()
+    page.wait_for_selector(f"[data-envelope-id='{ids[-3]}'].target")
+    assert_address_names(page, "a reload", ids[-3])
+    fresh = page.context.new_page()
+    fresh.goto(link)
+    fresh.wait_for_selector(f"[data-envelope-id='{ids[-3]}'].target")
+    assert_address_names(fresh, "a pasted link", ids[-3])
+    # Opening a deep link keeps the status line (what the transcript is).
+    wait_until(fresh, "document.getElementById('status').textContent.includes('envelopes')")
+    fresh.close()
+
+
+def position_of_question(ids, page, k):
+    text = page.evaluate(f"fetch('/api/search?t=shelf/jumps.jsonl&q=question%20{k}').then(r => r.text())")
+    hits = [hit for line in text.splitlines() for hit in __import__("json").loads(line).get("hits", [])]
+    assert len(hits) == 1, hits
+    return hits[0][0] - 1
+
+
+def target_on_top(page):
+    """The id of a jump's target once the jump has put it at the top of the screen."""
+    return wait_until(page, "(() => { const t = document.querySelector('article.target');"
+                            f" return t && t.dataset.envelopeId === ({TOP_SHOWN})() && t.dataset.envelopeId; }})()")
+
+
+def test_kind_jumps_step_from_where_the_reader_is(page, served, reading):
+    ids = reading["jumps"]
+    open_transcript(page, served, "jumps.jsonl")
+    calls = page.evaluate("""async () => {   // every tool call's position, by the API
+        const out = []; let from = -1;
+        for (;;) { const got = await (await fetch(`/api/locate?t=shelf/jumps.jsonl&kind=tool-call&from=${from}`)).json();
+                   if (got.i === null) return out; out.push(got.i); from = got.i; }
+    }""")
+    assert len(calls) == 30
+    page.click("#kind-next")
+    first = page.wait_for_selector("article.target").get_attribute("data-envelope-id")
+    assert ids.index(first) + 1 == calls[0]
+    page.mouse.move(600, 500)
+    for _ in range(8):  # well past the next few calls, by the wheel
+        page.mouse.wheel(0, 800)
+        page.wait_for_timeout(50)
+    page.wait_for_timeout(400)
+    top = ids.index(page.evaluate(TOP_SHOWN)) + 1
+    assert top > calls[2]
+    page.click("#kind-next")
+    after = ids.index(target_on_top(page)) + 1
+    assert after == min(c for c in calls if c >= top), (top, after)
+    page.mouse.wheel(0, 2400)
+    page.wait_for_timeout(400)
+    top = ids.index(page.evaluate(TOP_SHOWN)) + 1
+    page.click("#kind-prev")
+    back = ids.index(target_on_top(page)) + 1
+    assert back == max(c for c in calls if c < top), (top, back)
+
+
+def test_a_search_hit_in_a_folded_compacted_message_is_shown(page, served):
+    compacted = served["shelf"].ids["user1"]
+    page.goto(served["base"] + "/t/shelf/run.jsonl")
+    page.wait_for_selector(f"[data-envelope-id='{compacted}'].removed")
+    assert not page.is_visible(f"[data-envelope-id='{compacted}'] > .body")  # folded
+    search_for(page, "date parser")
+    wait_until(page, "document.querySelector('#search-count').textContent.startsWith('1 of')")
+    page.wait_for_selector(f"[data-envelope-id='{compacted}'].hit-current mark", state="attached")
+    assert page.is_visible(f"[data-envelope-id='{compacted}'] mark")
+    assert page.inner_text(f"[data-envelope-id='{compacted}'] mark").lower() == "date parser"

@@ -149,7 +149,7 @@
       anchor: { index: 0, offset: 0 }, atEnd: false,
       lastY: 0, suppress: null, input: 0, idle: null, avg: EST,
       hits: [], hitSet: new Set(), hitAt: -1, hitTotal: 0, searchDone: true, searchAbort: null, query: "",
-      target: null, ready: {},
+      target: null, ready: {}, about: "", unremembered: false, folds: new Map(),
     };
     const items = $("items"), layer = $("layer"), spacer = $("spacer");
     const params = new URLSearchParams(location.search);
@@ -260,7 +260,10 @@
       }
       a.append(head);
       if (removed) {
-        const fold = el("button", "fold", "show");
+        // Folded unless the reader unfolded it, or it holds a search hit (until folded again).
+        const unfolded = T.folds.has(i) ? T.folds.get(i) : T.hitSet.has(i) && T.mode === "history";
+        if (unfolded) a.classList.add("unfolded");
+        const fold = el("button", "fold", unfolded ? "fold" : "show");
         fold.type = "button"; fold.dataset.fold = "1";
         head.append(fold);
         if (item.preview) a.append(el("div", "preview", item.preview));
@@ -317,6 +320,7 @@
       // At the end, where the list goes depends on the heights this pass measures: place
       // it again with them (a second pass, as a rule; more while envelopes stream in).
       for (let pass = 0; pass < 4; pass++) if (renderPass(pass === 3)) break;
+      if (T.unremembered && T.cache.has(key(T.anchor.index))) remember();
     }
     function renderPass(final) {   // false: the end is to be placed again, with the heights measured
       const vh = viewHeight();
@@ -443,6 +447,9 @@
     }
     function remember() {   // the place shown, in the address: a deep link that survives reload
       const item = T.cache.get(key(T.anchor.index));
+      // Not fetched yet (a jump far away): the address is set when it arrives (render).
+      T.unremembered = !item;
+      if (!item) return;
       const p = new URLSearchParams(location.search);
       p.delete("token");
       if (item && T.mode === "history") p.set("at", item.id); else if (T.mode === "history") p.delete("at");
@@ -460,7 +467,7 @@
         if (got.i === null) { status("no envelope " + id + " in this transcript" + (T.ready.history ? "" : " (or the index is still being read)")); return false; }
         if (T.mode !== "history") setMode("history");
         jumpTo(got.i, true);
-        status("");
+        status(T.about);
         return true;
       } catch (e) { status(e.message); return false; }
     }
@@ -477,13 +484,16 @@
     async function goToKind(dir) {
       const kind = $("jump-kind").value;
       if (T.mode !== "history") setMode("history");
-      const from = T.target !== null && T.target !== undefined ? T.target : T.anchor.index + (dir === "back" ? 0 : -1);
+      // From the envelope at the top of the screen: the next at or after it, or after it
+      // where it is the last jump's target (still where the jump put it); the previous before it.
+      const here = T.anchor.index, onTarget = T.target === here && T.anchor.offset === 0;
+      const from = dir === "back" || onTarget ? here : here - 1;
       try {
         const got = await getJSON(url("/api/locate", { t: link, kind, from, dir }));
         if (got.wait) { status("still reading the history…"); return; }
         if (got.i === null) { status("no " + $("jump-kind").selectedOptions[0].text + (dir === "back" ? " before" : " after") + " this"); return; }
         jumpTo(got.i, true);
-        status("");
+        status(T.about);
       } catch (e) { status(e.message); }
     }
 
@@ -550,7 +560,7 @@
     function setMode(mode) {
       T.mode = mode;
       $("mode-live").checked = mode === "live";
-      T.cache.clear(); T.heights.clear(); T.loading.clear(); T.stale.clear();
+      T.cache.clear(); T.heights.clear(); T.loading.clear(); T.stale.clear(); T.folds.clear();
       for (const node of T.nodes.values()) node.remove();
       T.nodes.clear();
       T.anchor = { index: 0, offset: 0 }; T.target = null;
@@ -573,7 +583,8 @@
       if (info.warnings) parts.push(fmtInt(info.warnings) + " lines skipped");
       if (!info.ready.history) parts.push("reading the history…");
       if (info.error) parts.push(info.error);
-      status(parts.join(" · "));
+      T.about = parts.join(" · ");
+      status(T.about);
     }
     async function follow() {
       try {
@@ -625,7 +636,13 @@
       if (!b) return;
       if (b.dataset.to) { goToId(b.dataset.to); return; }
       const art = b.closest("article");
-      if (b.dataset.fold) { art.classList.toggle("unfolded"); b.textContent = art.classList.contains("unfolded") ? "fold" : "show"; render(); return; }
+      if (b.dataset.fold) {
+        const unfolded = art.classList.toggle("unfolded");
+        T.folds.set(Number(art.dataset.i), unfolded);
+        b.textContent = unfolded ? "fold" : "show";
+        render();
+        return;
+      }
       if (b.dataset.more) {
         const i = Number(b.dataset.more);
         const full = await getJSON(url("/api/envelope", { t: link, i, full: 1 }));

@@ -24,9 +24,10 @@ if CHROMIUM is None:
     pytest.skip("no Chromium: Debian's chromium is not installed (apt-get install -y chromium)", allow_module_level=True)
 
 import uvicorn  # noqa: E402
-from view_support import build_shelf  # noqa: E402
+from view_support import SPOOFED_OUTCOMES, build_shelf, write_spoofed_outcomes  # noqa: E402
 
 from llm_agent_session import Session, assistant_message, tool_message, user_message  # noqa: E402
+from llm_agent_session.cli.output import visible  # noqa: E402
 from llm_agent_session.view.app import Viewer, app  # noqa: E402
 from llm_agent_session.view.security import Policy  # noqa: E402
 from llm_agent_session.view.server import bind  # noqa: E402
@@ -448,3 +449,18 @@ def test_a_search_hit_in_a_folded_compacted_message_is_shown(page, served):
     page.wait_for_selector(f"[data-envelope-id='{compacted}'].hit-current mark", state="attached")
     assert page.is_visible(f"[data-envelope-id='{compacted}'] mark")
     assert page.inner_text(f"[data-envelope-id='{compacted}'] mark").lower() == "date parser"
+
+
+# -- what a line cannot do to the page (issue #33) ---------------------------------------------
+
+
+def test_a_settles_outcome_text_never_becomes_a_class(page, served, backend_name):
+    write_spoofed_outcomes(os.path.join(served["root"], f"spoofed-{backend_name}.jsonl"))
+    open_transcript(page, served, f"spoofed-{backend_name}.jsonl")
+    page.wait_for_selector("article.op .badge")
+    settled = page.eval_on_selector_all("article.op", """els => els.filter((e) => e.querySelector('.title').textContent.startsWith('tool settled'))
+        .map((e) => { const b = e.querySelector('.head .badge');
+                      return [b.textContent, [...b.classList], getComputedStyle(b).fontWeight]; })""")
+    assert [s[:2] for s in settled] == [["failed", ["badge", "state-failed"]]] + [
+        [visible(o), ["badge", "state-other"]] for o in SPOOFED_OUTCOMES]
+    assert settled[0][2] == "600" and {s[2] for s in settled[1:]} == {"400"}  # styled as failed: the real one only

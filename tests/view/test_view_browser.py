@@ -464,3 +464,22 @@ def test_a_settles_outcome_text_never_becomes_a_class(page, served, backend_name
     assert [s[:2] for s in settled] == [["failed", ["badge", "state-failed"]]] + [
         [visible(o), ["badge", "state-other"]] for o in SPOOFED_OUTCOMES]
     assert settled[0][2] == "600" and {s[2] for s in settled[1:]} == {"400"}  # styled as failed: the real one only
+
+
+def test_an_aligned_markdown_table_keeps_to_the_csp(page, served, backend_name):
+    from test_view_render import ALIGNED_TABLE
+
+    path = os.path.join(served["root"], f"table-{backend_name}.jsonl")
+    with Session.create(path, {"title": "a table"}) as s:
+        s.append_message(assistant_message("A table:\n\n" + ALIGNED_TABLE))
+    refused = []
+    page.on("console", lambda m: refused.append(m.text) if "Content Security Policy" in m.text else None)
+    page.add_init_script("window.__violations = [];"
+                         "document.addEventListener('securitypolicyviolation', (e) => window.__violations.push(e.violatedDirective));")
+    open_transcript(page, served, f"table-{backend_name}.jsonl")
+    page.wait_for_selector(".md table td")
+    page.wait_for_timeout(200)
+    aligns = page.eval_on_selector_all(".md table tr", "rows => rows.map((r) => [...r.children].map((c) => getComputedStyle(c).textAlign))")
+    violations = page.evaluate("window.__violations")
+    assert violations == [] and refused == [], (violations, refused)
+    assert aligns == [["left", "center", "right", "center"], ["left", "center", "right", "start"]]  # a th's own: center

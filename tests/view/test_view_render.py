@@ -18,3 +18,20 @@ def test_a_settles_outcome_never_becomes_a_class(client, shelf):
         [{"text": "failed", "cls": "state-failed"}]
         + [{"text": visible(outcome), "cls": "state-other"} for outcome in SPOOFED_OUTCOMES])
     assert [item["title"] for item in settles[1:]] == ["tool settled: " + visible(o) for o in SPOOFED_OUTCOMES]
+
+
+ALIGNED_TABLE = "| left | centre | right | none |\n|:--|:-:|--:|---|\n| 1 | 2 | 3 | 4 |\n"
+
+
+def test_markdown_table_alignment_is_a_class_not_an_inline_style(backend_name):
+    if backend_name != "pure":
+        import pytest
+
+        pytest.skip("backend-independent: checked once, in the pure run")
+    from llm_agent_session.view import markdown
+
+    html = markdown.render(ALIGNED_TABLE)
+    assert "style" not in html  # the page's CSP (style-src 'self') refuses inline style
+    for align in ("left", "center", "right"):
+        assert html.count(f' class="align-{align}"') == 2, html
+    assert "<th>none</th>" in html and "<td>4</td>" in html

@@ -185,6 +185,8 @@ def test_follow_a_live_writer_and_a_repair(page, served, backend_name):
 
 
 def test_the_hostile_corpus_stays_inert_and_visible(page, served):
+    requested = []
+    page.on("request", lambda r: requested.append(r.url))
     page.goto(served["base"] + "/")
     page.wait_for_selector(".shelf-row[href^='/t/~']")  # its name holds controls: linked by an alias
     page.locator("a.shelf-row[href^='/t/~']").filter(has_not_text="broken-").first.click()
@@ -200,6 +202,7 @@ def test_the_hostile_corpus_stays_inert_and_visible(page, served):
         assert link.get_attribute("href").startswith(("http:", "https:", "mailto:"))
     assert page.query_selector("#items script, #items img, #items iframe") is None
     assert page.evaluate("window.__pwned") is None
+    assert requested and [u for u in requested if not u.startswith(served["base"] + "/")] == []  # nothing out
 
 
 # -- the place shown: the end, follow, deep links, jumps (issue #33) ---------------------------

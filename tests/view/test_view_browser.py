@@ -301,6 +301,21 @@ def test_the_end_shows_the_last_envelope_by_button_key_and_wheel(page, served, r
     assert_end_shown(page, last, "the wheel past the end")
 
 
+def test_short_envelopes_fill_the_screen(page, served, backend_name):
+    """Heights estimated before the first window arrived must not leave the screen half
+    empty once it is measured (here nothing else renders again: the history is ready)."""
+    path = os.path.join(served["root"], f"short-{backend_name}.jsonl")
+    with Session.create(path, {"title": "short"}) as s:
+        for k in range(300):
+            s.append_message(user_message(""))
+    open_transcript(page, served, f"short-{backend_name}.jsonl")
+    page.goto(served["base"] + f"/t/shelf/short-{backend_name}.jsonl")  # opened again: the history is read
+    page.wait_for_selector("[data-envelope-id]")
+    wait_until(page, """(() => { const shown = document.querySelectorAll('article.env[data-envelope-id]');
+        return shown.length && shown[shown.length - 1].getBoundingClientRect().bottom
+                               >= document.getElementById('layer').getBoundingClientRect().bottom; })()""", timeout=5)
+
+
 def test_following_at_the_end_scrolls_appended_envelopes_into_view(page, served, backend_name):
     path = os.path.join(served["root"], f"follow-end-{backend_name}.jsonl")
     with Session.create(path, {"title": "follow"}) as s:
@@ -460,7 +475,7 @@ def test_a_search_hit_in_a_folded_compacted_message_is_shown(page, served):
 def test_a_settles_outcome_text_never_becomes_a_class(page, served, backend_name):
     write_spoofed_outcomes(os.path.join(served["root"], f"spoofed-{backend_name}.jsonl"))
     open_transcript(page, served, f"spoofed-{backend_name}.jsonl")
-    page.wait_for_selector("article.op .badge")
+    wait_until(page, "document.querySelectorAll('article.op .badge').length >= 14")
     settled = page.eval_on_selector_all("article.op", """els => els.filter((e) => e.querySelector('.title').textContent.startsWith('tool settled'))
         .map((e) => { const b = e.querySelector('.head .badge');
                       return [b.textContent, [...b.classList], getComputedStyle(b).fontWeight]; })""")

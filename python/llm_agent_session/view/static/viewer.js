@@ -317,12 +317,12 @@
     }
 
     function render() {
-      // At the end, where the list goes depends on the heights this pass measures: place
-      // it again with them (a second pass, as a rule; more while envelopes stream in).
+      // Which envelopes to draw depends on their heights, known once drawn: draw again with
+      // the heights a pass measured where they were off (a second pass, as a rule).
       for (let pass = 0; pass < 4; pass++) if (renderPass(pass === 3)) break;
       if (T.unremembered && T.cache.has(key(T.anchor.index))) remember();
     }
-    function renderPass(final) {   // false: the end is to be placed again, with the heights measured
+    function renderPass(final) {   // false: to be drawn again, with the heights measured
       const vh = viewHeight();
       if (T.count === 0) { items.replaceChildren(); T.nodes.clear(); return true; }
       if (T.atEnd) placeAtEnd(vh);
@@ -370,6 +370,8 @@
         let i = first;
         while (i < last && starts.get(i + 1) <= top) i++;
         T.anchor = { index: i, offset: Math.max(0, top - starts.get(i)) };
+      } else if (!final && last < T.count - 1 && y - starts.get(a) - T.anchor.offset < vh) {
+        return false;   // estimated too tall: the envelopes drawn end above the view's bottom
       }
       if (measured > 5) {
         const avg = Math.max(40, Math.round(sum / measured));

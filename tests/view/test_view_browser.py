@@ -474,8 +474,9 @@ def test_a_search_hit_in_a_folded_compacted_message_is_shown(page, served):
 
 def test_a_settles_outcome_text_never_becomes_a_class(page, served, backend_name):
     write_spoofed_outcomes(os.path.join(served["root"], f"spoofed-{backend_name}.jsonl"))
+    page.set_viewport_size({"width": 1200, "height": 2400})  # every envelope on one screen
     open_transcript(page, served, f"spoofed-{backend_name}.jsonl")
-    wait_until(page, "document.querySelectorAll('article.op .badge').length >= 14")
+    wait_until(page, "document.querySelectorAll('article.op[data-envelope-id]').length === 14")
     settled = page.eval_on_selector_all("article.op", """els => els.filter((e) => e.querySelector('.title').textContent.startsWith('tool settled'))
         .map((e) => { const b = e.querySelector('.head .badge');
                       return [b.textContent, [...b.classList], getComputedStyle(b).fontWeight]; })""")

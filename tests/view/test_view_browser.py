@@ -7,6 +7,7 @@ is the page's ``<input type="search">``.
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import subprocess
@@ -24,7 +25,7 @@ if CHROMIUM is None:
     pytest.skip("no Chromium: Debian's chromium is not installed (apt-get install -y chromium)", allow_module_level=True)
 
 import uvicorn  # noqa: E402
-from view_support import SPOOFED_OUTCOMES, build_shelf, write_spoofed_outcomes  # noqa: E402
+from view_support import ALIGNED_TABLE, SPOOFED_OUTCOMES, build_shelf, write_spoofed_outcomes  # noqa: E402
 
 from llm_agent_session import Session, assistant_message, tool_message, user_message  # noqa: E402
 from llm_agent_session.cli.output import visible  # noqa: E402
@@ -205,16 +206,16 @@ def test_the_hostile_corpus_stays_inert_and_visible(page, served):
     assert requested and [u for u in requested if not u.startswith(served["base"] + "/")] == []  # nothing out
 
 
-# -- the place shown: the end, follow, deep links, jumps (issue #33) ---------------------------
+# -- the place shown: the end, follow, deep links, jumps
 
 BIG = "\n".join(f"line {k}: " + "a long line of tool output " * 3 for k in range(150))  # ~ 3,000 px
 
 
 @pytest.fixture(scope="module")
 def reading(served):
-    """Transcripts for the place shown, written under the served shelf: `jumps` (1,200
-    envelopes, a tool call every 40, envelopes of every height), `ragged` (short envelopes,
-    then very tall and short ones near the end)."""
+    """Transcripts for the place shown, written under the served shelf: `jumps` (690
+    envelopes of many heights, a tool call every 23), `ragged` (short envelopes, then very
+    tall and short ones near the end)."""
     root = served["root"]
     jumps: list = []
     with Session.create(os.path.join(root, "jumps.jsonl"), {"title": "jumps"}) as s:
@@ -416,7 +417,7 @@ def test_every_kind_of_jump_leaves_a_deep_link_to_the_envelope_shown(page, serve
 
 def position_of_question(ids, page, k):
     text = page.evaluate(f"fetch('/api/search?t=shelf/jumps.jsonl&q=question%20{k}').then(r => r.text())")
-    hits = [hit for line in text.splitlines() for hit in __import__("json").loads(line).get("hits", [])]
+    hits = [hit for line in text.splitlines() for hit in json.loads(line).get("hits", [])]
     assert len(hits) == 1, hits
     return hits[0][0] - 1
 
@@ -469,7 +470,7 @@ def test_a_search_hit_in_a_folded_compacted_message_is_shown(page, served):
     assert page.inner_text(f"[data-envelope-id='{compacted}'] mark").lower() == "date parser"
 
 
-# -- what a line cannot do to the page (issue #33) ---------------------------------------------
+# -- what a line cannot do to the page
 
 
 def test_a_settles_outcome_text_never_becomes_a_class(page, served, backend_name):
@@ -486,8 +487,6 @@ def test_a_settles_outcome_text_never_becomes_a_class(page, served, backend_name
 
 
 def test_an_aligned_markdown_table_keeps_to_the_csp(page, served, backend_name):
-    from test_view_render import ALIGNED_TABLE
-
     path = os.path.join(served["root"], f"table-{backend_name}.jsonl")
     with Session.create(path, {"title": "a table"}) as s:
         s.append_message(assistant_message("A table:\n\n" + ALIGNED_TABLE))

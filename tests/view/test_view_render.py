@@ -1,13 +1,15 @@
 """What the page is sent for an envelope: badge classes only from the known ones, whatever
-a line says."""
+a line says; Markdown the page's Content-Security-Policy lets it show."""
 
 from __future__ import annotations
 
 import os
 
-from view_support import SPOOFED_OUTCOMES, write_spoofed_outcomes
+import pytest
+from view_support import ALIGNED_TABLE, SPOOFED_OUTCOMES, write_spoofed_outcomes
 
 from llm_agent_session.cli.output import visible
+from llm_agent_session.view import markdown
 
 
 def test_a_settles_outcome_never_becomes_a_class(client, shelf):
@@ -20,16 +22,9 @@ def test_a_settles_outcome_never_becomes_a_class(client, shelf):
     assert [item["title"] for item in settles[1:]] == ["tool settled: " + visible(o) for o in SPOOFED_OUTCOMES]
 
 
-ALIGNED_TABLE = "| left | centre | right | none |\n|:--|:-:|--:|---|\n| 1 | 2 | 3 | 4 |\n"
-
-
 def test_markdown_table_alignment_is_a_class_not_an_inline_style(backend_name):
     if backend_name != "pure":
-        import pytest
-
         pytest.skip("backend-independent: checked once, in the pure run")
-    from llm_agent_session.view import markdown
-
     html = markdown.render(ALIGNED_TABLE)
     assert "style" not in html  # the page's CSP (style-src 'self') refuses inline style
     for align in ("left", "center", "right"):

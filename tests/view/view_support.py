@@ -3,6 +3,7 @@ in process (Starlette's TestClient: no socket, the Host header set per request).
 
 from __future__ import annotations
 
+import json
 import os
 import sys
 from dataclasses import dataclass
@@ -55,6 +56,9 @@ def client_for(paths, host: str = f"127.0.0.1:{PORT}"):
     return TestClient(app(Viewer(Roots(paths)), policy), base_url=f"http://{host}", follow_redirects=False)
 
 
+# A Markdown table with every alignment (markdown-it writes it as inline style).
+ALIGNED_TABLE = "| left | centre | right | none |\n|:--|:-:|--:|---|\n| 1 | 2 | 3 | 4 |\n"
+
 # Outcomes a settle's line may name that are none of the known ones: each would spoof a
 # badge's classes if its text became them.
 SPOOFED_OUTCOMES = ["failed x-spoof", "completed pending", "state-completed", " failed", "failed\u202e", "<b>failed</b>"]
@@ -63,8 +67,6 @@ SPOOFED_OUTCOMES = ["failed x-spoof", "completed pending", "state-completed", " 
 def write_spoofed_outcomes(path: str) -> None:
     """A transcript whose first settle is a real `failed` and the others name one of
     SPOOFED_OUTCOMES (written over the line: Session refuses them, a file may hold anything)."""
-    import json
-
     with Session.create(path, {"title": "spoofed outcomes"}) as s:
         for k in range(len(SPOOFED_OUTCOMES) + 1):
             op = s.append_tool_dispatched(f"call_{k}", "bash", "{}")

@@ -7,6 +7,7 @@ is the page's ``<input type="search">``.
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import subprocess
@@ -24,9 +25,10 @@ if CHROMIUM is None:
     pytest.skip("no Chromium: Debian's chromium is not installed (apt-get install -y chromium)", allow_module_level=True)
 
 import uvicorn  # noqa: E402
-from view_support import build_shelf  # noqa: E402
+from view_support import ALIGNED_TABLE, SPOOFED_OUTCOMES, build_shelf, write_spoofed_outcomes  # noqa: E402
 
-from llm_agent_session import Session, assistant_message, user_message  # noqa: E402
+from llm_agent_session import Session, assistant_message, tool_message, user_message  # noqa: E402
+from llm_agent_session.cli.output import visible  # noqa: E402
 from llm_agent_session.view.app import Viewer, app  # noqa: E402
 from llm_agent_session.view.security import Policy  # noqa: E402
 from llm_agent_session.view.server import bind  # noqa: E402
@@ -184,6 +186,8 @@ def test_follow_a_live_writer_and_a_repair(page, served, backend_name):
 
 
 def test_the_hostile_corpus_stays_inert_and_visible(page, served):
+    requested = []
+    page.on("request", lambda r: requested.append(r.url))
     page.goto(served["base"] + "/")
     page.wait_for_selector(".shelf-row[href^='/t/~']")  # its name holds controls: linked by an alias
     page.locator("a.shelf-row[href^='/t/~']").filter(has_not_text="broken-").first.click()
@@ -199,3 +203,301 @@ def test_the_hostile_corpus_stays_inert_and_visible(page, served):
         assert link.get_attribute("href").startswith(("http:", "https:", "mailto:"))
     assert page.query_selector("#items script, #items img, #items iframe") is None
     assert page.evaluate("window.__pwned") is None
+    assert requested and [u for u in requested if not u.startswith(served["base"] + "/")] == []  # nothing out
+
+
+# -- the place shown: the end, follow, deep links, jumps
+
+BIG = "\n".join(f"line {k}: " + "a long line of tool output " * 3 for k in range(150))  # ~ 3,000 px
+
+
+@pytest.fixture(scope="module")
+def reading(served):
+    """Transcripts for the place shown, written under the served shelf: `jumps` (690
+    envelopes of many heights, a tool call every 23), `ragged` (short envelopes, then very
+    tall and short ones near the end)."""
+    root = served["root"]
+    jumps: list = []
+    with Session.create(os.path.join(root, "jumps.jsonl"), {"title": "jumps"}) as s:
+        for k in range(300):
+            jumps.append(s.append_message(user_message(f"question {k}" + ("\nmore" * (k % 7)))))
+            if k % 10 == 9:
+                call = {"id": f"call_{k}", "type": "function", "function": {"name": "bash", "arguments": "{}"}}
+                jumps.append(s.append_message(assistant_message(None, [call])))
+                op = s.append_tool_dispatched(f"call_{k}", "bash", "{}")
+                jumps.append(op)
+                jumps.append(s.append_message(tool_message(f"call_{k}", f"output {k}\n" * (k % 13))))
+                jumps.append(s.append_tool_settled(op, "completed"))
+            else:
+                jumps.append(s.append_message(assistant_message(f"answer {k}")))
+    ragged: list = []
+    with Session.create(os.path.join(root, "ragged.jsonl"), {"title": "ragged"}) as s:
+        for k in range(400):
+            ragged.append(s.append_message(user_message(f"short {k}")))
+        for k, text in enumerate([BIG, "short", BIG[:20000], "short", "short", BIG[:9000], "the last one"]):
+            ragged.append(s.append_message(tool_message("c", text) if k % 2 == 0 else user_message(text)))
+    return {"jumps": jumps, "ragged": ragged, "root": root}
+
+
+def layer_top(page):
+    return page.evaluate("document.getElementById('layer').getBoundingClientRect().top")
+
+
+BOTTOM_IN_VIEW = """(id) => {
+    const e = document.querySelector(`[data-envelope-id="${id}"]`);
+    if (!e) return false;
+    const r = e.getBoundingClientRect(), l = document.getElementById('layer').getBoundingClientRect();
+    return r.bottom > l.top && r.bottom <= Math.min(l.bottom, window.innerHeight) + 0.5;
+}"""
+
+
+def bottom_in_view(page, envelope_id):
+    """The envelope is rendered and its bottom is inside the list's part of the screen."""
+    return page.evaluate(BOTTOM_IN_VIEW, envelope_id)
+
+
+def assert_end_shown(page, envelope_id, what):
+    end = time.monotonic() + 5
+    while not bottom_in_view(page, envelope_id):
+        if time.monotonic() > end:
+            where = page.evaluate("""(id) => {
+                const e = document.querySelector(`[data-envelope-id="${id}"]`), shown = [...document.querySelectorAll('article.env')];
+                return {box: e && [e.getBoundingClientRect().top, e.getBoundingClientRect().bottom], screen: window.innerHeight,
+                        scrollY: window.scrollY, scrollMax: document.documentElement.scrollHeight - window.innerHeight,
+                        rendered: shown.length && [shown[0].dataset.i, shown[shown.length - 1].dataset.i]};
+            }""", envelope_id)
+            raise AssertionError(f"{what}: the last envelope's bottom is not in view: {where}")
+        time.sleep(0.05)
+
+
+def open_transcript(page, served, name, query=""):
+    page.goto(served["base"] + f"/t/shelf/{name}{query}")
+    page.wait_for_selector("[data-envelope-id]")
+    wait_until(page, "document.getElementById('status').textContent.indexOf('reading the history') < 0")
+
+
+@pytest.mark.parametrize("name", ["long.jsonl", "ragged.jsonl", "jumps.jsonl"])
+def test_the_end_shows_the_last_envelope_by_button_key_and_wheel(page, served, reading, name):
+    last = {"long.jsonl": served["long"], "ragged.jsonl": reading["ragged"], "jumps.jsonl": reading["jumps"]}[name][-1]
+    open_transcript(page, served, name)
+    page.click("#to-end")
+    assert_end_shown(page, last, "the end button")
+    page.click("#to-start")
+    wait_until(page, "window.scrollY === 0")
+    page.evaluate("document.activeElement.blur()")
+    page.keyboard.press("End")
+    assert_end_shown(page, last, "the End key")
+    # From well before the end, the wheel alone.
+    page.evaluate("window.scrollTo(0, document.documentElement.scrollHeight * 0.97)")
+    page.wait_for_timeout(400)
+    page.mouse.move(600, 500)
+    for _ in range(60):
+        page.mouse.wheel(0, 1500)
+        page.wait_for_timeout(30)
+        if bottom_in_view(page, last):
+            break
+    assert_end_shown(page, last, "the wheel")
+    page.mouse.wheel(0, 3000)  # past the end: it stays
+    page.wait_for_timeout(300)
+    assert_end_shown(page, last, "the wheel past the end")
+
+
+def test_short_envelopes_fill_the_screen(page, served, backend_name):
+    """Heights estimated before the first window arrived must not leave the screen half
+    empty once it is measured (here nothing else renders again: the history is ready)."""
+    path = os.path.join(served["root"], f"short-{backend_name}.jsonl")
+    with Session.create(path, {"title": "short"}) as s:
+        for k in range(300):
+            s.append_message(user_message(""))
+    open_transcript(page, served, f"short-{backend_name}.jsonl")
+    page.goto(served["base"] + f"/t/shelf/short-{backend_name}.jsonl")  # opened again: the history is read
+    page.wait_for_selector("[data-envelope-id]")
+    wait_until(page, """(() => { const shown = document.querySelectorAll('article.env[data-envelope-id]');
+        return shown.length && shown[shown.length - 1].getBoundingClientRect().bottom
+                               >= document.getElementById('layer').getBoundingClientRect().bottom; })()""", timeout=5)
+
+
+def test_following_at_the_end_scrolls_appended_envelopes_into_view(page, served, backend_name):
+    path = os.path.join(served["root"], f"follow-end-{backend_name}.jsonl")
+    with Session.create(path, {"title": "follow"}) as s:
+        for k in range(300):
+            s.append_message(user_message(f"before {k}" + "\nline" * (k % 5)))
+    open_transcript(page, served, f"follow-end-{backend_name}.jsonl")
+    page.click("#to-end")
+    env = dict(os.environ, LLM_AGENT_SESSION_BACKEND=backend_name)
+    writer = ("import sys; from llm_agent_session import Session, user_message, tool_message\n"
+              "with Session.load(sys.argv[1]) as s:\n"
+              "    for text in sys.argv[2:]: print(s.append_message(tool_message('c', text) if len(text) > 100 else user_message(text)))")
+    for texts in (["one appended"], ["tall\n" * 120, "then short"], ["x", "y", "z", "w\n" * 40]):
+        got = subprocess.run([sys.executable, "-c", writer, path, *texts], capture_output=True, text=True, check=True, env=env)
+        assert_end_shown(page, got.stdout.split()[-1], f"following, after appending {len(texts)}")
+
+
+TOP_SHOWN = """() => {   // the envelope at the top of the list's part of the screen
+    const top = document.getElementById('layer').getBoundingClientRect().top;
+    const shown = [...document.querySelectorAll('article.env')].find((e) => e.getBoundingClientRect().bottom > top + 0.5);
+    return shown ? shown.dataset.envelopeId || null : null;
+}"""
+
+
+def at_param(page):
+    return page.evaluate("new URLSearchParams(location.search).get('at')")
+
+
+def assert_address_names(page, what, expected=None):
+    """The address carries `at=` naming the envelope at the top of the screen (and `expected`)."""
+    end = time.monotonic() + 5
+    while True:
+        at, top = at_param(page), page.evaluate(TOP_SHOWN)
+        if at is not None and at == top and (expected is None or at == expected):
+            return at
+        if time.monotonic() > end:
+            raise AssertionError(f"after {what}: the address says at={at}, the top of the screen shows {top}, expected {expected}")
+        time.sleep(0.05)
+
+
+def jump_by_id(page, envelope_id):
+    page.fill("#jump-id", envelope_id)
+    page.press("#jump-id", "Enter")
+
+
+def search_for(page, text):
+    page.fill("input[type=search]", text)
+    page.press("input[type=search]", "Enter")
+
+
+def test_every_kind_of_jump_leaves_a_deep_link_to_the_envelope_shown(page, served, reading):
+    ids = reading["jumps"]
+    position = {envelope_id: k + 1 for k, envelope_id in enumerate(ids)}  # the meta is at 0
+    open_transcript(page, served, "jumps.jsonl")
+    ts = page.evaluate(f"fetch('/api/envelope?t=shelf/jumps.jsonl&id={ids[400]}').then(r => r.json()).then(j => j.ts)")
+
+    def current(selector):
+        return page.wait_for_selector(selector).get_attribute("data-envelope-id")
+
+    steps = [
+        ("a jump by id", lambda: jump_by_id(page, ids[100]), lambda: ids[100]),
+        ("the scrollbar dragged", lambda: page.evaluate("window.scrollTo(0, (document.documentElement.scrollHeight - innerHeight) * 0.6)"), None),
+        ("a jump to a time", lambda: (page.fill("#jump-time", ts), page.press("#jump-time", "Enter")), lambda: current("article.target")),
+        ("a search hit near the end", lambda: search_for(page, "question 297"), lambda: ids[position_of_question(ids, page, 297)]),
+        ("the next tool call", lambda: page.click("#kind-next"), lambda: current("article.target")),
+        ("the previous tool call", lambda: page.click("#kind-prev"), lambda: current("article.target")),
+        ("a search's first hit", lambda: search_for(page, "question 29"), lambda: current("article.hit-current")),
+        ("its next hit, near the end", lambda: page.press("input[type=search]", "Enter"), lambda: current("article.hit-current")),
+        ("the next after it", lambda: page.press("input[type=search]", "Enter"), lambda: current("article.hit-current")),
+        ("the last envelope by id", lambda: jump_by_id(page, ids[-1]), lambda: ids[-1]),
+        ("the previous tool call from there", lambda: page.click("#kind-prev"), lambda: current("article.target")),
+        ("the previous hit", lambda: page.press("input[type=search]", "Shift+Enter"), lambda: current("article.hit-current")),
+        ("the start", lambda: page.click("#to-start"), None),
+    ]
+    for what, act, expected in steps:
+        before = page.url
+        act()
+        page.wait_for_timeout(100)
+        want = expected() if expected else None
+        at = assert_address_names(page, what, want)
+        if what == "a search hit near the end":
+            assert position[at] > len(ids) - 20
+        assert page.url != before, what
+    # The last place survives a reload, and a pasted link opens there.
+    jump_by_id(page, ids[-3])
+    assert_address_names(page, "a jump near the end", ids[-3])
+    link = page.url
+    page.reload()
+    page.wait_for_selector(f"[data-envelope-id='{ids[-3]}'].target")
+    assert_address_names(page, "a reload", ids[-3])
+    fresh = page.context.new_page()
+    fresh.goto(link)
+    fresh.wait_for_selector(f"[data-envelope-id='{ids[-3]}'].target")
+    assert_address_names(fresh, "a pasted link", ids[-3])
+    # Opening a deep link keeps the status line (what the transcript is).
+    wait_until(fresh, "document.getElementById('status').textContent.includes('envelopes')")
+    fresh.close()
+
+
+def position_of_question(ids, page, k):
+    text = page.evaluate(f"fetch('/api/search?t=shelf/jumps.jsonl&q=question%20{k}').then(r => r.text())")
+    hits = [hit for line in text.splitlines() for hit in json.loads(line).get("hits", [])]
+    assert len(hits) == 1, hits
+    return hits[0][0] - 1
+
+
+def target_on_top(page):
+    """The id of a jump's target once the jump has put it at the top of the screen."""
+    return wait_until(page, "(() => { const t = document.querySelector('article.target');"
+                            f" return t && t.dataset.envelopeId === ({TOP_SHOWN})() && t.dataset.envelopeId; }})()")
+
+
+def test_kind_jumps_step_from_where_the_reader_is(page, served, reading):
+    ids = reading["jumps"]
+    open_transcript(page, served, "jumps.jsonl")
+    calls = page.evaluate("""async () => {   // every tool call's position, by the API
+        const out = []; let from = -1;
+        for (;;) { const got = await (await fetch(`/api/locate?t=shelf/jumps.jsonl&kind=tool-call&from=${from}`)).json();
+                   if (got.i === null) return out; out.push(got.i); from = got.i; }
+    }""")
+    assert len(calls) == 30
+    page.click("#kind-next")
+    first = page.wait_for_selector("article.target").get_attribute("data-envelope-id")
+    assert ids.index(first) + 1 == calls[0]
+    page.mouse.move(600, 500)
+    for _ in range(8):  # well past the next few calls, by the wheel
+        page.mouse.wheel(0, 800)
+        page.wait_for_timeout(50)
+    page.wait_for_timeout(400)
+    top = ids.index(page.evaluate(TOP_SHOWN)) + 1
+    assert top > calls[2]
+    page.click("#kind-next")
+    after = ids.index(target_on_top(page)) + 1
+    assert after == min(c for c in calls if c >= top), (top, after)
+    page.mouse.wheel(0, 2400)
+    page.wait_for_timeout(400)
+    top = ids.index(page.evaluate(TOP_SHOWN)) + 1
+    page.click("#kind-prev")
+    back = ids.index(target_on_top(page)) + 1
+    assert back == max(c for c in calls if c < top), (top, back)
+
+
+def test_a_search_hit_in_a_folded_compacted_message_is_shown(page, served):
+    compacted = served["shelf"].ids["user1"]
+    page.goto(served["base"] + "/t/shelf/run.jsonl")
+    page.wait_for_selector(f"[data-envelope-id='{compacted}'].removed")
+    assert not page.is_visible(f"[data-envelope-id='{compacted}'] > .body")  # folded
+    search_for(page, "date parser")
+    wait_until(page, "document.querySelector('#search-count').textContent.startsWith('1 of')")
+    page.wait_for_selector(f"[data-envelope-id='{compacted}'].hit-current mark", state="attached")
+    assert page.is_visible(f"[data-envelope-id='{compacted}'] mark")
+    assert page.inner_text(f"[data-envelope-id='{compacted}'] mark").lower() == "date parser"
+
+
+# -- what a line cannot do to the page
+
+
+def test_a_settles_outcome_text_never_becomes_a_class(page, served, backend_name):
+    write_spoofed_outcomes(os.path.join(served["root"], f"spoofed-{backend_name}.jsonl"))
+    page.set_viewport_size({"width": 1200, "height": 2400})  # every envelope on one screen
+    open_transcript(page, served, f"spoofed-{backend_name}.jsonl")
+    wait_until(page, "document.querySelectorAll('article.op[data-envelope-id]').length === 14")
+    settled = page.eval_on_selector_all("article.op", """els => els.filter((e) => e.querySelector('.title').textContent.startsWith('tool settled'))
+        .map((e) => { const b = e.querySelector('.head .badge');
+                      return [b.textContent, [...b.classList], getComputedStyle(b).fontWeight]; })""")
+    assert [s[:2] for s in settled] == [["failed", ["badge", "state-failed"]]] + [
+        [visible(o), ["badge", "state-other"]] for o in SPOOFED_OUTCOMES]
+    assert settled[0][2] == "600" and {s[2] for s in settled[1:]} == {"400"}  # styled as failed: the real one only
+
+
+def test_an_aligned_markdown_table_keeps_to_the_csp(page, served, backend_name):
+    path = os.path.join(served["root"], f"table-{backend_name}.jsonl")
+    with Session.create(path, {"title": "a table"}) as s:
+        s.append_message(assistant_message("A table:\n\n" + ALIGNED_TABLE))
+    refused = []
+    page.on("console", lambda m: refused.append(m.text) if "Content Security Policy" in m.text else None)
+    page.add_init_script("window.__violations = [];"
+                         "document.addEventListener('securitypolicyviolation', (e) => window.__violations.push(e.violatedDirective));")
+    open_transcript(page, served, f"table-{backend_name}.jsonl")
+    page.wait_for_selector(".md table td")
+    page.wait_for_timeout(200)
+    aligns = page.eval_on_selector_all(".md table tr", "rows => rows.map((r) => [...r.children].map((c) => getComputedStyle(c).textAlign))")
+    violations = page.evaluate("window.__violations")
+    assert violations == [] and refused == [], (violations, refused)
+    assert aligns == [["left", "center", "right", "center"], ["left", "center", "right", "start"]]  # a th's own: center

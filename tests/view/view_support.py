@@ -3,6 +3,7 @@ in process (Starlette's TestClient: no socket, the Host header set per request).
 
 from __future__ import annotations
 
+import json
 import os
 import sys
 from dataclasses import dataclass
@@ -53,3 +54,27 @@ def client_for(paths, host: str = f"127.0.0.1:{PORT}"):
 
     policy = Policy(PORT, token=TOKEN)
     return TestClient(app(Viewer(Roots(paths)), policy), base_url=f"http://{host}", follow_redirects=False)
+
+
+# A Markdown table with every alignment (markdown-it writes it as inline style).
+ALIGNED_TABLE = "| left | centre | right | none |\n|:--|:-:|--:|---|\n| 1 | 2 | 3 | 4 |\n"
+
+# Outcomes a settle's line may name that are none of the known ones: each would spoof a
+# badge's classes if its text became them.
+SPOOFED_OUTCOMES = ["failed x-spoof", "completed pending", "state-completed", " failed", "failed\u202e", "<b>failed</b>"]
+
+
+def write_spoofed_outcomes(path: str) -> None:
+    """A transcript whose first settle is a real `failed` and the others name one of
+    SPOOFED_OUTCOMES (written over the line: Session refuses them, a file may hold anything)."""
+    with Session.create(path, {"title": "spoofed outcomes"}) as s:
+        for k in range(len(SPOOFED_OUTCOMES) + 1):
+            op = s.append_tool_dispatched(f"call_{k}", "bash", "{}")
+            s.append_tool_settled(op, "failed")
+    with open(path) as f:
+        lines = [json.loads(line) for line in f]
+    settles = [line for line in lines if line["type"] == "tool-settled"]
+    for line, outcome in zip(settles[1:], SPOOFED_OUTCOMES):
+        line["payload"]["outcome"] = outcome
+    with open(path, "w") as f:
+        f.writelines(json.dumps(line, separators=(",", ":"), sort_keys=True, ensure_ascii=False) + "\n" for line in lines)

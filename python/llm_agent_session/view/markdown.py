@@ -6,7 +6,9 @@ browser fetch anything: the Content-Security-Policy refuses it too); links only 
 ``http``, ``https`` and ``mailto`` (no ``javascript:``, ``data:`` or ``file:``), opened
 only by a click, in a new tab, with no referrer. The text first passes through the
 command line's ``visible``, so control, bidi and invisible characters are shown as
-``<U+202E>``, ``\\x1b``, ... instead of acting.
+``<U+202E>``, ``\\x1b``, ... instead of acting. A table column's alignment is a class
+(``align-left``, ``align-center``, ``align-right``: viewer.css), not the inline style
+markdown-it writes, which the page's Content-Security-Policy refuses.
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ from markdown_it.utils import EnvType, OptionsDict
 from ..cli.output import visible
 
 LINK_SCHEMES = ("http:", "https:", "mailto:")
+ALIGN_CLASSES = {"text-align:left": "align-left", "text-align:center": "align-center", "text-align:right": "align-right"}
 
 
 def _validate_link(url: str) -> bool:
@@ -34,12 +37,22 @@ def _link_open(self: RendererHTML, tokens: Sequence[Token], idx: int, options: O
     return self.renderToken(tokens, idx, options, env)
 
 
+def _cell_open(self: RendererHTML, tokens: Sequence[Token], idx: int, options: OptionsDict, env: EnvType) -> str:
+    token = tokens[idx]
+    style = token.attrs.pop("style", None)
+    if isinstance(style, str) and style in ALIGN_CLASSES:
+        token.attrJoin("class", ALIGN_CLASSES[style])
+    return self.renderToken(tokens, idx, options, env)
+
+
 def _parser() -> MarkdownIt:
     md = MarkdownIt("commonmark", {"html": False, "linkify": False, "typographer": False})
     md.enable(["table", "strikethrough"])
     md.disable(["image", "html_block", "html_inline"])
     md.validateLink = _validate_link  # type: ignore[method-assign]
     md.add_render_rule("link_open", _link_open)
+    md.add_render_rule("th_open", _cell_open)
+    md.add_render_rule("td_open", _cell_open)
     return md
 
 

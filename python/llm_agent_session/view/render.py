@@ -38,6 +38,16 @@ STATE_TEXT = {
 }
 
 
+def _state_badge(state: str) -> Dict[str, Any]:
+    """A tool operation's state (or a settle's outcome, as the line says it) as a badge. Its
+    class comes from the known states only: a line's own text never becomes a class (an
+    outcome of "failed x-spoof" would otherwise be styled as failed, plus a class of its
+    choosing); any other state is shown, as text, with the neutral ``state-other``."""
+    if state in STATE_TEXT:
+        return {"text": STATE_TEXT[state], "cls": "state-" + state}
+    return {"text": visible(state), "cls": "state-other"}
+
+
 class Renderer:
     """Renders envelopes with what a ``History`` knows of them (``None``: not read yet)."""
 
@@ -101,7 +111,7 @@ class Renderer:
         op = self.history.operations.get(op_id)
         if op is None:
             return []
-        badges: List[Dict[str, Any]] = [{"text": STATE_TEXT.get(op.state, visible(op.state)), "cls": "state-" + op.state}]
+        badges: List[Dict[str, Any]] = [_state_badge(op.state)]
         if with_links:
             if op.answered_by is not None:
                 badges.append({"text": "result", "cls": "link", "to": op.answered_by})
@@ -215,7 +225,7 @@ class Renderer:
         out.update(title="tool settled: " + (visible(outcome) if isinstance(outcome, str) else "?"), cls="op")
         op_id = payload.get("op-id")
         if isinstance(outcome, str):
-            out["badges"].append({"text": STATE_TEXT.get(outcome, visible(outcome)), "cls": "state-" + outcome})
+            out["badges"].append(_state_badge(outcome))
         if isinstance(op_id, str):
             out["badges"].append({"text": "the call", "cls": "link", "to": op_id})
         body: List[Block] = []

@@ -7,10 +7,11 @@
 //
 // A transcript is one virtual list over the whole file: the page holds a window of
 // envelopes around the place shown (at most MAX_RENDERED elements), fetched from
-// /api/window. The document's scrollbar spans the whole file: dragging it (or Home/End)
-// maps its position to an envelope; the wheel and the keys move the list by pixels
-// through the envelopes' measured heights, and the scrollbar is set to match when
-// scrolling stops. See docs/viewer.md.
+// /api/window. The document's scrollbar spans the whole file: dragging it maps its
+// position to an envelope; the wheel and the keys move the list by pixels through the
+// envelopes' measured heights (each with the gap above it), and the scrollbar is set to
+// match when scrolling stops. Home and End go to the list's ends; at the end the list
+// follows what is appended. See docs/viewer.md.
 "use strict";
 (() => {
   const $ = (id) => document.getElementById(id);
@@ -20,6 +21,7 @@
   const MAX_RENDERED = 200;     // envelope elements in the page at any time
   const KEEP = 600;             // envelopes kept in the cache around the place shown
   const FOLLOW_MS = 500;        // how often a transcript is asked for what was appended
+  const END_GAP = 8;            // below the last envelope at the end (px)
 
   function el(tag, cls, text) {
     const e = document.createElement(tag);
@@ -147,7 +149,7 @@
       anchor: { index: 0, offset: 0 }, atEnd: false,
       lastY: 0, suppress: null, input: 0, idle: null, avg: EST,
       hits: [], hitSet: new Set(), hitAt: -1, hitTotal: 0, searchDone: true, searchAbort: null, query: "",
-      target: null, ready: {},
+      target: null, ready: {}, about: "", unremembered: false, folds: new Map(),
     };
     const items = $("items"), layer = $("layer"), spacer = $("spacer");
     const params = new URLSearchParams(location.search);
@@ -258,7 +260,10 @@
       }
       a.append(head);
       if (removed) {
-        const fold = el("button", "fold", "show");
+        // Folded unless the reader unfolded it, or it holds a search hit (until folded again).
+        const unfolded = T.folds.has(i) ? T.folds.get(i) : T.hitSet.has(i) && T.mode === "history";
+        if (unfolded) a.classList.add("unfolded");
+        const fold = el("button", "fold", unfolded ? "fold" : "show");
         fold.type = "button"; fold.dataset.fold = "1";
         head.append(fold);
         if (item.preview) a.append(el("div", "preview", item.preview));
@@ -312,8 +317,14 @@
     }
 
     function render() {
+      // Which envelopes to draw depends on their heights, known once drawn: draw again with
+      // the heights a pass measured where they were off (a second pass, as a rule).
+      for (let pass = 0; pass < 4; pass++) if (renderPass(pass === 3)) break;
+      if (T.unremembered && T.cache.has(key(T.anchor.index))) remember();
+    }
+    function renderPass(final) {   // false: to be drawn again, with the heights measured
       const vh = viewHeight();
-      if (T.count === 0) { items.replaceChildren(); T.nodes.clear(); return; }
+      if (T.count === 0) { items.replaceChildren(); T.nodes.clear(); return true; }
       if (T.atEnd) placeAtEnd(vh);
       const a = Math.min(Math.max(T.anchor.index, 0), T.count - 1);
       T.anchor.index = a;
@@ -339,14 +350,28 @@
         }
         prev = node;
       }
-      // Measure, then place the anchor's top at -offset.
-      let y = 0, anchorY = 0, measured = 0, sum = 0;
+      // Measure. An envelope's height is its slot: from the bottom of the one before (the
+      // top of the list for the first) to its own bottom, so the gap above it (its margin)
+      // counts; measured by position, in fractional pixels, so the sum is the list's height.
+      const origin = items.getBoundingClientRect().top;
+      const starts = new Map();
+      let y = 0, measured = 0, sum = 0;
       for (let i = first; i <= last; i++) {
         const node = T.nodes.get(i);
-        const h = node.offsetHeight;
-        if (!node.classList.contains("loading")) { T.heights.set(i, h); measured++; sum += h; }
-        if (i === a) anchorY = y;
-        y += h;
+        const bottom = node.getBoundingClientRect().bottom - origin;
+        starts.set(i, y);
+        if (!node.classList.contains("loading")) { T.heights.set(i, bottom - y); measured++; sum += bottom - y; }
+        y = bottom;
+      }
+      if (T.atEnd) {
+        // The last envelope's bottom END_GAP above the view's bottom, by what was measured.
+        const top = y + END_GAP - vh;
+        if (!final && (last < T.count - 1 || (top < 0 && first > 0))) return false;
+        let i = first;
+        while (i < last && starts.get(i + 1) <= top) i++;
+        T.anchor = { index: i, offset: Math.max(0, top - starts.get(i)) };
+      } else if (!final && last < T.count - 1 && y - starts.get(a) - T.anchor.offset < vh) {
+        return false;   // estimated too tall: the envelopes drawn end above the view's bottom
       }
       if (measured > 5) {
         const avg = Math.max(40, Math.round(sum / measured));
@@ -355,15 +380,16 @@
           T.avg = avg; sizeSpacer(); syncScrollbar();
         }
       }
-      items.style.transform = "translateY(" + (-(anchorY + T.anchor.offset)) + "px)";
+      items.style.transform = "translateY(" + (-(starts.get(T.anchor.index) + T.anchor.offset)) + "px)";
       trimCache();
       if (T.heights.size > KEEP * 4) {
-        for (const i of T.heights.keys()) if (Math.abs(i - a) > KEEP) T.heights.delete(i);
+        for (const i of T.heights.keys()) if (Math.abs(i - T.anchor.index) > KEEP) T.heights.delete(i);
       }
+      return true;
     }
     function placeAtEnd(vh) {
-      // The last envelope's bottom at the view's bottom.
-      let i = T.count - 1, need = vh;
+      // The last envelope's bottom END_GAP above the view's bottom, by the heights known.
+      let i = T.count - 1, need = vh - END_GAP;
       while (i > 0 && need > height(i)) { need -= height(i); i--; }
       T.anchor = { index: i, offset: Math.max(0, height(i) - need) };
     }
@@ -423,6 +449,9 @@
     }
     function remember() {   // the place shown, in the address: a deep link that survives reload
       const item = T.cache.get(key(T.anchor.index));
+      // Not fetched yet (a jump far away): the address is set when it arrives (render).
+      T.unremembered = !item;
+      if (!item) return;
       const p = new URLSearchParams(location.search);
       p.delete("token");
       if (item && T.mode === "history") p.set("at", item.id); else if (T.mode === "history") p.delete("at");
@@ -440,7 +469,7 @@
         if (got.i === null) { status("no envelope " + id + " in this transcript" + (T.ready.history ? "" : " (or the index is still being read)")); return false; }
         if (T.mode !== "history") setMode("history");
         jumpTo(got.i, true);
-        status("");
+        status(T.about);
         return true;
       } catch (e) { status(e.message); return false; }
     }
@@ -457,13 +486,16 @@
     async function goToKind(dir) {
       const kind = $("jump-kind").value;
       if (T.mode !== "history") setMode("history");
-      const from = T.target !== null && T.target !== undefined ? T.target : T.anchor.index + (dir === "back" ? 0 : -1);
+      // From the envelope at the top of the screen: the next at or after it, or after it
+      // where it is the last jump's target (still where the jump put it); the previous before it.
+      const here = T.anchor.index, onTarget = T.target === here && T.anchor.offset === 0;
+      const from = dir === "back" || onTarget ? here : here - 1;
       try {
         const got = await getJSON(url("/api/locate", { t: link, kind, from, dir }));
         if (got.wait) { status("still reading the history…"); return; }
         if (got.i === null) { status("no " + $("jump-kind").selectedOptions[0].text + (dir === "back" ? " before" : " after") + " this"); return; }
         jumpTo(got.i, true);
-        status("");
+        status(T.about);
       } catch (e) { status(e.message); }
     }
 
@@ -530,7 +562,7 @@
     function setMode(mode) {
       T.mode = mode;
       $("mode-live").checked = mode === "live";
-      T.cache.clear(); T.heights.clear(); T.loading.clear(); T.stale.clear();
+      T.cache.clear(); T.heights.clear(); T.loading.clear(); T.stale.clear(); T.folds.clear();
       for (const node of T.nodes.values()) node.remove();
       T.nodes.clear();
       T.anchor = { index: 0, offset: 0 }; T.target = null;
@@ -553,7 +585,8 @@
       if (info.warnings) parts.push(fmtInt(info.warnings) + " lines skipped");
       if (!info.ready.history) parts.push("reading the history…");
       if (info.error) parts.push(info.error);
-      status(parts.join(" · "));
+      T.about = parts.join(" · ");
+      status(T.about);
     }
     async function follow() {
       try {
@@ -590,7 +623,13 @@
     window.addEventListener("wheel", () => { T.input = performance.now(); }, { passive: true, capture: true });
     window.addEventListener("touchmove", () => { T.input = performance.now(); }, { passive: true, capture: true });
     window.addEventListener("keydown", (e) => {
-      if (["PageDown", "PageUp", "ArrowDown", "ArrowUp", " "].includes(e.key) && e.target === document.body) T.input = performance.now();
+      if (e.target !== document.body) return;
+      if (["PageDown", "PageUp", "ArrowDown", "ArrowUp", " "].includes(e.key)) T.input = performance.now();
+      if (e.altKey || e.metaKey || e.shiftKey) return;
+      // Home and End go to the list's ends, not to where the scrollbar's ends were when the
+      // key was pressed (the bar's length changes as heights are measured on the way).
+      if (e.key === "End") { e.preventDefault(); toEnd(); }
+      if (e.key === "Home") { e.preventDefault(); jumpTo(0, false); }
     }, { capture: true });
     window.addEventListener("scroll", onScroll, { passive: true });
     window.addEventListener("resize", () => { render(); syncScrollbar(); });
@@ -599,7 +638,13 @@
       if (!b) return;
       if (b.dataset.to) { goToId(b.dataset.to); return; }
       const art = b.closest("article");
-      if (b.dataset.fold) { art.classList.toggle("unfolded"); b.textContent = art.classList.contains("unfolded") ? "fold" : "show"; render(); return; }
+      if (b.dataset.fold) {
+        const unfolded = art.classList.toggle("unfolded");
+        T.folds.set(Number(art.dataset.i), unfolded);
+        b.textContent = unfolded ? "fold" : "show";
+        render();
+        return;
+      }
       if (b.dataset.more) {
         const i = Number(b.dataset.more);
         const full = await getJSON(url("/api/envelope", { t: link, i, full: 1 }));
@@ -640,8 +685,9 @@
     $("jump-time").addEventListener("keydown", (e) => { if (e.key === "Enter") goToTime($("jump-time").value.trim()); });
     $("kind-next").addEventListener("click", () => goToKind("forward"));
     $("kind-prev").addEventListener("click", () => goToKind("back"));
-    $("to-start").addEventListener("click", () => { T.atEnd = false; jumpTo(0, false); });
-    $("to-end").addEventListener("click", () => { T.atEnd = true; render(); syncScrollbar(); });
+    function toEnd() { T.atEnd = true; render(); syncScrollbar(); }
+    $("to-start").addEventListener("click", () => jumpTo(0, false));
+    $("to-end").addEventListener("click", toEnd);
 
     function layout() {   // the list sits under the tool bars
       const top = $("bar").offsetHeight + $("tools").offsetHeight;

@@ -43,7 +43,9 @@ class FileResult:
     """What became of one file: ``exported`` (its rows written; `verdict` says whether it
     loads; `grown`: only the bytes it grew by were read, their rows added), ``unchanged``,
     ``removed`` (gone from SRC: its rows deleted), ``skipped`` (not a transcript) or
-    ``failed`` (it could not be read; its earlier rows, if any, stay)."""
+    ``failed`` (it could not be read; its earlier rows, if any, stay). `path` is the name
+    as found, to open (a name that is not UTF-8 holds lone surrogates, as ``os.fsdecode``
+    makes them; ``sessions.path`` and the command line write it with ``_files.name_as_text``)."""
 
     path: str
     status: str

@@ -1,0 +1,78 @@
+"""Hostile names under SRC: a file name that is not UTF-8 (any bytes but ``/`` make a
+name on Linux) is exported like any other, its ``path`` written with ``\\xNN`` for each
+byte that is not UTF-8, run after run; a directory that cannot be listed is named in the
+summary, escaped, not only counted."""
+
+from __future__ import annotations
+
+import json
+import os
+from typing import Any
+
+import pytest
+
+from llm_agent_session import Session, user_message
+from llm_agent_session.dataset import export
+from llm_agent_session.dataset import grow as grow_module
+from dataset_support import all_tables, cli, rows, small
+
+BAD = b"bad\xff\x1b[31m.jsonl"  # not UTF-8, and an escape sequence a terminal would act on
+STORED = "bad\\xff\x1b[31m.jsonl"  # the path column: the byte that is not UTF-8 as \xff; ESC is text
+SHOWN = "bad\\xff\\x1b[31m.jsonl"  # on a terminal (and in any line the command prints)
+
+
+def tree(src: Any, good: int = 60) -> str:
+    """`good` transcripts and one whose name is not UTF-8; the path of that one."""
+    for i in range(good):
+        small(str(src / f"s{i}.jsonl"), f"hello {i}")
+    made = small(str(src / "made.jsonl"), "the one with the bad name")
+    bad = os.path.join(os.fsencode(str(src)), BAD)
+    os.rename(os.fsencode(made), bad)
+    return os.fsdecode(bad)
+
+
+@pytest.mark.parametrize("jobs", [1, 2])
+def test_a_name_that_is_not_utf8_is_exported_run_after_run(tmp_path: Any, jobs: int, monkeypatch: Any) -> None:
+    monkeypatch.setattr(grow_module, "GROW_MIN", 0)  # so that it can be read only where it grows
+    src, out = tmp_path / "src", str(tmp_path / "out")
+    bad = tree(src)
+    report = export(str(src), out, jobs=jobs)
+    assert (report.count("exported"), report.count("failed")) == (61, 0)
+    assert bad in {f.path for f in report.files}  # the API's path is the one to open
+    [row] = rows(out, "SELECT path, messages FROM sessions WHERE path LIKE '%bad%'")
+    assert row == {"path": os.path.join(str(src), STORED), "messages": 3}
+    assert len(rows(out, "SELECT path FROM sessions")) == 61
+    again = export(str(src), out, jobs=jobs)
+    assert (again.count("unchanged"), again.count("exported")) == (61, 0)
+    with Session.load(bad) as s:  # it grows: read only where it grew
+        s.append_message(user_message("and more"))
+    grown = export(str(src), out, jobs=jobs)
+    assert (grown.count("exported"), grown.count("unchanged")) == (1, 60)
+    assert [f.grown for f in grown.files if f.status == "exported"] == [True]
+    fresh = str(tmp_path / "fresh")
+    export(str(src), fresh, jobs=jobs)
+    assert all_tables(out) == all_tables(fresh)
+    os.unlink(bad)
+    gone = export(str(src), out, jobs=jobs)
+    assert (gone.count("removed"), gone.count("unchanged")) == (1, 60)
+    assert rows(out, "SELECT count(*) AS n FROM sessions WHERE path LIKE '%bad%'") == [{"n": 0}]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("jobs", ["1", "2"])
+def test_the_command_shows_a_name_that_is_not_utf8_escaped(tmp_path: Any, jobs: str, backend_name: str) -> None:
+    src, out = tmp_path / "src", str(tmp_path / "out")
+    tree(src)
+    r = cli(backend_name, "dataset", str(src), out, "--jobs", jobs, "-v")
+    assert r.returncode == 0, r.stderr
+    assert "Traceback" not in r.stderr and "\x1b" not in r.stdout
+    assert f"exported  {os.path.join(str(src), SHOWN)}" in r.stdout.splitlines()
+    assert r.stdout.splitlines()[-1].startswith("61 exported, 0 unchanged, 0 removed, 0 failed")
+    again = cli(backend_name, "dataset", str(src), out, "--jobs", jobs)
+    assert again.stdout.splitlines()[-1].startswith("0 exported, 61 unchanged")
+    as_json = cli(backend_name, "dataset", str(src), str(tmp_path / "json"), "--jobs", jobs, "--json")
+    assert as_json.returncode == 0, as_json.stderr
+    report = json.loads(as_json.stdout)  # the path as the path column has it: JSON any reader decodes
+    assert os.path.join(str(src), STORED) in {f["path"] for f in report["files"]}
+    q = cli(backend_name, "query", out, "SELECT path FROM sessions WHERE path LIKE '%bad%'", "--json")
+    assert json.loads(q.stdout) == [{"path": os.path.join(str(src), STORED)}]

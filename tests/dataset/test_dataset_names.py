@@ -7,13 +7,17 @@ from __future__ import annotations
 
 import json
 import os
-from typing import Any
+import shutil
+import subprocess
+import sys
+from typing import Any, List
 
 import pytest
 
 from llm_agent_session import Session, user_message
 from llm_agent_session.dataset import export
 from llm_agent_session.dataset import grow as grow_module
+from cli_support import child_env
 from dataset_support import all_tables, cli, rows, small
 
 BAD = b"bad\xff\x1b[31m.jsonl"  # not UTF-8, and an escape sequence a terminal would act on
@@ -76,3 +80,51 @@ def test_the_command_shows_a_name_that_is_not_utf8_escaped(tmp_path: Any, jobs: 
     assert os.path.join(str(src), STORED) in {f["path"] for f in report["files"]}
     q = cli(backend_name, "query", out, "SELECT path FROM sessions WHERE path LIKE '%bad%'", "--json")
     assert json.loads(q.stdout) == [{"path": os.path.join(str(src), STORED)}]
+
+
+def unlistable(src: Any) -> List[str]:
+    """Two directories under `src` that cannot be listed (one with a name that is not
+    UTF-8 and a terminal's escape sequence in it), a transcript in each; their paths."""
+    made = []
+    for name in (b"locked", b"locked\xfe\x1b]0;title\x07"):
+        path = os.path.join(os.fsencode(str(src)), name)
+        os.mkdir(path)
+        small(os.fsdecode(os.path.join(path, b"inside.jsonl")))
+        os.chmod(path, 0)
+        made.append(os.fsdecode(path))
+    return made
+
+
+def without_root_powers(backend: str, *args: str) -> subprocess.CompletedProcess:
+    """The command as this user runs it; as root, without the capabilities that let root
+    list any directory (so a directory of mode 0 is refused to it too)."""
+    prefix: List[str] = []
+    if os.geteuid() == 0:
+        setpriv = shutil.which("setpriv")
+        if setpriv is None:
+            pytest.skip("root lists any directory, and setpriv (util-linux) is not here to drop that")
+        drop = "-dac_override,-dac_read_search"
+        prefix = [setpriv, f"--inh-caps={drop}", f"--bounding-set={drop}"]
+    return subprocess.run(prefix + [sys.executable, "-m", "llm_agent_session", *args], capture_output=True,
+                          text=True, timeout=300, env=child_env(backend))
+
+
+@pytest.mark.slow
+def test_a_directory_that_cannot_be_listed_is_named_in_the_summary(tmp_path: Any, backend_name: str) -> None:
+    src, out = tmp_path / "src", str(tmp_path / "out")
+    small(str(src / "a.jsonl"))
+    locked = unlistable(src)
+    try:
+        r = without_root_powers(backend_name, "dataset", str(src), out)
+        assert r.returncode == 1, r.stderr
+        assert "\x1b" not in r.stdout and "\x07" not in r.stdout
+        lines = r.stdout.splitlines()
+        assert f"failed    {locked[0]}: cannot list it: Permission denied" in lines
+        assert f"failed    {locked[0]}\\xfe\\x1b]0;title\\x07: cannot list it: Permission denied" in lines
+        assert lines[-1].startswith("1 exported, 0 unchanged, 0 removed, 2 failed")
+        as_json = json.loads(without_root_powers(backend_name, "dataset", str(src), out, "--json").stdout)
+        assert sorted(f["path"] for f in as_json["files"] if f["status"] == "failed") == [
+            locked[0], f"{locked[0]}\\xfe\x1b]0;title\x07"]
+    finally:
+        for path in locked:
+            os.chmod(path, 0o700)

@@ -33,7 +33,7 @@ docs/dataset.md: the tables column by column, and what a reader sees while an ex
 
 EXIT_CODES = {
     OK: "every file exported, unchanged, removed or skipped (not a transcript)",
-    FAILED: "some files could not be read (each one's line says why); the others were exported, "
+    FAILED: "some files could not be read, or directories listed (each one's line says why); the others were exported, "
             "or the dataset extra (pyarrow) is not installed",
     NOT_A_DATASET: "OUT is a file, a directory of other files, or another version's dataset",
 }

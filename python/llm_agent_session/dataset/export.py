@@ -345,23 +345,28 @@ def export(src: Union[PathLike, Sequence[PathLike]], out: PathLike, *, jobs: int
     _claim(out)
     host = socket.gethostname()
     found: List[Source] = []
-    results: List[FileResult] = []
+    passed_over: List[FileResult] = []  # what the walk could not list or stat, or will not read
     for root in srcs:
         for path, st, why in _walk(root):
             if st is None:
-                results.append(FileResult(path, SKIPPED if why and why.startswith("a symbolic link") else FAILED, why))
+                passed_over.append(FileResult(path, SKIPPED if why and why.startswith("a symbolic link") else FAILED,
+                                              why))
             elif not stat_module.S_ISREG(st.st_mode):
                 kind = "a directory (a symbolic link to one is not followed)" if stat_module.S_ISDIR(st.st_mode) else \
                     "not a regular file (a FIFO, a socket or a device)"
-                results.append(FileResult(path, SKIPPED, kind))
+                passed_over.append(FileResult(path, SKIPPED, kind))
             else:
                 found.append(Source.of(path, host, st))
-    total = len(found) + len(results)
+    total = len(found) + len(passed_over)
+    results: List[FileResult] = []
 
     def done(result: FileResult) -> None:
         results.append(result)
         if on_file is not None:
             on_file(result, len(results), total)
+
+    for result in passed_over:  # reported like every other file: a directory that cannot be listed is named
+        done(result)
 
     with staging_dir(out) as staging:
         remove_abandoned_staging(out)

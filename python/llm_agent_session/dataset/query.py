@@ -16,6 +16,13 @@ from .write import NotADataset, read_manifest, split_key, version_name
 PathLike = Union[str, "os.PathLike[str]"]
 
 
+# `date` from the directory a file is in, never from one above OUT: DuckDB's hive
+# partitioning reads every key=value directory of the path, so OUT under
+# `.../date=2020-01-01/` would give every row that date, and `team=infra/` a `team` column.
+# A filter on `date` still skips the other days' files (DuckDB prunes by file name).
+_DATE = r"CAST(regexp_extract(filename, '[/\\]date=([0-9]{4}-[0-9]{2}-[0-9]{2})[/\\][^/\\]*$', 1) AS DATE)"
+
+
 def _literal(text: str) -> str:
     return "'" + text.replace("'", "''") + "'"
 
@@ -35,7 +42,8 @@ def connect(out: PathLike) -> Any:
         files = [os.path.join(out, version_name(table, *split_key(key), bucket["tag"]))
                  for key, bucket in sorted(manifest["buckets"].items())]
         listed = "[" + ", ".join(_literal(f) for f in files) + "]"
-        con.execute(f"CREATE VIEW {table} AS SELECT * FROM read_parquet({listed}, hive_partitioning = true)")
+        con.execute(f"CREATE VIEW {table} AS SELECT * EXCLUDE (filename), {_DATE} AS date "
+                    f"FROM read_parquet({listed}, filename = true, hive_partitioning = false)")
     return con
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import datetime
 import decimal
 import json
@@ -16,7 +17,9 @@ from .output import CliError, Out, json_text, visible
 DESCRIPTION = """Run SQL over the dataset in OUT (made by `llm-agent-session dataset`) with
 DuckDB. Each table is a view by its name: sessions, messages, tool_calls, compactions,
 rewinds, grants (docs/dataset.md has their columns). One query sees one committed export,
-even while another export publishes. Times are UTC."""
+even while another export publishes. Times are UTC. Only statements that read are run,
+over OUT's tables and no other file, with no extension loaded (a query is data you may
+have been sent); --unrestricted runs any DuckDB statement with your access to files."""
 
 EPILOG = """examples:
   llm-agent-session query fleet "SELECT tool, count(*) AS calls FROM tool_calls GROUP BY tool ORDER BY calls DESC"
@@ -24,7 +27,8 @@ EPILOG = """examples:
 
 EXIT_CODES = {
     OK: "the result was printed",
-    FAILED: "the query failed (the message says why: a syntax error, an unknown column ...), or the "
+    FAILED: "the query failed (the message says why: a syntax error, an unknown column ...), or was refused "
+            "(a statement that writes, or a file beyond OUT's tables, without --unrestricted), or the "
             "dataset extra (pyarrow, duckdb) is not installed",
     NOT_A_DATASET: "OUT is not a dataset (no _dataset.json: make one with the dataset command)",
 }
@@ -42,6 +46,10 @@ def add_parser(add: Callable[..., argparse.ArgumentParser], common: argparse.Arg
     shape.add_argument("--csv", action="store_true", help="print the rows as CSV with a header line (text a spreadsheet would run as a formula, "
                        "starting with = + - @ or a tab or CR, gets a ' before it; numbers stay numbers)")
     p.add_argument("--full", action="store_true", help=f"do not shorten cells to {MAX_CELL} characters (table only)")
+    p.add_argument("--unrestricted", action="store_true",
+                   help="run any DuckDB statement with your access to files and the network (COPY ... TO, "
+                        "ATTACH, read_csv of any file, INSTALL ...); without it, only statements that read, "
+                        "over OUT's tables only")
 
 
 def _plain(value: Any) -> Any:
@@ -101,21 +109,28 @@ def _csv_cell(value: Any) -> str:
 
 def run(args: argparse.Namespace, out: Out) -> int:
     try:
-        from ..dataset.query import connect
-        from ..dataset.write import NotADataset
+        from ..dataset.query import QueryRefused, check_statements, connect, refusals
+        from ..dataset.write import DatasetError, NotADataset
     except ImportError as e:
         raise CliError(f"the query command needs pyarrow and duckdb ({e}): pip install 'llm-agent-session[dataset]'",
                        FAILED) from None
     import duckdb
 
     try:
-        con = connect(os.path.expanduser(args.out))
+        con = connect(os.path.expanduser(args.out), unrestricted=args.unrestricted)
     except NotADataset as e:
         raise CliError(str(e), NOT_A_DATASET) from None
+    except DatasetError as e:
+        raise CliError(str(e), FAILED) from None
     try:
-        result = con.sql(args.sql)
-        names: List[str] = [] if result is None else list(result.columns)
-        rows = [] if result is None else result.fetchall()
+        if not args.unrestricted:
+            check_statements(con, args.sql)
+        with contextlib.nullcontext() if args.unrestricted else refusals():
+            result = con.sql(args.sql)
+            names: List[str] = [] if result is None else list(result.columns)
+            rows = [] if result is None else result.fetchall()
+    except QueryRefused as e:
+        raise CliError(f"the query was refused: {e}", FAILED) from None
     except duckdb.Error as e:
         raise CliError(f"the query failed: {e}", FAILED) from None
     finally:

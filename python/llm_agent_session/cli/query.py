@@ -30,7 +30,8 @@ EXIT_CODES = {
     FAILED: "the query failed (the message says why: a syntax error, an unknown column ...), or was refused "
             "(a statement that writes, or a file beyond OUT's tables, without --unrestricted), or the "
             "dataset extra (pyarrow, duckdb) is not installed",
-    NOT_A_DATASET: "OUT is not a dataset (no _dataset.json: make one with the dataset command)",
+    NOT_A_DATASET: "OUT is not a dataset (no _dataset.json: make one with the dataset command), or holds "
+                   "no dataset yet (its first export has not finished)",
 }
 
 MAX_CELL = 80

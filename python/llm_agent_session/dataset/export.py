@@ -29,9 +29,10 @@ from .grow import Growth, growth_batches, ids_path, read_growth
 from .rows import BUCKETS, CHUNK, CLEAN, Head, NotATranscript, Source, read_head, read_transcript
 from .schema import TABLE_NAMES
 from .write import (
-    APPENDIX, IDS, LOCK, MANIFEST, PLACEHOLDER, STAGING, BucketFiles, DatasetError, NotADataset, bucket_key,
-    collect_garbage, complete_publish, copied, empty_manifest, ids_name, out_lock, publish, published, read_manifest,
-    rebuild, remove_abandoned_staging, remove_orphans, retire, split_key, staging_dir, write_manifest, write_new,
+    APPENDIX, AWAITING, IDS, LOCK, MANIFEST, PLACEHOLDER, STAGING, BucketFiles, DatasetError, NotADataset, bucket_key,
+    collect_garbage, complete_publish, copied, empty_manifest, ids_name, no_dataset_yet, out_lock, publish, published,
+    read_manifest, rebuild, remove_abandoned_staging, remove_orphans, retire, split_key, staging_dir, write_manifest,
+    write_new,
 )
 
 PathLike = Union[str, "os.PathLike[str]"]
@@ -311,23 +312,29 @@ def _check_paths(srcs: Sequence[str], out: str) -> None:
 
 
 def _claim(out: str) -> None:
-    """Make `out` a dataset directory (an empty manifest) unless it is one; refuse a
-    directory that holds anything else. Under the lock, so that a second run starting
-    while the first publishes for the first time sees the manifest, not a stranger's files."""
+    """Make `out` a dataset directory unless it is one: an empty manifest marked as awaiting
+    its first export, then every table published empty (a file with its schema), so that
+    from then on, whatever stops the export, OUT reads as "no dataset yet" and a reader
+    that globs a table finds it, empty. Refuse a directory that holds anything else. Under
+    the lock, so that a second run starting while the first publishes for the first time
+    sees the manifest, not a stranger's files."""
     def refuse_strangers() -> None:
         if any(not n.startswith(STAGING) and n != LOCK for n in os.listdir(out)):
             raise NotADataset(f"OUT ({out}) is a directory with other files in it: give a new or empty "
                                "directory, or one this command made")
 
-    if os.path.exists(os.path.join(out, MANIFEST)):
+    if os.path.exists(os.path.join(out, MANIFEST)) and read_manifest(out)["buckets"]:
         return
-    refuse_strangers()  # before the lock file is made: nothing is written into a stranger's directory
+    if not os.path.exists(os.path.join(out, MANIFEST)):
+        refuse_strangers()  # before the lock file is made: nothing is written into a stranger's directory
     with out_lock(out):
-        if os.path.exists(os.path.join(out, MANIFEST)):
-            return
-        refuse_strangers()
         with staging_dir(out) as staging:
-            write_manifest(out, staging, empty_manifest())
+            if not os.path.exists(os.path.join(out, MANIFEST)):
+                refuse_strangers()
+                write_manifest(out, staging, empty_manifest())
+            manifest = read_manifest(out)
+            if not manifest["buckets"]:  # (also where a run was stopped between the two)
+                publish(out, staging, manifest, {bucket_key(*PLACEHOLDER): _empty_bucket(staging)}, [], time.time())
 
 
 def export(src: Union[PathLike, Sequence[PathLike]], out: PathLike, *, jobs: int = 1, extras: bool = True,
@@ -427,8 +434,8 @@ def export(src: Union[PathLike, Sequence[PathLike]], out: PathLike, *, jobs: int
         # A changed file that could not be read keeps its published rows (and its old entry:
         # the next run tries it again).
         leaving = set(entries) | set(removed)
-        if (not built and not removed and not entries and snapshot["buckets"] and not snapshot.get("publishing")
-                and not _expired(snapshot)):
+        if (not built and not removed and not entries and not no_dataset_yet(snapshot)
+                and not snapshot.get("publishing") and not _expired(snapshot)):
             return Report(results, time.perf_counter() - started, out)
         with out_lock(out, waiting):
             _commit(out, staging, snapshot, bucket_jobs, built, entries, leaving, exported, substitutes, patches)
@@ -514,6 +521,7 @@ def _commit(out: str, staging: str, snapshot: Dict[str, Any], bucket_jobs: List[
     now = time.time()
     manifest = read_manifest(out)
     complete_publish(out, staging, manifest)
+    manifest.pop(AWAITING, None)  # this commit is an export
     remove_orphans(out, manifest)
     collect_garbage(out, manifest, now)
     sources = manifest["sources"]

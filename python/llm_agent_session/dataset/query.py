@@ -21,7 +21,7 @@ import re
 from typing import Any, Dict, Iterator, List, Union
 
 from .schema import TABLE_NAMES
-from .write import DatasetError, NotADataset, read_manifest, split_key, version_name
+from .write import DatasetError, NoDatasetYet, NotADataset, no_dataset_yet, read_manifest, split_key, version_name
 
 PathLike = Union[str, "os.PathLike[str]"]
 
@@ -63,6 +63,9 @@ def connect(out: PathLike, *, unrestricted: bool = False) -> Any:
     if not os.path.isfile(os.path.join(out, "_dataset.json")):
         raise NotADataset(f"{out} is not a dataset (no _dataset.json): make one with `llm-agent-session dataset SRC {out}`")
     manifest = read_manifest(out)
+    if no_dataset_yet(manifest):
+        raise NoDatasetYet(f"{out} holds no dataset yet: no export into it has finished (the first was stopped "
+                           f"before its commit, or is still running); run `llm-agent-session dataset SRC {out}`")
     files: Dict[str, List[str]] = {
         table: [os.path.join(out, version_name(table, *split_key(key), bucket["tag"]))
                 for key, bucket in sorted(manifest["buckets"].items())] for table in TABLE_NAMES}

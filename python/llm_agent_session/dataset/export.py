@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import dataclasses
 import errno
+import multiprocessing
 import os
 import socket
 import stat as stat_module
@@ -21,7 +22,7 @@ from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any, Callable, Dict, Iterator, List, Optional, Sequence, Set, Tuple, Union
 
-from .. import _backend
+from .. import _backend, _platform
 from .._files import make_private_dirs
 from ..errors import CoreFailure
 from .batches import empty_batch, session_batch
@@ -496,8 +497,11 @@ def _run_jobs(bucket_jobs: List[BucketJob], jobs: int, done: Callable[[FileResul
         return built
     # Processes: an export is CPU-bound, and the GIL would serialise threads. The platform's
     # way of starting them (as `import --jobs` does); pyarrow re-creates its thread pools
-    # in a forked child.
-    with ProcessPoolExecutor(min(jobs, len(bucket_jobs))) as pool:
+    # in a forked child. Each ends with this process, even killed (_platform.die_with_parent).
+    context = multiprocessing.get_context()
+    parent = None if context.get_start_method() == "forkserver" else os.getpid()
+    with ProcessPoolExecutor(min(jobs, len(bucket_jobs)), mp_context=context, initializer=_platform.die_with_parent,
+                             initargs=(parent,)) as pool:
         futures = {pool.submit(build_bucket, job): job for job in bucket_jobs}
         for future, job in futures.items():
             key = bucket_key(job.date, job.k)

@@ -15,7 +15,7 @@ from typing import Any, List
 import pytest
 
 from llm_agent_session import Session, user_message
-from llm_agent_session.dataset import export
+from llm_agent_session.dataset import DatasetError, NotADataset, export, query
 from llm_agent_session.dataset import grow as grow_module
 from cli_support import child_env
 from dataset_support import all_tables, cli, rows, small
@@ -80,6 +80,18 @@ def test_the_command_shows_a_name_that_is_not_utf8_escaped(tmp_path: Any, jobs: 
     assert os.path.join(str(src), STORED) in {f["path"] for f in report["files"]}
     q = cli(backend_name, "query", out, "SELECT path FROM sessions WHERE path LIKE '%bad%'", "--json")
     assert json.loads(q.stdout) == [{"path": os.path.join(str(src), STORED)}]
+
+
+def test_an_out_whose_name_is_not_utf8_is_refused_before_anything_is_written(tmp_path: Any) -> None:
+    src = tmp_path / "src"
+    small(str(src / "a.jsonl"))
+    out = os.fsdecode(os.path.join(os.fsencode(str(tmp_path)), b"out\xff"))
+    with pytest.raises(DatasetError, match=r"out\\xff\) has a name that is not UTF-8"):
+        export(str(src), out)
+    assert not os.path.exists(out)
+    os.mkdir(out)
+    with pytest.raises(NotADataset, match="not UTF-8"):
+        query(out, "SELECT 1")
 
 
 def unlistable(src: Any) -> List[str]:

@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Dict, Iterator, List, Optional, Sequence, Set, Tuple, Union
 
 from .. import _backend, _platform
-from .._files import make_private_dirs
+from .._files import make_private_dirs, name_as_text
 from ..errors import CoreFailure
 from .batches import empty_batch, session_batch
 from .grow import Growth, growth_batches, ids_path, read_growth
@@ -310,6 +310,9 @@ def _check_paths(srcs: Sequence[str], out: str) -> None:
             raise DatasetError(f"SRC ({src}) is inside OUT ({out}): choose an OUT of its own")
     if os.path.exists(out) and not os.path.isdir(out):
         raise NotADataset(f"OUT ({out}) is a file: it must be a directory (new, or made by this command)")
+    if name_as_text(out) != out:  # pyarrow and DuckDB take only UTF-8 paths (SRC's names may be any bytes)
+        raise DatasetError(f"OUT ({name_as_text(out)}) has a name that is not UTF-8, which the Parquet writer "
+                           "and DuckDB cannot take: choose an OUT whose path is UTF-8")
 
 
 def _claim(out: str) -> None:

@@ -20,6 +20,7 @@ import os
 import re
 from typing import Any, Dict, Iterator, List, Union
 
+from .._files import name_as_text
 from .schema import TABLE_NAMES
 from .write import DatasetError, NoDatasetYet, NotADataset, no_dataset_yet, read_manifest, split_key, version_name
 
@@ -60,6 +61,9 @@ def connect(out: PathLike, *, unrestricted: bool = False) -> Any:
     import duckdb
 
     out = os.path.abspath(os.fspath(out))
+    if name_as_text(out) != out:
+        raise NotADataset(f"{name_as_text(out)} is not a dataset: its name is not UTF-8, where the dataset "
+                          "command makes none (DuckDB takes only UTF-8 paths)")
     if not os.path.isfile(os.path.join(out, "_dataset.json")):
         raise NotADataset(f"{out} is not a dataset (no _dataset.json): make one with `llm-agent-session dataset SRC {out}`")
     manifest = read_manifest(out)

@@ -153,3 +153,18 @@ def same_inode(mine: os.stat_result, path: str) -> bool:
     except FileNotFoundError:
         return False
     return (st.st_dev, st.st_ino) == (mine.st_dev, mine.st_ino)
+
+
+def name_as_text(path: str) -> str:
+    """`path` as UTF-8 text: a file name is any bytes on Linux, and Python holds the bytes
+    that are not UTF-8 as lone surrogates, which no UTF-8 encoder takes (Parquet, a
+    terminal, JSON read elsewhere). Each such byte is written ``\\xNN`` instead."""
+    return os.fsencode(path).decode("utf-8", "backslashreplace") if _has_surrogate(path) else path
+
+
+def _has_surrogate(text: str) -> bool:
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return True
+    return False

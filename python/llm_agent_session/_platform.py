@@ -10,7 +10,9 @@ so that the test suite proves them here:
 - ``F_DUPFD_CLOEXEC`` moves a descriptor to 3 or more; the fallback ``dup``s in a loop;
 - ``os.pread`` (missing on Windows); the fallback seeks, reads and seeks back;
 - ``fsync`` on macOS is ``fcntl(F_FULLFSYNC)``, since macOS's ``fsync`` does not
-  flush the drive's cache (not a forced fallback: Linux has no F_FULLFSYNC).
+  flush the drive's cache (not a forced fallback: Linux has no F_FULLFSYNC);
+- a worker process ends with its parent through ``prctl(PR_SET_PDEATHSIG)``; the
+  fallback is a thread in the worker that watches ``os.getppid()``.
 
 Windows has no ``fcntl``: the modules import, the read-only side works (peek,
 salvage, the viewing commands, export), and what needs the exclusive lock raises
@@ -125,3 +127,41 @@ def reopen_path(path: Optional[str]) -> Optional[str]:
     if PORTABLE or not sys.platform.startswith("linux") or not os.path.isdir("/proc/self/fd"):
         return os.fspath(path)
     return None
+
+
+#: How often a worker without PR_SET_PDEATHSIG looks whether its parent is still there.
+PARENT_WATCH_SECONDS = 0.2
+
+
+def die_with_parent(parent: Optional[int]) -> None:
+    """Make this process (a pool's worker) end when its parent does, even by SIGKILL, which
+    no handler of the parent sees: else a killed ``dataset --jobs N`` leaves N workers
+    running, waiting for work forever, holding memory and its staging directory's lock.
+    `parent`: the pid that started this process (None: its parent now, as under a fork
+    server, which itself ends with the process that started it).
+
+    Linux: the kernel sends SIGKILL when the parent goes (PR_SET_PDEATHSIG); if the parent
+    was already gone before that was set, no signal will come, so this process ends now.
+    Elsewhere (and when the fallbacks are forced): a thread checks ``os.getppid()``."""
+    expected = os.getppid() if parent is None else parent
+    if sys.platform.startswith("linux") and not PORTABLE:
+        import ctypes
+        import signal
+
+        pr_set_pdeathsig = 1
+        libc = ctypes.CDLL(None, use_errno=True)
+        if libc.prctl(pr_set_pdeathsig, int(signal.SIGKILL), 0, 0, 0) == 0:
+            if os.getppid() != expected:
+                os._exit(1)
+            return
+    import threading
+    import time
+
+    def watch() -> None:
+        while os.getppid() == expected:
+            time.sleep(PARENT_WATCH_SECONDS)
+        os._exit(1)
+
+    if os.getppid() != expected:
+        os._exit(1)
+    threading.Thread(target=watch, name="die-with-parent", daemon=True).start()

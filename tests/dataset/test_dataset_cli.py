@@ -124,3 +124,29 @@ def test_a_progress_bar_on_a_terminal(tmp_path: Any, backend_name: str) -> None:
     shown = read_pty(master).decode("utf-8", "replace")
     assert child.wait(60) == 0
     assert "exporting" in shown and "3 exported" in shown
+
+
+FORMULAS = ["=HYPERLINK(\"http://evil.example\",\"click\")", "+1+1", "-2+3", "@SUM(A1:A9)", "\t=1", "\r=1"]
+
+
+def test_csv_cells_a_spreadsheet_would_run_as_a_formula_are_neutralised(tmp_path: Any, backend_name: str) -> None:
+    src, out = tmp_path / "src", str(tmp_path / "out")
+    for i, text in enumerate(FORMULAS + ["-5", "1e3", "plain"]):
+        small(str(src / f"s{i}.jsonl"), text)
+    assert cli(backend_name, "dataset", str(src), out).returncode == 0
+    sql = ("SELECT text, -1 - ordinal AS negative, -2.5::DOUBLE AS minus_half, 1.5 AS a_decimal, text AS \"=col\" "
+           "FROM messages WHERE role = 'user' ORDER BY text")
+    r = subprocess.run([sys.executable, "-m", "llm_agent_session", "query", out, sql, "--csv"], capture_output=True,
+                       env=child_env(backend_name), timeout=60)  # bytes: a CR in a cell stays a CR
+    assert r.returncode == 0, r.stderr
+    got = list(csv.reader(io.StringIO(r.stdout.decode("utf-8"), newline="")))
+    assert got[0] == ["text", "negative", "minus_half", "a_decimal", "'=col"]
+    cells = {row[0]: row[1:] for row in got[1:]}
+    assert set(cells) == {"'" + f for f in FORMULAS} | {"-5", "1e3", "plain"}  # text that is a number stays
+    assert all(rest[:3] == ["-1", "-2.5", "1.5"] and rest[3] == text for text, rest in cells.items())
+    # The other shapes show the data as it is (a DECIMAL too).
+    as_json = json.loads(cli(backend_name, "query", out, sql, "--json").stdout)
+    assert sorted(d["text"] for d in as_json) == sorted(FORMULAS + ["-5", "1e3", "plain"])
+    assert {(d["negative"], d["minus_half"], d["a_decimal"]) for d in as_json} == {(-1, -2.5, 1.5)}
+    table = cli(backend_name, "query", out, "SELECT 1.5 AS a_decimal")
+    assert table.returncode == 0 and table.stdout.splitlines()[1] == "1.5"

@@ -42,8 +42,9 @@ def questions() -> List[Tuple[str, str, str, str, str]]:
 
 
 def example_fleet(tmp: Any) -> str:
-    """The page's example fleet, made and exported as the page says."""
-    src, out = str(tmp / "fleet-example"), str(tmp / "fleet")
+    """The page's example fleet, made and exported as the page says; OUT under key=value
+    directories, which no reader the page shows may take for partitions."""
+    src, out = str(tmp / "fleet-example"), str(tmp / "date=2020-01-01" / "team=infra" / "fleet")
     fleet(src, 12, 1 << 20, seed=21)
     assert export(src, out).count("exported") == 12
     return out

@@ -72,6 +72,11 @@ def kill_points(src: str, out: str, tmp: str, most: int = 16) -> List[str]:
     shutil.copytree(out, probe, symlinks=True)
     log = os.path.join(tmp, "trace.log")
     assert run_export(src, probe, log=log) == 0
+    return points_of(log, most)
+
+
+def points_of(log: str, most: int) -> List[str]:
+    """The kill points (see ``kill_points``) of the run that wrote the strace `log`."""
     seen: Dict[str, int] = {}
     calls: List[Tuple[str, bool]] = []
     for row in open(log):
@@ -128,3 +133,60 @@ def test_a_kill_anywhere_leaves_old_or_new_and_the_next_run_completes(tmp_path: 
         assert not [n for n in os.listdir(out) if n.startswith(".staging-")], point
         shutil.rmtree(out)
     assert outcomes["old"] and outcomes["new"]  # killed both before and after the commit
+
+
+def query_cli(out: str, sql: str) -> subprocess.CompletedProcess:
+    env = dict(os.environ, PYTHONDONTWRITEBYTECODE="1")
+    return subprocess.run([sys.executable, "-m", "llm_agent_session", "query", out, sql], env=env,
+                          capture_output=True, text=True, timeout=120)
+
+
+def test_a_first_export_killed_before_its_commit_reads_as_no_dataset_yet(tmp_path: Any) -> None:
+    """Killed anywhere in its first export, OUT is no dataset yet (query says so, exit 7),
+    or the whole export; once the export has claimed OUT (its first publish, of empty
+    tables, done), every table's directory holds a file with its schema (a glob reads an
+    empty table); the next run completes it."""
+    import pyarrow.parquet as pq
+    from llm_agent_session.dataset.schema import validate
+    from llm_agent_session.dataset import NotADataset, query
+
+    src = tmp_path / "src"
+    every_kind(str(src / "every.jsonl"))
+    for i in range(3):
+        small(str(src / f"s{i}.jsonl"), f"hello {i}")
+    probe, log = str(tmp_path / "probe"), str(tmp_path / "first.log")
+    assert run_export(str(src), probe, log=log) == 0
+    whole = all_tables(probe)
+    states = {"nothing yet": 0, "no dataset yet": 0, "empty tables": 0, "exported": 0}
+    for n, point in enumerate(points_of(log, most=10)):
+        out = str(tmp_path / f"out{n}")
+        assert run_export(str(src), out, inject=point) != 0, point  # it was killed
+        r = query_cli(out, "SELECT count(*) FROM sessions")
+        assert "Traceback" not in r.stderr, (point, r.stderr)
+        with open(os.path.join(out, "_dataset.json")) if os.path.exists(os.path.join(out, "_dataset.json")) else \
+                open(os.devnull) as f:
+            manifest = json.loads(f.read() or "null")
+        if manifest is not None and manifest["sources"]:
+            states["exported"] += 1
+            assert r.returncode == 0 and all_tables(out) == whole, point
+        else:
+            assert r.returncode == 7, (point, r.stderr)
+            if manifest is None:
+                states["nothing yet"] += 1
+                assert "is not a dataset (no _dataset.json)" in r.stderr, point
+            else:
+                states["no dataset yet"] += 1
+                assert "holds no dataset yet" in r.stderr and "llm-agent-session dataset SRC" in r.stderr, point
+                with pytest.raises(NotADataset, match="no dataset yet"):
+                    query(out, "SELECT 1")
+            if manifest is not None and manifest["buckets"] and not manifest["publishing"]:  # claimed: every table, empty
+                states["empty tables"] += 1
+                for t in TABLE_NAMES:
+                    files = [os.path.join(d, f) for d, _, fs in os.walk(os.path.join(out, t)) for f in fs]
+                    assert files and all(validate(t, pq.read_schema(f)) == [] for f in files), (point, t)
+                assert all(rows == [] for rows in glob_tables(out).values()), point
+        assert run_export(str(src), out) == 0, point  # the next run completes it
+        assert all_tables(out) == whole, point
+        assert not [n for n in os.listdir(out) if n.startswith(".staging-")], point
+        shutil.rmtree(out)
+    assert states["empty tables"] and states["exported"], states

@@ -33,7 +33,7 @@ docs/dataset.md: the tables column by column, and what a reader sees while an ex
 
 EXIT_CODES = {
     OK: "every file exported, unchanged, removed or skipped (not a transcript)",
-    FAILED: "some files could not be read (each one's line says why); the others were exported, "
+    FAILED: "some files could not be read, or directories listed (each one's line says why); the others were exported, "
             "or the dataset extra (pyarrow) is not installed",
     NOT_A_DATASET: "OUT is a file, a directory of other files, or another version's dataset",
 }
@@ -60,6 +60,7 @@ def run(args: argparse.Namespace, out: Out) -> int:
     except ImportError as e:
         raise CliError(f"the dataset command needs pyarrow ({e}): pip install 'llm-agent-session[dataset]'",
                        FAILED) from None
+    from .._files import name_as_text
     from .progress import Progress
 
     srcs = [os.path.expanduser(s) for s in args.src]
@@ -77,7 +78,7 @@ def run(args: argparse.Namespace, out: Out) -> int:
             if not args.json and shown(f):
                 style = {FAILED_FILE: "error", SKIPPED: "dim"}.get(f.status, "warn" if f.verdict == "would-fail" else None)
                 detail = f" ({f.verdict})" if f.verdict and f.verdict != "clean" else ""
-                out.line((f"{f.status:9}", style), " ", f.path, detail, f": {f.reason}" if f.reason else "")
+                out.line((f"{f.status:9}", style), " ", name_as_text(f.path), detail, f": {f.reason}" if f.reason else "")
         try:
             report = export(srcs, dst, jobs=args.jobs, extras=args.extras, on_file=on_file, waiting=waiting)
         except NotADataset as e:
@@ -94,7 +95,10 @@ def run(args: argparse.Namespace, out: Out) -> int:
 def _as_json(report: Any) -> Any:
     from dataclasses import asdict
 
-    return {"out": report.out, "files": [asdict(f) for f in report.files if f.status != "unchanged"],
+    from .._files import name_as_text
+
+    files = [dict(asdict(f), path=name_as_text(f.path)) for f in report.files if f.status != "unchanged"]
+    return {"out": name_as_text(report.out), "files": files,
             "counts": {s: report.count(s) for s in ("exported", "unchanged", "removed", "failed", "skipped")},
             "rows": report.rows, "bytes": report.bytes_read, "seconds": report.seconds,
             "would_fail": report.would_fail}

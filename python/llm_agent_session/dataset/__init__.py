@@ -14,8 +14,9 @@ in SQL, Polars and PySpark.
 from __future__ import annotations
 
 from .export import FileResult, Report, export
-from .query import connect, query
+from .query import QueryRefused, check_statements, connect, query
 from .schema import TABLE_NAMES, TABLES
-from .write import DatasetError, NotADataset
+from .write import DatasetError, NoDatasetYet, NotADataset
 
-__all__ = ["export", "query", "connect", "Report", "FileResult", "DatasetError", "NotADataset", "TABLES", "TABLE_NAMES"]
+__all__ = ["export", "query", "connect", "Report", "FileResult", "DatasetError", "NotADataset", "NoDatasetYet",
+           "QueryRefused", "check_statements", "TABLES", "TABLE_NAMES"]

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import dataclasses
 import errno
+import multiprocessing
 import os
 import socket
 import stat as stat_module
@@ -21,17 +22,18 @@ from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any, Callable, Dict, Iterator, List, Optional, Sequence, Set, Tuple, Union
 
-from .. import _backend
-from .._files import make_private_dirs
+from .. import _backend, _platform
+from .._files import make_private_dirs, name_as_text
 from ..errors import CoreFailure
 from .batches import empty_batch, session_batch
 from .grow import Growth, growth_batches, ids_path, read_growth
 from .rows import BUCKETS, CHUNK, CLEAN, Head, NotATranscript, Source, read_head, read_transcript
 from .schema import TABLE_NAMES
 from .write import (
-    APPENDIX, IDS, LOCK, MANIFEST, PLACEHOLDER, STAGING, BucketFiles, DatasetError, NotADataset, bucket_key,
-    collect_garbage, complete_publish, copied, empty_manifest, ids_name, out_lock, publish, published, read_manifest,
-    rebuild, remove_abandoned_staging, remove_orphans, retire, split_key, staging_dir, write_manifest, write_new,
+    APPENDIX, AWAITING, IDS, LOCK, MANIFEST, PLACEHOLDER, STAGING, BucketFiles, DatasetError, NotADataset, bucket_key,
+    collect_garbage, complete_publish, copied, empty_manifest, ids_name, no_dataset_yet, out_lock, publish, published,
+    read_manifest, rebuild, remove_abandoned_staging, remove_orphans, retire, split_key, staging_dir, write_manifest,
+    write_new,
 )
 
 PathLike = Union[str, "os.PathLike[str]"]
@@ -43,7 +45,9 @@ class FileResult:
     """What became of one file: ``exported`` (its rows written; `verdict` says whether it
     loads; `grown`: only the bytes it grew by were read, their rows added), ``unchanged``,
     ``removed`` (gone from SRC: its rows deleted), ``skipped`` (not a transcript) or
-    ``failed`` (it could not be read; its earlier rows, if any, stay)."""
+    ``failed`` (it could not be read; its earlier rows, if any, stay). `path` is the name
+    as found, to open (a name that is not UTF-8 holds lone surrogates, as ``os.fsdecode``
+    makes them; ``sessions.path`` and the command line write it with ``_files.name_as_text``)."""
 
     path: str
     status: str
@@ -306,26 +310,35 @@ def _check_paths(srcs: Sequence[str], out: str) -> None:
             raise DatasetError(f"SRC ({src}) is inside OUT ({out}): choose an OUT of its own")
     if os.path.exists(out) and not os.path.isdir(out):
         raise NotADataset(f"OUT ({out}) is a file: it must be a directory (new, or made by this command)")
+    if name_as_text(out) != out:  # pyarrow and DuckDB take only UTF-8 paths (SRC's names may be any bytes)
+        raise DatasetError(f"OUT ({name_as_text(out)}) has a name that is not UTF-8, which the Parquet writer "
+                           "and DuckDB cannot take: choose an OUT whose path is UTF-8")
 
 
 def _claim(out: str) -> None:
-    """Make `out` a dataset directory (an empty manifest) unless it is one; refuse a
-    directory that holds anything else. Under the lock, so that a second run starting
-    while the first publishes for the first time sees the manifest, not a stranger's files."""
+    """Make `out` a dataset directory unless it is one: an empty manifest marked as awaiting
+    its first export, then every table published empty (a file with its schema), so that
+    from then on, whatever stops the export, OUT reads as "no dataset yet" and a reader
+    that globs a table finds it, empty. Refuse a directory that holds anything else. Under
+    the lock, so that a second run starting while the first publishes for the first time
+    sees the manifest, not a stranger's files."""
     def refuse_strangers() -> None:
         if any(not n.startswith(STAGING) and n != LOCK for n in os.listdir(out)):
             raise NotADataset(f"OUT ({out}) is a directory with other files in it: give a new or empty "
                                "directory, or one this command made")
 
-    if os.path.exists(os.path.join(out, MANIFEST)):
+    if os.path.exists(os.path.join(out, MANIFEST)) and read_manifest(out)["buckets"]:
         return
-    refuse_strangers()  # before the lock file is made: nothing is written into a stranger's directory
+    if not os.path.exists(os.path.join(out, MANIFEST)):
+        refuse_strangers()  # before the lock file is made: nothing is written into a stranger's directory
     with out_lock(out):
-        if os.path.exists(os.path.join(out, MANIFEST)):
-            return
-        refuse_strangers()
         with staging_dir(out) as staging:
-            write_manifest(out, staging, empty_manifest())
+            if not os.path.exists(os.path.join(out, MANIFEST)):
+                refuse_strangers()
+                write_manifest(out, staging, empty_manifest())
+            manifest = read_manifest(out)
+            if not manifest["buckets"]:  # (also where a run was stopped between the two)
+                publish(out, staging, manifest, {bucket_key(*PLACEHOLDER): _empty_bucket(staging)}, [], time.time())
 
 
 def export(src: Union[PathLike, Sequence[PathLike]], out: PathLike, *, jobs: int = 1, extras: bool = True,
@@ -343,23 +356,28 @@ def export(src: Union[PathLike, Sequence[PathLike]], out: PathLike, *, jobs: int
     _claim(out)
     host = socket.gethostname()
     found: List[Source] = []
-    results: List[FileResult] = []
+    passed_over: List[FileResult] = []  # what the walk could not list or stat, or will not read
     for root in srcs:
         for path, st, why in _walk(root):
             if st is None:
-                results.append(FileResult(path, SKIPPED if why and why.startswith("a symbolic link") else FAILED, why))
+                passed_over.append(FileResult(path, SKIPPED if why and why.startswith("a symbolic link") else FAILED,
+                                              why))
             elif not stat_module.S_ISREG(st.st_mode):
                 kind = "a directory (a symbolic link to one is not followed)" if stat_module.S_ISDIR(st.st_mode) else \
                     "not a regular file (a FIFO, a socket or a device)"
-                results.append(FileResult(path, SKIPPED, kind))
+                passed_over.append(FileResult(path, SKIPPED, kind))
             else:
                 found.append(Source.of(path, host, st))
-    total = len(found) + len(results)
+    total = len(found) + len(passed_over)
+    results: List[FileResult] = []
 
     def done(result: FileResult) -> None:
         results.append(result)
         if on_file is not None:
             on_file(result, len(results), total)
+
+    for result in passed_over:  # reported like every other file: a directory that cannot be listed is named
+        done(result)
 
     with staging_dir(out) as staging:
         remove_abandoned_staging(out)
@@ -420,8 +438,8 @@ def export(src: Union[PathLike, Sequence[PathLike]], out: PathLike, *, jobs: int
         # A changed file that could not be read keeps its published rows (and its old entry:
         # the next run tries it again).
         leaving = set(entries) | set(removed)
-        if (not built and not removed and not entries and snapshot["buckets"] and not snapshot.get("publishing")
-                and not _expired(snapshot)):
+        if (not built and not removed and not entries and not no_dataset_yet(snapshot)
+                and not snapshot.get("publishing") and not _expired(snapshot)):
             return Report(results, time.perf_counter() - started, out)
         with out_lock(out, waiting):
             _commit(out, staging, snapshot, bucket_jobs, built, entries, leaving, exported, substitutes, patches)
@@ -482,8 +500,11 @@ def _run_jobs(bucket_jobs: List[BucketJob], jobs: int, done: Callable[[FileResul
         return built
     # Processes: an export is CPU-bound, and the GIL would serialise threads. The platform's
     # way of starting them (as `import --jobs` does); pyarrow re-creates its thread pools
-    # in a forked child.
-    with ProcessPoolExecutor(min(jobs, len(bucket_jobs))) as pool:
+    # in a forked child. Each ends with this process, even killed (_platform.die_with_parent).
+    context = multiprocessing.get_context()
+    parent = None if context.get_start_method() == "forkserver" else os.getpid()
+    with ProcessPoolExecutor(min(jobs, len(bucket_jobs)), mp_context=context, initializer=_platform.die_with_parent,
+                             initargs=(parent,)) as pool:
         futures = {pool.submit(build_bucket, job): job for job in bucket_jobs}
         for future, job in futures.items():
             key = bucket_key(job.date, job.k)
@@ -507,6 +528,7 @@ def _commit(out: str, staging: str, snapshot: Dict[str, Any], bucket_jobs: List[
     now = time.time()
     manifest = read_manifest(out)
     complete_publish(out, staging, manifest)
+    manifest.pop(AWAITING, None)  # this commit is an export
     remove_orphans(out, manifest)
     collect_garbage(out, manifest, now)
     sources = manifest["sources"]

@@ -61,6 +61,9 @@ IDS = os.path.join(VERSIONS, "_ids")
 GRACE = 600
 #: The bucket kept when there is no session at all, so every table directory holds a file.
 PLACEHOLDER = ("1970-01-01", 0)
+#: The manifest's mark, from the moment a first export claims OUT (its tables empty) until
+#: that export (or any other) commits: OUT holds no dataset yet.
+AWAITING = "awaiting_first_export"
 
 #: Snappy, the default of DuckDB, Spark and pyarrow (every engine reads it), and the fastest
 #: to write here: 256 MB exported in 0.85 s of CPU, against 1.05 s with zstd level 1, for
@@ -97,11 +100,21 @@ class NotADataset(DatasetError):
     another version's manifest): what is wrong, and what to do."""
 
 
+class NoDatasetYet(NotADataset):
+    """OUT is a dataset directory no export has committed to yet (the first one was
+    stopped before its commit, or is still running): its tables are empty, not the data."""
+
+
+def no_dataset_yet(manifest: Dict[str, Any]) -> bool:
+    return not manifest["buckets"] or bool(manifest.get(AWAITING))
+
+
 # -- the manifest ----------------------------------------------------------------------------
 
 
 def empty_manifest() -> Dict[str, Any]:
-    return {"format": FORMAT, "version": 0, "sources": {}, "buckets": {}, "retired": [], "publishing": None}
+    return {"format": FORMAT, "version": 0, "sources": {}, "buckets": {}, "retired": [], "publishing": None,
+            AWAITING: True}
 
 
 def read_manifest(out: str) -> Dict[str, Any]:

@@ -1,7 +1,7 @@
-"""Hostile names under SRC: a file name that is not UTF-8 (any bytes but ``/`` make a
-name on Linux) is exported like any other, its ``path`` written with ``\\xNN`` for each
-byte that is not UTF-8, run after run; a directory that cannot be listed is named in the
-summary, escaped, not only counted."""
+"""Hostile names under SRC: a file whose name is not UTF-8 (any bytes but ``/`` make a
+name on Linux) is one failed file, named escaped, the rest exported, run after run
+(``sessions.path`` is a Parquet string, which holds only UTF-8); a directory that cannot
+be listed is named in the summary, escaped, not only counted."""
 
 from __future__ import annotations
 
@@ -14,15 +14,14 @@ from typing import Any, List
 
 import pytest
 
-from llm_agent_session import Session, user_message
 from llm_agent_session.dataset import DatasetError, NotADataset, export, query
-from llm_agent_session.dataset import grow as grow_module
+from llm_agent_session.dataset.export import NAME_NOT_UTF8
 from cli_support import child_env
 from dataset_support import all_tables, cli, rows, small
 
 BAD = b"bad\xff\x1b[31m.jsonl"  # not UTF-8, and an escape sequence a terminal would act on
-STORED = "bad\\xff\x1b[31m.jsonl"  # the path column: the byte that is not UTF-8 as \xff; ESC is text
 SHOWN = "bad\\xff\\x1b[31m.jsonl"  # on a terminal (and in any line the command prints)
+AS_JSON = "bad\\xff\x1b[31m.jsonl"  # in --json: the byte that is not UTF-8 as \xff; ESC is JSON's to escape
 
 
 def tree(src: Any, good: int = 60) -> str:
@@ -36,30 +35,23 @@ def tree(src: Any, good: int = 60) -> str:
 
 
 @pytest.mark.parametrize("jobs", [1, pytest.param(2, marks=pytest.mark.slow)])  # 2: the worker processes
-def test_a_name_that_is_not_utf8_is_exported_run_after_run(tmp_path: Any, jobs: int, monkeypatch: Any) -> None:
-    monkeypatch.setattr(grow_module, "GROW_MIN", 0)  # so that it can be read only where it grows
+def test_a_name_that_is_not_utf8_is_one_failed_file_run_after_run(tmp_path: Any, jobs: int) -> None:
     src, out = tmp_path / "src", str(tmp_path / "out")
     bad = tree(src, good=20)
     report = export(str(src), out, jobs=jobs)
-    assert (report.count("exported"), report.count("failed")) == (21, 0)
-    assert bad in {f.path for f in report.files}  # the API's path is the one to open
-    [row] = rows(out, "SELECT path, messages FROM sessions WHERE path LIKE '%bad%'")
-    assert row == {"path": os.path.join(str(src), STORED), "messages": 3}
-    assert len(rows(out, "SELECT path FROM sessions")) == 21
-    again = export(str(src), out, jobs=jobs)
-    assert (again.count("unchanged"), again.count("exported")) == (21, 0)
-    with Session.load(bad) as s:  # it grows: read only where it grew
-        s.append_message(user_message("and more"))
-    grown = export(str(src), out, jobs=jobs)
-    assert (grown.count("exported"), grown.count("unchanged")) == (1, 20)
-    assert [f.grown for f in grown.files if f.status == "exported"] == [True]
-    fresh = str(tmp_path / "fresh")
-    export(str(src), fresh, jobs=jobs)
-    assert all_tables(out) == all_tables(fresh)
-    os.unlink(bad)
-    gone = export(str(src), out, jobs=jobs)
-    assert (gone.count("removed"), gone.count("unchanged")) == (1, 20)
+    assert (report.count("exported"), report.count("failed")) == (20, 1)
+    [failed] = [f for f in report.files if f.status == "failed"]
+    assert (failed.path, failed.reason) == (bad, NAME_NOT_UTF8)  # the API's path is the one to open
+    assert len(rows(out, "SELECT path FROM sessions")) == 20
     assert rows(out, "SELECT count(*) AS n FROM sessions WHERE path LIKE '%bad%'") == [{"n": 0}]
+    again = export(str(src), out, jobs=jobs)
+    assert (again.count("unchanged"), again.count("failed"), again.count("exported")) == (20, 1, 0)
+    fresh = str(tmp_path / "fresh")
+    os.unlink(bad)
+    export(str(src), fresh, jobs=jobs)
+    assert all_tables(out) == all_tables(fresh)  # the failed file cost its own rows only
+    gone = export(str(src), out, jobs=jobs)
+    assert (gone.count("unchanged"), gone.count("failed"), gone.count("removed")) == (20, 0, 0)
 
 
 @pytest.mark.slow
@@ -67,19 +59,19 @@ def test_a_name_that_is_not_utf8_is_exported_run_after_run(tmp_path: Any, jobs: 
 def test_the_command_shows_a_name_that_is_not_utf8_escaped(tmp_path: Any, jobs: str, backend_name: str) -> None:
     src, out = tmp_path / "src", str(tmp_path / "out")
     tree(src)
-    r = cli(backend_name, "dataset", str(src), out, "--jobs", jobs, "-v")
-    assert r.returncode == 0, r.stderr
+    r = cli(backend_name, "dataset", str(src), out, "--jobs", jobs)
+    assert r.returncode == 1, r.stderr
     assert "Traceback" not in r.stderr and "\x1b" not in r.stdout
-    assert f"exported  {os.path.join(str(src), SHOWN)}" in r.stdout.splitlines()
-    assert r.stdout.splitlines()[-1].startswith("61 exported, 0 unchanged, 0 removed, 0 failed")
+    assert f"failed    {os.path.join(str(src), SHOWN)}: {NAME_NOT_UTF8}" in r.stdout.splitlines()
+    assert r.stdout.splitlines()[-1].startswith("60 exported, 0 unchanged, 0 removed, 1 failed")
     again = cli(backend_name, "dataset", str(src), out, "--jobs", jobs)
-    assert again.stdout.splitlines()[-1].startswith("0 exported, 61 unchanged")
+    assert again.stdout.splitlines()[-1].startswith("0 exported, 60 unchanged, 0 removed, 1 failed")
     as_json = cli(backend_name, "dataset", str(src), str(tmp_path / "json"), "--jobs", jobs, "--json")
-    assert as_json.returncode == 0, as_json.stderr
-    report = json.loads(as_json.stdout)  # the path as the path column has it: JSON any reader decodes
-    assert os.path.join(str(src), STORED) in {f["path"] for f in report["files"]}
-    q = cli(backend_name, "query", out, "SELECT path FROM sessions WHERE path LIKE '%bad%'", "--json")
-    assert json.loads(q.stdout) == [{"path": os.path.join(str(src), STORED)}]
+    assert as_json.returncode == 1, as_json.stderr
+    report = json.loads(as_json.stdout)  # the name as JSON any reader decodes
+    assert [f["path"] for f in report["files"] if f["status"] == "failed"] == [os.path.join(str(src), AS_JSON)]
+    q = cli(backend_name, "query", out, "SELECT count(*) AS n FROM sessions", "--json")
+    assert json.loads(q.stdout) == [{"n": 60}]
 
 
 def test_an_out_whose_name_is_not_utf8_is_refused_before_anything_is_written(tmp_path: Any) -> None:

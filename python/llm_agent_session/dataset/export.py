@@ -37,6 +37,9 @@ from .write import (
 )
 
 PathLike = Union[str, "os.PathLike[str]"]
+#: Why a transcript whose name is not UTF-8 (on Linux a name is any bytes) is not exported.
+NAME_NOT_UTF8 = ("its name is not UTF-8, which sessions.path (a Parquet string) cannot hold: rename it to "
+                 "export it")
 EXPORTED, UNCHANGED, REMOVED, FAILED, SKIPPED = "exported", "unchanged", "removed", "failed", "skipped"
 
 
@@ -45,9 +48,10 @@ class FileResult:
     """What became of one file: ``exported`` (its rows written; `verdict` says whether it
     loads; `grown`: only the bytes it grew by were read, their rows added), ``unchanged``,
     ``removed`` (gone from SRC: its rows deleted), ``skipped`` (not a transcript) or
-    ``failed`` (it could not be read; its earlier rows, if any, stay). `path` is the name
-    as found, to open (a name that is not UTF-8 holds lone surrogates, as ``os.fsdecode``
-    makes them; ``sessions.path`` and the command line write it with ``_files.name_as_text``)."""
+    ``failed`` (it could not be read, or its name is not UTF-8; its earlier rows, if any,
+    stay). `path` is the name as found, to open (a name that is not UTF-8 holds lone
+    surrogates, as ``os.fsdecode`` makes them; the command line writes it with
+    ``_files.name_as_text``)."""
 
     path: str
     status: str
@@ -366,6 +370,8 @@ def export(src: Union[PathLike, Sequence[PathLike]], out: PathLike, *, jobs: int
                 kind = "a directory (a symbolic link to one is not followed)" if stat_module.S_ISDIR(st.st_mode) else \
                     "not a regular file (a FIFO, a socket or a device)"
                 passed_over.append(FileResult(path, SKIPPED, kind))
+            elif name_as_text(path) != path:
+                passed_over.append(FileResult(path, FAILED, NAME_NOT_UTF8))
             else:
                 found.append(Source.of(path, host, st))
     total = len(found) + len(passed_over)

@@ -21,7 +21,7 @@ from typing import Any, Dict, Iterable, Iterator, List, Optional, Tuple
 
 from .. import _backend, _platform
 from .._core import DatasetSummary, TableChunk
-from .._files import name_as_text, open_to_read
+from .._files import open_to_read
 from .._pure.columns import ts_micros
 from ..errors import CoreFailure
 from . import grow
@@ -291,7 +291,7 @@ def read_transcript(source: Source, head: Head, *, extras: bool = True, chunk: i
     model = meta["model"] if isinstance(meta.get("model"), str) else summary.model
     session: Dict[str, Any] = {
         "session_id": head.session_id, "agent": agent, "model": model,
-        "path": name_as_text(source.path), "host": source.host, "meta_id": summary.meta_id, "meta": summary.meta,
+        "path": source.path, "host": source.host, "meta_id": summary.meta_id, "meta": summary.meta,
         "verdict": outcome, "reason": reason, "bytes": size, "envelopes": summary.envelopes,
         "skipped_lines": skipped if loads else summary.skipped, "elisions": summary.elisions,
         "first_ts": summary.first_ts, "last_ts": summary.last_ts,

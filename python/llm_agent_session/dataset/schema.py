@@ -67,10 +67,8 @@ DATE = Field("date", "date",
 
 TABLES: Dict[str, Tuple[Field, ...]] = {
     "sessions": (
-        Field("path", "string", "The transcript's absolute path on the machine that exported it, as text: a "
-              "byte of the name that is not UTF-8 (a name is any bytes on Linux) is written `\\xNN`, as "
-              "`os.fsencode(path).decode('utf-8', 'backslashreplace')` writes it (`session_id` tells such a "
-              "file from one whose name is spelled with a backslash)."),
+        Field("path", "string", "The transcript's absolute path on the machine that exported it (always UTF-8: a "
+              "file whose name is not is reported failed, not exported)."),
         Field("host", "string", "The name of that machine (several machines may export into one OUT)."),
         Field("meta_id", "string",
               "The `session-meta` line's envelope id: the transcript's own id (a copy, a salvaged file and "

@@ -154,7 +154,9 @@ class DatasetSummary(NamedTuple):
 
 class DatasetPass(Protocol):
     """The rows of the dataset tables of one transcript: ``summary`` at once, then the
-    rows in chunks of about the requested size, in file order."""
+    rows in chunks of about the requested size, in file order. A chunk may be made on
+    another thread (``dataset.rows.read_ahead``) while ``summary`` or ``id_digest`` is
+    read on this one."""
 
     @property
     def summary(self) -> DatasetSummary: ...

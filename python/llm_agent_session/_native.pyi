@@ -198,7 +198,9 @@ def history(
 @final
 class DatasetPass:
     """One transcript's dataset rows (``_core.DatasetPass``): ``summary``, then each run
-    of rows as ``{table: {column: Column}}``, built without the GIL."""
+    of rows as ``{table: {column: Column}}``, built without the GIL. Frozen: ``summary``
+    and ``id_digest`` answer on any thread while another takes the runs, and runs taken
+    from two threads are taken one at a time, in order."""
 
     @property
     def summary(self) -> DatasetSummary: ...

@@ -2,6 +2,8 @@
 //! the first pass and the fold run when it is made, each run of rows when iterated,
 //! both without the GIL; every column handed over as `_core.Column` buffers.
 
+use std::sync::{Mutex, PoisonError};
+
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict};
 
@@ -15,16 +17,29 @@ use super::to_pyerr;
 
 /// One transcript's dataset rows: `summary`, then the runs of rows as
 /// `{table: {column: Column}}`.
-#[pyclass(module = "llm_agent_session._native")]
+///
+/// Frozen: an export makes the next run on a thread of its own, without the GIL, while
+/// it writes this one (`dataset.rows.read_ahead`); a pass borrowed mutably for that run
+/// failed every other use meanwhile (`summary` on the writing thread: "Already mutably
+/// borrowed"). What changes from run to run is behind a lock taken without the GIL:
+/// `summary` and `id_digest` answer at any time, and runs asked for from two threads
+/// are made one at a time, in order.
+#[pyclass(module = "llm_agent_session._native", frozen)]
 pub struct DatasetPass {
     pass: Pass,
     fd: i32,
     /// Where the range starts in the file: the pass's offsets count from it.
     start: u64,
     extras: bool,
+    at: Mutex<RunsAt>,
+    summary: Py<PyAny>,
+}
+
+/// Where the iteration is: the next run, and the cursor carried from run to run.
+#[derive(Default)]
+struct RunsAt {
     next: usize,
     cursor: Cursor,
-    summary: Py<PyAny>,
 }
 
 /// Read and fold bytes `[start, stop)` of `fd` as a file of their own (the twin of
@@ -81,8 +96,7 @@ pub fn dataset_pass(
         fd,
         start,
         extras,
-        next: 0,
-        cursor: Cursor::default(),
+        at: Mutex::default(),
         summary,
     })
 }
@@ -106,27 +120,31 @@ impl DatasetPass {
         slf
     }
 
-    fn __next__<'py>(&mut self, py: Python<'py>) -> PyResult<Option<Bound<'py, PyDict>>> {
-        if self.next >= self.pass.runs.len() {
-            return Ok(None);
-        }
-        let run = self.next;
-        self.next += 1;
-        let (pass, fd, start, extras, cursor) = (
-            &self.pass,
-            self.fd,
-            self.start,
-            self.extras,
-            &mut self.cursor,
-        );
-        let tables = py.allow_threads(move || -> crate::error::CoreResult<Tables> {
+    fn __next__<'py>(&self, py: Python<'py>) -> PyResult<Option<Bound<'py, PyDict>>> {
+        let (pass, fd, start, extras, at) =
+            (&self.pass, self.fd, self.start, self.extras, &self.at);
+        let tables = py.allow_threads(move || -> crate::error::CoreResult<Option<Tables>> {
+            // Poisoned only by a run that panicked part way: its cursor is not to be trusted.
+            let mut at = at.lock().map_err(|_: PoisonError<_>| {
+                crate::error::CoreError::Io(std::io::Error::other(
+                    "a run of this dataset pass failed part way; its later rows cannot be made",
+                ))
+            })?;
+            let run = at.next;
+            if run >= pass.runs.len() {
+                return Ok(None);
+            }
+            at.next += 1;
             if pass.lines.is_empty() {
-                return pass.rows(&[][..], run, extras, cursor);
+                return pass.rows(&[][..], run, extras, &mut at.cursor).map(Some);
             }
             let file = BorrowedFile::new(fd)?;
-            pass.rows(&FromOffset::new(&*file, start), run, extras, cursor)
+            pass.rows(&FromOffset::new(&*file, start), run, extras, &mut at.cursor)
+                .map(Some)
         });
-        let tables = tables.map_err(|e| to_pyerr(py, e))?;
+        let Some(tables) = tables.map_err(|e| to_pyerr(py, e))? else {
+            return Ok(None);
+        };
         let out = PyDict::new(py);
         for (name, columns) in [
             ("messages", tables.messages),

@@ -304,3 +304,36 @@ def test_lines_agree_with_blank_lines_a_final_line_and_two_threads(tmp_path: Any
     start = starts[5]
     assert len(raw) - start >= 8 << 20  # two threads still, reading from `start`
     assert agree(big, chunk=1 << 20, start=start).lines == physical_lines(raw[start:])
+
+
+def test_the_summary_and_the_ids_answer_while_another_thread_takes_the_rows(tmp_path: Any) -> None:
+    """An export makes the next run of rows on a thread of its own (``rows.read_ahead``)
+    while it reads the pass's summary on this one: each core's pass answers both at any
+    time, and the rows are those of a pass read on one thread."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    from llm_agent_session.dataset.batches import arrow_array
+
+    def values(found: Any) -> List[Any]:
+        return [{(t, c): arrow_array(data).to_pylist() for t, columns in chunk.items() for c, data in columns.items()}
+                for chunk in found]
+
+    path = str(tmp_path / "gen.jsonl")
+    generate(path, 2 << 20, seed=4)
+    size = os.path.getsize(path)
+    for name in ("pure", "native"):
+        core = _backend._select(name)
+        fd = os.open(path, os.O_RDONLY)
+        try:
+            alone = core.dataset_pass(fd, size, True, True, 1 << 12)
+            want = (alone.summary, alone.id_digest(), values(alone))
+            shared = core.dataset_pass(fd, size, True, True, 1 << 12)
+            with ThreadPoolExecutor(1) as other:
+                taking = other.submit(values, shared)
+                answers = 0
+                while not taking.done() or not answers:
+                    assert shared.summary == want[0] and shared.id_digest() == want[1], name
+                    answers += 1
+                assert taking.result() == want[2], name
+        finally:
+            os.close(fd)

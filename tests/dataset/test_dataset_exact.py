@@ -1,16 +1,14 @@
 """Every figure of the dataset is what the library itself says of the same file:
 ``Session.load`` (live messages, pending operations, grants), ``Session.peek(path,
-survey=True)`` (lines by type, what each rewind cut) and ``stats --json`` (tool outcomes,
-compaction tokens). Held on transcripts with every kind of line, on generated ones, on
+survey=True)`` (lines by type, what each rewind cut), ``History`` (what became of each
+operation and message) and ``stats --json`` (tool outcomes, compaction tokens). Held on transcripts with every kind of line, on generated ones, on
 the hostile corpus (one that loads with a torn tail, one that would fail) and on
 imported Claude Code and Codex histories."""
 
 from __future__ import annotations
 
-import json
 import os
-import shutil
-from typing import Any, Dict, List
+from typing import Any, Dict
 
 import pytest
 
@@ -19,12 +17,10 @@ import import_fixtures as fx
 from generate import generate
 from llm_agent_session import Session
 from llm_agent_session.cli.check import report as check_report
-from llm_agent_session.cli.stats import compute
 from llm_agent_session.cli.verdict import verdict
 from llm_agent_session.dataset import export
 from llm_agent_session.importers import claude_code, codex
-from llm_agent_session.messages import message_extras
-from dataset_support import every_kind, rows, small
+from dataset_support import agrees_with_library, every_kind, rows, small
 
 
 @pytest.fixture(scope="module")
@@ -66,69 +62,10 @@ def out(fleet: Dict[str, str], outs: Dict[str, str], tmp_path_factory: Any, back
     return outs[backend_name]
 
 
-def _loaded(path: str, tmp: Any) -> Session:
-    copy = str(tmp / ("copy-" + os.path.basename(path).replace("/", "_")[-40:]))
-    shutil.copyfile(path, copy)  # a load repairs a torn tail: never the original
-    return Session.load(copy)
-
-
 @pytest.mark.parametrize("which", ["every", "small", "generated", "hostile", "claude", "codex"])
 def test_a_transcript_that_loads_is_what_load_peek_and_stats_say(fleet: Dict[str, str], out: str, tmp_path: Any,
                                                                  backend_name: str, which: str) -> None:
-    path = fleet[which]
-    [row] = [r for r in rows(out, "SELECT * FROM sessions") if r["path"] == path]
-    sid = row["session_id"]
-
-    def of(table: str, order: str = "line") -> List[Dict[str, Any]]:
-        return [r for r in rows(out, f"SELECT * FROM {table} ORDER BY {order}") if r["session_id"] == sid]
-
-    messages, calls, compactions, rewinds, grants = (of("messages"), of("tool_calls"), of("compactions"),
-                                                     of("rewinds"), of("grants"))
-    peek = Session.peek(path, survey=True)
-    survey = peek["survey"]
-    stats = json.loads(json.dumps(compute(path)))  # as `stats --json` prints it
-    with _loaded(path, tmp_path) as s:
-        assert row["verdict"] == ("torn-tail" if s.warnings else "clean")
-        assert row["live_messages"] == len(s.messages)
-        assert {m["id"] for m in messages if m["live"]} | {c["id"] for c in compactions if c["live"]} == set(s.message_ids)
-        assert row["envelopes"] == len(s.events) and row["skipped_lines"] == 0
-        assert row["pending_operations"] == len(s.pending_tool_operations())
-        pending = [c for c in calls if c["outcome"] in ("dispatched", "result-recorded")]
-        assert [(c["op_id"], c["outcome"], c["call_id"], c["tool"]) for c in pending] == [
-            (op.op_id, op.state, op.call_id, op.tool) for op in s.pending_tool_operations()]
-        assert [json.loads(c["arguments"]) if c["arguments"] else None for c in pending] == [
-            op.arguments for op in s.pending_tool_operations()]
-        in_force = [g for g in grants if g["in_force"]]
-        assert (json.loads(in_force[0]["grants"]) if in_force else {}) == s.grants
-        by_id = {m["id"]: m for m in messages}
-        for e in s.events:
-            if e.type != "message":
-                continue
-            m = by_id[e.id]
-            p = e.payload
-            assert m["role"] == p["role"] and m["ts"].strftime("%Y-%m-%dT%H:%M:%S.%fZ") == e.ts
-            assert (json.loads(m["content"]) if m["content"] is not None else None) == p.get("content")
-            assert (json.loads(m["tool_calls"]) if m["tool_calls"] is not None else None) == p.get("tool_calls")
-            assert (json.loads(m["extras"]) if m["extras"] else {}) == message_extras(p)
-            assert m["tool_call_id"] == p.get("tool_call_id") and m["name"] == p.get("name")
-            if isinstance(p.get("content"), str):
-                assert m["text"] == p["content"]
-    assert row["messages"] == survey["counts"].get("message", 0) == len(messages)
-    for kind, n in (("compaction", "compactions"), ("rewind", "rewinds"), ("elision", "elisions"), ("grants", "grants")):
-        assert row[n] == survey["counts"].get(kind, 0), kind
-    assert {m["id"]: m["removed_by"] for m in messages + compactions if m["removed_kind"] == "rewind"} == survey["rewound"]
-    # Tool outcomes per tool, as stats counts them (a pending one as "pending").
-    counted: Dict[str, Dict[str, int]] = {}
-    for c in calls:
-        outcome = "pending" if c["outcome"] in ("dispatched", "result-recorded") else c["outcome"]
-        counted.setdefault(c["tool"], {}).setdefault(outcome, 0)
-        counted[c["tool"]][outcome] += 1
-    assert counted == {t: v["outcomes"] for t, v in stats["tools"].items()}
-    assert row["tool_calls"] == sum(v["count"] for v in stats["tools"].values())
-    for key in ("tokens_before", "tokens_after"):  # stats: unknown (None) once one compaction states none
-        values = [c[key] for c in compactions]
-        assert (None if None in values else sum(values)) == stats["compactions"][key], key
-    assert row["bytes"] == os.path.getsize(path)
+    agrees_with_library(out, fleet[which], str(tmp_path))
 
 
 def test_a_transcript_that_would_fail_is_a_row_with_the_reason_and_its_lines_not_live(

@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from typing import Any, Dict, Iterable, Iterator, List, Optional, Tuple
 
 from .. import _backend, _platform
-from .._core import DatasetSummary, TableChunk
+from .._core import DatasetPass, DatasetSummary, TableChunk
 from .._files import open_to_read
 from .._pure.columns import ts_micros
 from ..errors import CoreFailure
@@ -170,7 +170,10 @@ class Transcript:
     head: Head
     session: Dict[str, Any]
     _fd: int
-    _pass: Any
+    # The pass's rows are made on a thread of their own (`read_ahead`): what this object
+    # needs besides them is its summary, taken once before, never the pass meanwhile.
+    _pass: DatasetPass
+    _summary: DatasetSummary
     _loads: bool
     counts: Dict[str, int] = field(default_factory=dict)
     # What a later run needs to go on from the end (``grow.py``), gathered from the rows.
@@ -186,7 +189,7 @@ class Transcript:
         import pyarrow.compute as pc
 
         common = (self.head.session_id, self.session["agent"], self.session["model"])
-        snapshots = grants_dictionary(self._pass.summary.grants)
+        snapshots = grants_dictionary(self._summary.grants)
         rows = {t: 0 for t in ("messages", "tool_calls", "compactions", "rewinds", "grants")}
         live = 0
         outcomes: Dict[str, int] = {}
@@ -204,7 +207,7 @@ class Transcript:
                     if keeps_state:
                         self.open.extend(grow.open_operations(batch, home=True))
                 elif table == "grants" and keeps_state:
-                    self.in_force = grow.grants_in_force(batch, self._pass.summary.grants) or self.in_force
+                    self.in_force = grow.grants_in_force(batch, self._summary.grants) or self.in_force
                 yield table, batch
             self._count(rows, live, outcomes)
             if keeps_state:
@@ -215,7 +218,7 @@ class Transcript:
             os.close(self._fd)
 
     def _count(self, rows: Dict[str, int], live: int, outcomes: Dict[str, int]) -> None:
-        self.lines = self._pass.summary.lines
+        self.lines = self._summary.lines
         s = self.session
         pending = outcomes.get("dispatched", 0) + outcomes.get("result-recorded", 0)
         s.update(messages=rows["messages"], live_messages=live if self._loads else None,
@@ -296,5 +299,5 @@ def read_transcript(source: Source, head: Head, *, extras: bool = True, chunk: i
         "skipped_lines": skipped if loads else summary.skipped, "elisions": summary.elisions,
         "first_ts": summary.first_ts, "last_ts": summary.last_ts,
     }
-    return Transcript(source, head, session, fd, found, loads)
+    return Transcript(source, head, session, fd, found, summary, loads)
 

@@ -156,7 +156,7 @@ def describe(path: str) -> Dict[str, Any]:
             first = ts
         if last is None or ts > last:
             last = ts
-        if event.type == "tool-settled" and event.payload.get("outcome") == "failed":
+        if event.type == "tool-settled" and isinstance(event.payload, dict) and event.payload.get("outcome") == "failed":
             failed += 1
         elif model is None and looked < MODEL_LOOK and event.type in ("message", "run-context"):
             looked += 1
@@ -169,7 +169,7 @@ def describe(path: str) -> Dict[str, Any]:
         why = f"line {judged.torn.line}: {judged.torn.removed:,} bytes a load would cut"
     counts = survey["counts"]
     return {
-        "title": _text(meta.get("title") or (meta.get("summaries") or [None])[0]),
+        "title": _text(meta.get("title")) or _text(_first_summary(meta)),
         "agent": _text(meta.get("agent") or meta.get("imported-from")),
         "model": model,
         "source": _text(meta.get("source-path") or meta.get("source")),
@@ -188,6 +188,12 @@ def describe(path: str) -> Dict[str, Any]:
     }
 
 
+def _first_summary(meta: Dict[str, Any]) -> Any:
+    """The first of the meta's ``summaries`` (an import's title), where it is a list."""
+    summaries = meta.get("summaries")
+    return summaries[0] if isinstance(summaries, list) and summaries else None
+
+
 #: How many messages and run contexts a row looks at for the model, when the meta names none.
 MODEL_LOOK = 64
 
@@ -203,16 +209,31 @@ def _row(roots: Roots, name: str) -> Dict[str, Any]:
     try:
         return describe(roots.resolve(name))
     except (OSError, ValueError) as e:
-        return {"error": visible(str(e)), "verdict": "unreadable"}
+        return {"error": visible(str(e)), "verdict": "unreadable", "why": visible(str(e))}
+    except Exception as e:  # a file this code did not foresee costs its own row, never the shelf
+        why = f"its row could not be made ({type(e).__name__}: {e})"
+        return {"error": visible(why), "verdict": "unreadable", "why": visible(why)}
 
 
 def _rows(roots: Roots, names: List[str]) -> List[Dict[str, Any]]:
     return [_row(roots, name) for name in names]
 
 
-def _done(item: Any) -> Any:
+def _submit(pool: Any, roots: Roots, names: List[str]) -> Any:
+    try:
+        return pool.submit(_rows, roots, names)
+    except Exception:  # a broken pool (a worker was killed): _done makes them here
+        return None
+
+
+def _done(roots: Roots, item: Any) -> Any:
     names, future = item
-    return names, future.result()
+    try:
+        if future is not None:
+            return names, future.result()
+    except Exception:  # the worker died (killed, out of memory): these rows are made here
+        pass
+    return names, _rows(roots, names)
 
 
 def _pool() -> Any:
@@ -268,17 +289,17 @@ class Shelf:
                     batch = []
                 elif len(batch) >= BATCH:
                     pool = pool or _pool()
-                    pending.append((batch, pool.submit(_rows, self.roots, batch)))
+                    pending.append((batch, _submit(pool, self.roots, batch)))
                     batch = []
                     while len(pending) > 4:
-                        self._add(*_done(pending.pop(0)))
+                        self._add(*_done(self.roots, pending.pop(0)))
             if batch:
                 if pool is None:
                     self._add(batch, [_row(self.roots, n) for n in batch])
                 else:
-                    pending.append((batch, pool.submit(_rows, self.roots, batch)))
+                    pending.append((batch, _submit(pool, self.roots, batch)))
             for item in pending:
-                self._add(*_done(item))
+                self._add(*_done(self.roots, item))
         finally:
             self.done = True
             if pool is not None:

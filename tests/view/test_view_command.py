@@ -63,3 +63,25 @@ def test_the_url_is_the_first_line_and_ctrl_c_exits_0(tmp_path, backend_name):
         if proc.poll() is None:
             proc.kill()
             proc.wait()
+
+
+def test_a_transcript_with_a_leading_blank_line_opens_straight_into_it(tmp_path, backend_name):
+    """It loads, checks and exports; `view FILE` said "not a transcript" (exit 3)."""
+    plain = tmp_path / "plain.jsonl"
+    with Session.create(plain, {"title": "t"}) as s:
+        s.append_message(user_message("hello"))
+    path = tmp_path / "run.jsonl"
+    path.write_bytes(b"\n" + plain.read_bytes())
+    env = dict(os.environ, LLM_AGENT_SESSION_BACKEND=backend_name)
+    assert _run("check", str(path), env=env).returncode == 0
+    proc = subprocess.Popen([sys.executable, "-m", "llm_agent_session", "view", str(path), "--no-browser"],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+    try:
+        url = proc.stdout.readline().strip()
+        assert "/t/run.jsonl" in url, proc.stderr.read() if not url else url
+        proc.send_signal(signal.SIGINT)
+        assert proc.wait(timeout=20) == 0
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()

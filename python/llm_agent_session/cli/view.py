@@ -16,7 +16,8 @@ from .exit_codes import FAILED, INTERRUPTED, NOT_A_TRANSCRIPT, OK
 from .output import CliError, Out, visible
 
 DESCRIPTION = """Browse transcripts in a browser: a shelf of every transcript under PATH
-(files and directories, searched recursively for *.jsonl transcripts), and each one's
+(files and directories, searched recursively for *.jsonl transcripts, each directory
+once: a link back to one already walked is not followed), and each one's
 whole history in file order, with search, jumps, deep links and live follow. It starts a
 local web server (read-only, loopback only) and prints the URL to open as the first line
 of its output: the URL carries a per-run token, which the browser then keeps as a cookie.
@@ -63,23 +64,33 @@ def missing_packages() -> List[str]:
 def _check(paths: List[str]) -> Optional[str]:
     """The one transcript to open straight into, or None for the shelf; CliError(3) when a
     PATH cannot be read or holds no transcript."""
-    from ..view.shelf import Roots, is_transcript
+    from ..view.shelf import Found, Roots, is_transcript
 
     for path in paths:
         if not os.path.exists(path):
             raise CliError(f"{path}: no such file or directory", 3)
         if not os.access(path, os.R_OK):
             raise CliError(f"{path}: not readable (permission denied)", 3)
-        if os.path.isfile(path) and not is_transcript(path):
-            raise CliError(f"{path}: not a transcript (its first line is not a session-meta envelope)", 3)
-    roots = Roots(paths)
-    names = roots.walk()
-    first = next(names, None)
-    if first is None:
+        if os.path.isfile(path):
+            try:
+                transcript = is_transcript(path)
+            except OSError as e:
+                raise CliError(f"{path}: cannot be read: {e.strerror or e}", 3)
+            if not transcript:
+                raise CliError(f"{path}: not a transcript (its first line that is not blank is not a session-meta "
+                               "envelope)", 3)
+    found: List[Found] = []
+    unreadable: List[Found] = []
+    for entry in Roots(paths).walk():
+        (found if entry.unreadable is None else unreadable).append(entry)
+        if len(found) > 1:
+            break
+    if not found:
+        why = "".join(f"; {e.name}: {e.unreadable}" for e in unreadable[:3])
         raise CliError("no transcript under " + ", ".join(paths) + " (a transcript is a *.jsonl file whose "
-                       "first line is a session-meta envelope)", 3)
-    if next(names, None) is None and len(paths) == 1 and os.path.isfile(paths[0]):
-        return first
+                       "first line is a session-meta envelope)" + visible(why), 3)
+    if len(found) == 1 and not unreadable and len(paths) == 1 and os.path.isfile(paths[0]):
+        return found[0].name
     return None
 
 

@@ -199,3 +199,14 @@ def test_the_hostile_corpus_stays_inert_and_visible(page, served):
         assert link.get_attribute("href").startswith(("http:", "https:", "mailto:"))
     assert page.query_selector("#items script, #items img, #items iframe") is None
     assert page.evaluate("window.__pwned") is None
+
+
+def test_the_page_says_loads_verdict_as_the_shelf_does(page, served, backend_name):
+    """It showed "load: ?" for every torn or failing transcript."""
+    from view_support import verdict_cases
+
+    for name, (_, text) in verdict_cases(served["root"], served["shelf"].run, "-" + backend_name).items():
+        page.goto(served["base"] + "/t/" + name)
+        shown = wait_until(page, "document.querySelector('#status').textContent.includes('load: ') && "
+                                 "document.querySelector('#status').textContent")
+        assert f"load: {text}" in shown and "load: ?" not in shown, (name, shown)

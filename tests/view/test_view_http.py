@@ -7,7 +7,7 @@ import os
 import shutil
 
 import pytest
-from view_support import PORT, TOKEN, client_for
+from view_support import PORT, TOKEN, client_for, verdict_cases
 
 from llm_agent_session import Session, user_message
 from llm_agent_session.view.security import CSP
@@ -96,6 +96,28 @@ def test_the_shelf_lists_every_transcript_with_its_counts_and_verdict(client, sh
     assert (run["tool_calls"], run["failed"], run["pending"]) == (5, 1, 2)
     assert run["messages"] == 13 and run["live"] is not None and run["first"] <= run["last"]
     assert rows["shelf/sub/other.jsonl"]["title"] == "the other one"
+
+
+def test_the_transcript_says_loads_verdict_in_the_shelfs_words(client, shelf):
+    """The page mapped the old codes 0-3 ("load: ?" for every torn or failing file)."""
+    cases = verdict_cases(shelf.root, shelf.run)
+    rows = {r["name"]: r for r in _shelf_rows(client)}
+    for name, (code, text) in cases.items():
+        for _ in range(500):
+            info = client.get("/api/transcript", params={"t": name}).json()
+            if info["ready"]["verdict"]:
+                break
+            import time
+
+            time.sleep(0.01)
+        assert (info["verdict"]["code"], info["verdict"]["text"]) == (code, text), name
+        if name in rows:  # a file that is no transcript is not on the shelf
+            assert (rows[name]["verdict"], rows[name]["why"]) == (text, info["verdict"]["why"]), name
+    assert "shelf/notes.jsonl" not in rows
+    assert "bytes a load would cut" in rows["shelf/torn.jsonl"]["why"]
+    with open(shelf.run, "rb") as f:
+        line = f.read().count(b"\n") + 1  # the id again, the line after the original's last
+    assert f"line {line} (byte" in rows["shelf/failing.jsonl"]["why"] and "duplicate" in rows["shelf/failing.jsonl"]["why"]
 
 
 def _wait_ready(client, name="shelf/run.jsonl"):

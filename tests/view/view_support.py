@@ -6,7 +6,7 @@ from __future__ import annotations
 import os
 import sys
 from dataclasses import dataclass
-from typing import Dict
+from typing import Dict, Tuple
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "cli"))
 
@@ -41,6 +41,20 @@ def build_shelf(root: str) -> Shelf:
     with open(os.path.join(root, "readme.txt"), "w") as f:
         f.write("not a transcript either\n")
     return Shelf(root, t.path, ids)
+
+
+def verdict_cases(root: str, run: str, suffix: str = "") -> Dict[str, Tuple[int, str]]:
+    """A torn and a failing copy of the transcript `run` beside it (and the directory's
+    notes.jsonl, no transcript): each name with load's verdict, its code and the shelf's words."""
+    with open(run, "rb") as f:
+        whole = f.read()
+    label = os.path.basename(root)
+    with open(os.path.join(root, f"torn{suffix}.jsonl"), "wb") as f:
+        f.write(whole + b'{"id":"torn')
+    with open(os.path.join(root, f"failing{suffix}.jsonl"), "wb") as f:
+        f.write(whole + whole.split(b"\n")[1] + b"\n")  # an id again: only a replay refuses it
+    return {f"{label}/{os.path.basename(run)}": (0, "clean"), f"{label}/torn{suffix}.jsonl": (4, "torn tail"),
+            f"{label}/failing{suffix}.jsonl": (5, "would fail"), f"{label}/notes.jsonl": (3, "not a transcript")}
 
 
 def client_for(paths, host: str = f"127.0.0.1:{PORT}"):

@@ -30,7 +30,7 @@ from .._files import open_to_read
 from .._peek import _first_line_error, peek
 from .._pure.lines import BLANK_BYTES
 from ..cli.output import visible
-from ..cli.verdict import CLEAN, NOT_A_TRANSCRIPT, WOULD_FAIL, WOULD_REPAIR, verdict
+from ..cli.verdict import CLEAN, NOT_A_TRANSCRIPT, WOULD_FAIL, WOULD_REPAIR, Verdict, verdict
 from ..messages import model_named
 
 SUFFIX = ".jsonl"
@@ -197,7 +197,18 @@ def is_transcript(path: str) -> bool:
         os.close(fd)
 
 
+#: Load's verdict as the shelf and the transcript page say it (by check's exit codes).
 VERDICTS = {CLEAN: "clean", WOULD_REPAIR: "torn tail", WOULD_FAIL: "would fail", NOT_A_TRANSCRIPT: "not a transcript"}
+
+
+def verdict_words(judged: Verdict) -> Tuple[str, str]:
+    """The words for load's verdict, and why (the error, or the torn tail a load cuts)."""
+    why = ""
+    if judged.error is not None:
+        why = str(judged.error)
+    elif judged.torn is not None:
+        why = f"line {judged.torn.line}: {judged.torn.removed:,} bytes a load would cut"
+    return VERDICTS.get(judged.code, "?"), visible(why)
 
 
 def describe(path: str) -> Dict[str, Any]:
@@ -220,12 +231,7 @@ def describe(path: str) -> Dict[str, Any]:
         elif model is None and looked < MODEL_LOOK and event.type in ("message", "run-context"):
             looked += 1
             model = _text(model_named(event.type, event.payload))
-    judged = verdict(path)
-    why = ""
-    if judged.error is not None:
-        why = str(judged.error)
-    elif judged.torn is not None:
-        why = f"line {judged.torn.line}: {judged.torn.removed:,} bytes a load would cut"
+    verdict_text, why = verdict_words(verdict(path))
     counts = survey["counts"]
     return {
         "title": _text(meta.get("title")) or _text(_first_summary(meta)),
@@ -241,8 +247,8 @@ def describe(path: str) -> Dict[str, Any]:
         "tool_calls": counts.get("tool-dispatched", 0),
         "failed": failed,
         "pending": len(survey["pending_tool_operations"]),
-        "verdict": VERDICTS.get(judged.code, "?"),
-        "why": visible(why),
+        "verdict": verdict_text,
+        "why": why,
         "error": visible(found["error"]) if found.get("error") else None,
     }
 

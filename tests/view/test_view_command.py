@@ -6,6 +6,7 @@ import os
 import signal
 import subprocess
 import sys
+import time
 import urllib.request
 
 import pytest
@@ -81,6 +82,38 @@ def test_a_transcript_with_a_leading_blank_line_opens_straight_into_it(tmp_path,
         assert "/t/run.jsonl" in url, proc.stderr.read() if not url else url
         proc.send_signal(signal.SIGINT)
         assert proc.wait(timeout=20) == 0
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+
+
+def test_ctrl_c_returns_at_once_when_the_browser_was_opened_and_leaves_no_file(tmp_path, backend_name):
+    """A plain 30-second timer (to delete the page that opens the browser) held the exit."""
+    path = tmp_path / "run.jsonl"
+    Session.create(path, {}).close()
+    opened = tmp_path / "opened.txt"
+    browser = tmp_path / "browser.py"  # a browser that notes what it was asked to open
+    browser.write_text("import sys\nopen(sys.argv[2], 'w').write(sys.argv[1])\n")
+    (tmp_path / "tmp").mkdir()
+    env = dict(os.environ, LLM_AGENT_SESSION_BACKEND=backend_name, TMPDIR=str(tmp_path / "tmp"),
+               BROWSER=f"{sys.executable} {browser} %s {opened}")
+    proc = subprocess.Popen([sys.executable, "-m", "llm_agent_session", "view", str(path)],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+    try:
+        url = proc.stdout.readline().strip()
+        assert url.startswith("http://127.0.0.1:"), proc.stderr.read()
+        for _ in range(600):
+            if opened.exists() and opened.read_text():
+                break
+            time.sleep(0.05)
+        page = opened.read_text()
+        assert page.startswith("file://") and page.endswith("/open.html")
+        page = page[len("file://"):]
+        assert os.stat(page).st_mode & 0o777 == 0o600 and url in open(page).read()
+        proc.send_signal(signal.SIGINT)
+        assert proc.wait(timeout=10) == 0  # a bound, far above a prompt exit, far below 30 s
+        assert not os.path.exists(page) and not os.path.exists(os.path.dirname(page))
     finally:
         if proc.poll() is None:
             proc.kill()

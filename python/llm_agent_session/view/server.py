@@ -50,9 +50,11 @@ def start_path(shelf: Shelf, single: Optional[str]) -> str:
     return "/t/" + quote(link, safe="/~")
 
 
-def open_browser(url: str) -> None:
-    """Open `url` through a 0600 redirect page (the token stays out of ``ps``)."""
+def open_browser(url: str, made: List[str]) -> None:
+    """Open `url` through a 0600 redirect page (the token stays out of ``ps``); its folder
+    is noted in `made`, for ``serve`` to remove when it stops."""
     folder = tempfile.mkdtemp(prefix="llm-agent-session-view-")
+    made.append(folder)
     page = os.path.join(folder, "open.html")
     fd = os.open(page, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
     with os.fdopen(fd, "w", encoding="utf-8") as f:
@@ -61,13 +63,19 @@ def open_browser(url: str) -> None:
     try:
         webbrowser.open("file://" + page)
     finally:
-        # The browser has read it after a moment; a leftover holds only a dead token.
-        threading.Timer(30, lambda: _remove(page, folder)).start()
+        # The browser has read it after a moment. A daemon timer: Ctrl-C never waits for
+        # it (a plain one held the exit for 30 s); serve removes it then.
+        remove = threading.Timer(30, _remove, args=(folder,))
+        remove.daemon = True
+        remove.start()
 
 
-def _remove(page: str, folder: str) -> None:
+def _remove(folder: str) -> None:
     try:
-        os.remove(page)
+        os.remove(os.path.join(folder, "open.html"))
+    except OSError:
+        pass
+    try:
         os.rmdir(folder)
     except OSError:
         pass
@@ -95,10 +103,16 @@ def serve(paths: List[str], host: str, port: int, browser: bool, single: Optiona
     config = uvicorn.Config(app(viewer, policy), log_level="warning", lifespan="off",
                             timeout_graceful_shutdown=1, access_log=False)
     server = uvicorn.Server(config)
+    made: List[str] = []  # the folder of the page that opens the browser
     if browser:
-        threading.Timer(0.2, open_browser, args=(url,)).start()
+        opener = threading.Timer(0.2, open_browser, args=(url, made))
+        opener.daemon = True
+        opener.start()
     try:
         server.run(sockets=[sock])  # uvicorn stops on Ctrl-C, then raises it again
     except KeyboardInterrupt:
         pass
+    finally:
+        for folder in made:
+            _remove(folder)
     return 0

@@ -118,3 +118,16 @@ def test_ctrl_c_returns_at_once_when_the_browser_was_opened_and_leaves_no_file(t
         if proc.poll() is None:
             proc.kill()
             proc.wait()
+
+
+@pytest.mark.parametrize("host", ["0.0.0.0", "::", "[::]", "0"])
+def test_a_wildcard_host_is_refused_with_the_reason(tmp_path, host, backend_name):
+    """It was accepted, and every browser on another machine got 403 (the Host check cannot
+    know which of the machine's addresses a browser names)."""
+    if backend_name != "pure":
+        pytest.skip("backend-independent: checked once, in the pure run")
+    path = tmp_path / "run.jsonl"
+    Session.create(path, {}).close()
+    r = _run("view", str(path), "--no-browser", "--host", host)
+    assert r.returncode == 2 and r.stdout == "", r.stdout + r.stderr
+    assert "is a wildcard (every interface)" in r.stderr and "Give that address" in r.stderr

@@ -7,12 +7,13 @@ The viewer's packages are the ``view`` extra, imported only here, when the comma
 from __future__ import annotations
 
 import argparse
+import ipaddress
 import os
 import sys
 from typing import Callable, Dict, List, Optional
 
 from .arguments import whole_number
-from .exit_codes import FAILED, INTERRUPTED, NOT_A_TRANSCRIPT, OK
+from .exit_codes import FAILED, INTERRUPTED, NOT_A_TRANSCRIPT, OK, USAGE
 from .output import CliError, Out, visible
 
 DESCRIPTION = """Browse transcripts in a browser: a shelf of every transcript under PATH
@@ -45,8 +46,9 @@ def add_parser(add: Callable[..., argparse.ArgumentParser], common: argparse.Arg
     p.add_argument("paths", nargs="+", metavar="PATH", help="transcript files and/or directories of them")
     p.add_argument("--port", type=whole_number(0), default=0, metavar="N", help="the port (default: a free one)")
     p.add_argument("--host", default=None, metavar="ADDRESS",
-                   help="listen on this address instead of 127.0.0.1 (a warning: others on the network can "
-                        "then reach it; they still need the token)")
+                   help="listen on this address instead of 127.0.0.1, one a browser can name: this machine's "
+                        "address on a network (a warning: others on it can then reach the viewer; they still need "
+                        "the token); a wildcard (0.0.0.0, ::) is refused")
     p.add_argument("--no-browser", action="store_true", help="print the URL only; do not open a browser")
 
 
@@ -94,15 +96,41 @@ def _check(paths: List[str]) -> Optional[str]:
     return None
 
 
+def _check_host(host: str) -> None:
+    """CliError(2) for a --host no browser can name: a wildcard address listens on every
+    interface, but a browser reaches the viewer at one of them, whose name the Host check
+    cannot know in advance (every page got 403)."""
+    import socket
+
+    try:
+        found = socket.getaddrinfo(host, None, proto=socket.IPPROTO_TCP)
+    except (OSError, UnicodeError):
+        return  # binding it says what is wrong (exit 1)
+    if any(ipaddress.ip_address(str(address[4][0]).split("%")[0]).is_unspecified
+                                   for address in found):
+        raise CliError(visible(f"--host {host!r} is a wildcard (every interface): a browser reaches the viewer at "
+                               "one address, which is what the viewer must be told to check. Give that address "
+                               "(this machine's address on the network), or leave --host out for 127.0.0.1"),
+                       USAGE)
+
+
+def _loopback(host: str) -> bool:
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return host == "localhost"
+
+
 def run(args: argparse.Namespace, out: Out) -> int:
     missing = missing_packages()
     if missing:
         raise CliError("the viewer needs the view extra, which is not installed here (missing: "
                        + ", ".join(missing) + "): pip install 'llm-agent-session[view]'", 1)
+    host = (args.host or "127.0.0.1").strip("[]")  # [::1] as a URL writes it
+    _check_host(host)
     paths = [os.path.expanduser(p) for p in args.paths]
     single = _check(paths)
-    host = args.host or "127.0.0.1"
-    if args.host is not None:
+    if not _loopback(host):
         print(visible(f"warning: listening on {host}: anyone who can reach this address and has the URL's "
                       "token can read these transcripts"), file=sys.stderr)
     from ..view.server import serve

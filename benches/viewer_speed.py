@@ -68,7 +68,7 @@ class Viewer:
         self.url_seconds = time.perf_counter() - self.t0
         if not self.url.startswith("http"):
             raise SystemExit(f"no URL: {self.proc.stderr.read() if self.proc.stderr else ''}")
-        self.base = self.url.split("/t/")[0].split("/?")[0]
+        self.base = self.url.split("#")[0].split("/t/")[0].rstrip("/")
 
     def rss_mb(self) -> float:
         with open(f"/proc/{self.proc.pid}/status") as f:
@@ -145,8 +145,13 @@ def grep_seconds(path: str, needle: str, ignore_case: bool = False) -> Tuple[flo
     return best, count
 
 
+#: A request of the data API from the page, with the token its tab keeps (as its script sends it).
+FETCH = ("(u => fetch(u, {headers: {authorization: 'Bearer ' + "
+         "sessionStorage.getItem('llm-agent-session-view-token')}}))")
+
+
 def api(page: Any, path: str) -> Any:
-    return page.evaluate(f"fetch({json.dumps(path)}).then(r => r.json())")
+    return page.evaluate(f"{FETCH}({json.dumps(path)}).then(r => r.json())")
 
 
 def transcript_figures(path: str, rows: List[Tuple[str, str, str]], jumps: int) -> None:
@@ -156,7 +161,7 @@ def transcript_figures(path: str, rows: List[Tuple[str, str, str]], jumps: int) 
     subprocess.run(["cat", path], stdout=subprocess.DEVNULL)  # warm the page cache, as grep gets it
     viewer = Viewer(path)
     rows.append(("URL printed after start", f"{viewer.url_seconds:.2f} s", "<= 1 s"))
-    name = viewer.url.split("/t/")[1].split("?")[0]
+    name = viewer.url.split("/t/")[1].split("#")[0]
     try:
         with sync_playwright() as p:
             browser = p.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox"])
@@ -167,7 +172,7 @@ def transcript_figures(path: str, rows: List[Tuple[str, str, str]], jumps: int) 
             rows.append(("first screen rendered after navigation", f"{time.perf_counter() - t0:.2f} s", "<= 1.5 s"))
             rows.append(("server RSS, transcript open", f"{viewer.rss_mb():.0f} MB ({viewer.rss_mb() * 2**20 / size:.2f}x)",
                          "<= 0.3x"))
-            info = wait_until(page, f"fetch('/api/transcript?t={name}').then(r => r.json())"
+            info = wait_until(page, f"{FETCH}('/api/transcript?t={name}').then(r => r.json())"
                                     ".then(j => j.ready.index && j)")
             count = info["count"]
             rng = random.Random(7)
@@ -190,7 +195,7 @@ def transcript_figures(path: str, rows: List[Tuple[str, str, str]], jumps: int) 
             heap = cdp.send("Runtime.getHeapUsage")["usedSize"] / 2**20
             rows.append(("page JS heap", f"{heap:.1f} MB", "<= 100 MB"))
             t0 = time.perf_counter()
-            wait_until(page, f"fetch('/api/transcript?t={name}').then(r => r.json()).then(j => j.ready.history)",
+            wait_until(page, f"{FETCH}('/api/transcript?t={name}').then(r => r.json()).then(j => j.ready.history)",
                        timeout=600)
             rows.append(("history read in the background (after the first screen)",
                          f"{time.perf_counter() - t0:.1f} s more", "never blocks a screen"))
@@ -200,7 +205,7 @@ def transcript_figures(path: str, rows: List[Tuple[str, str, str]], jumps: int) 
             runs = []
             for _ in range(3):
                 t0 = time.perf_counter()
-                done = page.evaluate(f"fetch('/api/search?t={name}&q={NEEDLE}&case=1&extras=1').then(r => r.text())"
+                done = page.evaluate(f"{FETCH}('/api/search?t={name}&q={NEEDLE}&case=1&extras=1').then(r => r.text())"
                                      ".then(t => t.trim().split('\\n').pop())")
                 runs.append(time.perf_counter() - t0)
             found = json.loads(done)

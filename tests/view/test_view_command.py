@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import subprocess
 import sys
 import time
+import urllib.error
 import urllib.request
 
 import pytest
@@ -54,10 +56,17 @@ def test_the_url_is_the_first_line_and_ctrl_c_exits_0(tmp_path, backend_name):
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
     try:
         url = proc.stdout.readline().strip()
-        assert url.startswith("http://127.0.0.1:") and "/t/run.jsonl?token=" in url
-        opener = urllib.request.build_opener(urllib.request.HTTPCookieProcessor())
-        with opener.open(url, timeout=10) as r:  # the token, a cookie, the page
-            assert r.status == 200 and b"/static/viewer.js" in r.read()
+        assert url.startswith("http://127.0.0.1:") and "/t/run.jsonl#token=" in url
+        page, token = url.split("#token=")
+        with urllib.request.urlopen(page, timeout=10) as r:  # the page: static, no data, no token
+            assert r.status == 200 and b"/static/viewer.js" in r.read() and "set-cookie" not in r.headers
+        api = page.split("/t/")[0] + "/api/transcript?t=run.jsonl"
+        with pytest.raises(urllib.error.HTTPError) as refused:
+            urllib.request.urlopen(api, timeout=10)
+        assert refused.value.code == 403
+        with urllib.request.urlopen(urllib.request.Request(api, headers={"authorization": f"Bearer {token}"}),
+                                    timeout=10) as r:
+            assert r.status == 200 and json.loads(r.read())["name"] == "run.jsonl"
         proc.send_signal(signal.SIGINT)
         assert proc.wait(timeout=20) == 0
     finally:
@@ -110,7 +119,7 @@ def test_ctrl_c_returns_at_once_when_the_browser_was_opened_and_leaves_no_file(t
         page = opened.read_text()
         assert page.startswith("file://") and page.endswith("/open.html")
         page = page[len("file://"):]
-        assert os.stat(page).st_mode & 0o777 == 0o600 and url in open(page).read()
+        assert os.stat(page).st_mode & 0o777 == 0o600 and url in open(page).read() and "#token=" in url
         proc.send_signal(signal.SIGINT)
         assert proc.wait(timeout=10) == 0  # a bound, far above a prompt exit, far below 30 s
         assert not os.path.exists(page) and not os.path.exists(os.path.dirname(page))
@@ -131,3 +140,61 @@ def test_a_wildcard_host_is_refused_with_the_reason(tmp_path, host, backend_name
     r = _run("view", str(path), "--no-browser", "--host", host)
     assert r.returncode == 2 and r.stdout == "", r.stdout + r.stderr
     assert "is a wildcard (every interface)" in r.stderr and "Give that address" in r.stderr
+
+
+def _network_address():
+    """This machine's address on a network (the one a route out would use), or None."""
+    import ipaddress
+    import socket
+
+    probe = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    try:
+        probe.connect(("192.0.2.1", 9))  # no packet is sent: this only picks a route
+        address = probe.getsockname()[0]
+    except OSError:
+        return None
+    finally:
+        probe.close()
+    return None if ipaddress.ip_address(address).is_loopback else address
+
+
+def test_a_network_address_as_host_works_with_the_token(tmp_path, backend_name):
+    """What a browser on another machine does: the URL names the address, the page comes,
+    the data comes with the token, and a name of someone else's is refused (DNS rebinding)."""
+    import http.client
+
+    address = _network_address()
+    if address is None:
+        pytest.skip("this machine has no network address besides loopback")
+    path = tmp_path / "run.jsonl"
+    with Session.create(path, {"title": "t"}) as s:
+        s.append_message(user_message("hello"))
+    env = dict(os.environ, LLM_AGENT_SESSION_BACKEND=backend_name)
+    proc = subprocess.Popen([sys.executable, "-m", "llm_agent_session", "view", str(path), "--no-browser",
+                             "--host", address], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+    try:
+        url = proc.stdout.readline().strip()
+        assert url.startswith(f"http://{address}:") and "#token=" in url, proc.stderr.read() if not url else url
+        port = int(url.split(":")[2].split("/")[0])
+        token = url.split("#token=")[1]
+
+        def get(target, host, token=None):
+            conn = http.client.HTTPConnection(address, port, timeout=10)
+            conn.request("GET", target, headers={"host": host, **({"authorization": f"Bearer {token}"} if token else {})})
+            r = conn.getresponse()
+            body = r.read()
+            conn.close()
+            return r.status, body
+
+        assert get("/t/run.jsonl", f"{address}:{port}")[0] == 200
+        status, body = get("/api/transcript?t=run.jsonl", f"{address}:{port}", token)
+        assert status == 200 and json.loads(body)["title"] == "t"
+        assert get("/api/transcript?t=run.jsonl", f"{address}:{port}")[0] == 403
+        assert get("/api/transcript?t=run.jsonl", f"evil.example:{port}", token)[0] == 403
+        proc.send_signal(signal.SIGINT)
+        assert proc.wait(timeout=20) == 0
+        assert "warning: listening on" in proc.stderr.read()
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()

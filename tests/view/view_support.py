@@ -6,7 +6,7 @@ from __future__ import annotations
 import os
 import sys
 from dataclasses import dataclass
-from typing import Dict, Tuple
+from typing import Dict, Optional, Tuple
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "cli"))
 
@@ -57,8 +57,9 @@ def verdict_cases(root: str, run: str, suffix: str = "") -> Dict[str, Tuple[int,
             f"{label}/failing{suffix}.jsonl": (5, "would fail"), f"{label}/notes.jsonl": (3, "not a transcript")}
 
 
-def client_for(paths, host: str = f"127.0.0.1:{PORT}"):
-    """Starlette's TestClient on the viewer of `paths`, as if reached at `host`."""
+def client_for(paths, host: str = f"127.0.0.1:{PORT}", token: Optional[str] = TOKEN):
+    """Starlette's TestClient on the viewer of `paths`, as if reached at `host`, sending
+    `token` as the page does (None: no token)."""
     from starlette.testclient import TestClient
 
     from llm_agent_session.view.app import Viewer, app
@@ -66,4 +67,6 @@ def client_for(paths, host: str = f"127.0.0.1:{PORT}"):
     from llm_agent_session.view.shelf import Roots
 
     policy = Policy(PORT, token=TOKEN)
-    return TestClient(app(Viewer(Roots(paths)), policy), base_url=f"http://{host}", follow_redirects=False)
+    headers = {"authorization": f"Bearer {token}"} if token is not None else {}
+    return TestClient(app(Viewer(Roots(paths)), policy), base_url=f"http://{host}", follow_redirects=False,
+                      headers=headers)

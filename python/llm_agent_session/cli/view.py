@@ -21,7 +21,8 @@ DESCRIPTION = """Browse transcripts in a browser: a shelf of every transcript un
 once: a link back to one already walked is not followed), and each one's
 whole history in file order, with search, jumps, deep links and live follow. It starts a
 local web server (read-only, loopback only) and prints the URL to open as the first line
-of its output: the URL carries a per-run token, which the browser then keeps as a cookie.
+of its output: the URL carries a per-run token after #, which the page keeps in its tab
+(never a cookie) and sends with each request.
 Stop it with Ctrl-C. The JSON data API the page uses is in docs/viewer.md."""
 
 EPILOG = """examples:

@@ -2,8 +2,10 @@
 
 uvicorn serves the application on a socket bound here (loopback unless ``--host``; port 0
 asks the system for a free one), so the URL, token included, is known and printed before
-anything is served. The browser is opened through a file only this user can read that
-redirects to the URL, so the token never appears in the browser's command line (``ps``).
+anything is served. The token is the URL's fragment (``#token=``): a browser sends it to
+no server (security.py). The browser is opened through a file only this user can read
+that redirects to the URL, so the token never appears in the browser's command line
+(``ps``).
 """
 
 from __future__ import annotations
@@ -39,7 +41,7 @@ def bind(host: str, port: int) -> socket.socket:
 
 def url_of(host: str, port: int, path: str, token: str) -> str:
     shown = f"[{host}]" if ":" in host else host
-    return f"http://{shown}:{port}{path}?token={token}"
+    return f"http://{shown}:{port}{path}#token={token}"
 
 
 def start_path(shelf: Shelf, single: Optional[str]) -> str:

@@ -198,3 +198,115 @@ def test_a_network_address_as_host_works_with_the_token(tmp_path, backend_name):
         if proc.poll() is None:
             proc.kill()
             proc.wait()
+
+
+def _start_with_the_usual_descriptor_limit(path, backend_name, errors):
+    """The real command, allowed the open files many systems give a program (1,024), and
+    not allowed more; its standard error to the file `errors`."""
+    import resource
+
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    usual = 1024 if hard == resource.RLIM_INFINITY else min(1024, hard)
+
+    def limit():
+        resource.setrlimit(resource.RLIMIT_NOFILE, (usual, usual))
+
+    env = dict(os.environ, LLM_AGENT_SESSION_BACKEND=backend_name)
+    proc = subprocess.Popen([sys.executable, "-m", "llm_agent_session", "view", str(path), "--no-browser"],
+                            stdout=subprocess.PIPE, stderr=open(errors, "w"), text=True, env=env, preexec_fn=limit)
+    url = proc.stdout.readline().strip()
+    assert url.startswith("http://127.0.0.1:"), open(errors).read()
+    return proc, url, usual
+
+
+def _stop(proc):
+    proc.send_signal(signal.SIGINT)
+    try:
+        proc.wait(timeout=20)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()
+
+
+def test_never_finished_requests_do_not_lock_the_user_out(tmp_path, backend_name):
+    """About 1,020 requests that never send the end of their headers (no token needed) made
+    the viewer unreachable while held: it waited for them for ever and ran out of file
+    descriptors. Now the longest waiting is closed to make room, and the user's request,
+    sent whole, is answered."""
+    if backend_name != "pure":
+        pytest.skip("backend-independent: checked once, in the pure run")
+    import http.client
+    import resource
+    import socket
+
+    path = tmp_path / "run.jsonl"
+    with Session.create(path, {"title": "t"}) as s:
+        s.append_message(user_message("hello"))
+    errors = tmp_path / "stderr.txt"
+    proc, url, usual = _start_with_the_usual_descriptor_limit(path, backend_name, errors)
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    crowd = usual + 100
+    if soft != resource.RLIM_INFINITY and soft < crowd + 200:  # this process holds the crowd
+        wanted = crowd + 200 if hard == resource.RLIM_INFINITY else min(crowd + 200, hard)
+        resource.setrlimit(resource.RLIMIT_NOFILE, (wanted, hard))
+        if wanted < crowd + 200:
+            pytest.skip(f"this process may open only {wanted} files")
+    page, token = url.split("#token=")
+    port = int(page.split(":")[2].split("/")[0])
+    held = []
+    try:
+        for _ in range(crowd):
+            try:
+                sock = socket.create_connection(("127.0.0.1", port), timeout=5)
+                sock.sendall(f"GET /api/shelf HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nX-Never: ".encode())
+                held.append(sock)
+            except OSError:
+                break  # the server accepts no more: the request below says the rest
+        conn = http.client.HTTPConnection("127.0.0.1", port, timeout=60)
+        conn.request("GET", "/api/transcript?t=run.jsonl", headers={"authorization": f"Bearer {token}"})
+        r = conn.getresponse()
+        assert r.status == 200 and json.loads(r.read())["title"] == "t"
+        conn.close()
+        closed = 0
+        for sock in held[:50]:  # the longest waiting were closed to make room
+            sock.settimeout(60)
+            try:
+                closed += sock.recv(1) == b""
+            except OSError:
+                closed += 1
+        assert closed == 50
+    finally:
+        for sock in held:
+            sock.close()
+        _stop(proc)
+    assert "Too many open files" not in errors.read_text()  # it never ran out of descriptors
+
+
+def test_a_request_whose_headers_never_end_is_closed(tmp_path, backend_name):
+    """Bounded header time: a connection that never finishes its request's headers, or
+    that goes quiet midway through the next one's, is closed (it was held for ever)."""
+    if backend_name != "pure":
+        pytest.skip("backend-independent: checked once, in the pure run")
+    import socket
+
+    path = tmp_path / "run.jsonl"
+    Session.create(path, {}).close()
+    proc, url, _ = _start_with_the_usual_descriptor_limit(path, backend_name, tmp_path / "stderr.txt")
+    port = int(url.split(":")[2].split("/")[0])
+    try:
+        never = socket.create_connection(("127.0.0.1", port), timeout=60)
+        never.sendall(f"GET / HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\n".encode())
+        kept = socket.create_connection(("127.0.0.1", port), timeout=60)
+        kept.sendall(f"GET /static/favicon.svg HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\n\r\n".encode())
+        answer = b""
+        while b"</svg>" not in answer:
+            answer += kept.recv(65536)
+        assert answer.startswith(b"HTTP/1.1 200")
+        kept.sendall(b"GET / HTTP/1.1\r\n")  # the next request, kept alive, begun and left
+        for sock in (never, kept):
+            while True:  # read until the server closes it: a recv that times out fails the test
+                if sock.recv(65536) == b"":
+                    break
+            sock.close()
+    finally:
+        _stop(proc)

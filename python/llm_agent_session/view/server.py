@@ -97,12 +97,15 @@ def serve(paths: List[str], host: str, port: int, browser: bool, single: Optiona
     import uvicorn
 
     from .app import Viewer, app
+    from .limits import ACCEPT_BATCH, bounded_protocol, descriptor_limit, max_connections
 
     viewer = Viewer(shelf.roots, shelf)
     if single is not None:  # read it while the browser starts
         link = single if visible(single) == single else next(k for k, v in shelf.aliases.items() if v == single)
         threading.Thread(target=viewer.transcript, args=(link,), daemon=True).start()
-    config = uvicorn.Config(app(viewer, policy), log_level="warning", lifespan="off",
+    # h11 with bounds on header time and connections (limits.py); no WebSocket: none is served.
+    config = uvicorn.Config(app(viewer, policy), log_level="warning", lifespan="off", ws="none",
+                            http=bounded_protocol(max_connections(descriptor_limit())), backlog=ACCEPT_BATCH,
                             timeout_graceful_shutdown=1, access_log=False)
     server = uvicorn.Server(config)
     made: List[str] = []  # the folder of the page that opens the browser

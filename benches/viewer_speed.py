@@ -5,13 +5,15 @@ child process, Chromium (Debian's, by path) driven by Playwright.
     python benches/viewer_speed.py --size 16MB                           # generated here
     python benches/viewer_speed.py FILE --shelf 10000                    # and a shelf of 10,000
     python benches/viewer_speed.py FILE --write                          # and its section of RESULTS.md
+    python benches/viewer_speed.py FILE --small-lines 1000000            # and 1,000,000 one-line messages
 
 Reports, each beside its goal: the URL printed after start; the first screen rendered after
 navigation; jumps after the first open (by id, by position, by time: from the request to the
 envelope rendered); the search's whole-file scan against ``grep -F -c`` on the same file, and
 its first hit in the first 10% shown; the server's RSS with the transcript open (and once its
-history is read); the rendered envelope elements; the page's JS heap; and a shelf of small
-transcripts (first rows, all rows).
+history is read); the rendered envelope elements; the page's JS heap; a shelf of small
+transcripts (first rows, all rows); and with ``--small-lines``, the server's RSS on a
+transcript of one-line messages, where it follows the number of lines more than the bytes.
 """
 
 from __future__ import annotations
@@ -68,12 +70,13 @@ class Viewer:
         self.url_seconds = time.perf_counter() - self.t0
         if not self.url.startswith("http"):
             raise SystemExit(f"no URL: {self.proc.stderr.read() if self.proc.stderr else ''}")
-        self.base = self.url.split("/t/")[0].split("/?")[0]
+        self.base = self.url.split("#")[0].split("/t/")[0].rstrip("/")
 
-    def rss_mb(self) -> float:
+    def rss_mb(self, field: str = "VmRSS") -> float:
+        """The server's resident memory (``VmHWM``: its peak), in MB."""
         with open(f"/proc/{self.proc.pid}/status") as f:
             for line in f:
-                if line.startswith("VmRSS"):
+                if line.startswith(field + ":"):
                     return int(line.split()[1]) / 1024
         return float("nan")
 
@@ -145,8 +148,13 @@ def grep_seconds(path: str, needle: str, ignore_case: bool = False) -> Tuple[flo
     return best, count
 
 
+#: A request of the data API from the page, with the token its tab keeps (as its script sends it).
+FETCH = ("(u => fetch(u, {headers: {authorization: 'Bearer ' + "
+         "sessionStorage.getItem('llm-agent-session-view-token')}}))")
+
+
 def api(page: Any, path: str) -> Any:
-    return page.evaluate(f"fetch({json.dumps(path)}).then(r => r.json())")
+    return page.evaluate(f"{FETCH}({json.dumps(path)}).then(r => r.json())")
 
 
 def transcript_figures(path: str, rows: List[Tuple[str, str, str]], jumps: int) -> None:
@@ -156,7 +164,7 @@ def transcript_figures(path: str, rows: List[Tuple[str, str, str]], jumps: int) 
     subprocess.run(["cat", path], stdout=subprocess.DEVNULL)  # warm the page cache, as grep gets it
     viewer = Viewer(path)
     rows.append(("URL printed after start", f"{viewer.url_seconds:.2f} s", "<= 1 s"))
-    name = viewer.url.split("/t/")[1].split("?")[0]
+    name = viewer.url.split("/t/")[1].split("#")[0]
     try:
         with sync_playwright() as p:
             browser = p.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox"])
@@ -167,7 +175,7 @@ def transcript_figures(path: str, rows: List[Tuple[str, str, str]], jumps: int) 
             rows.append(("first screen rendered after navigation", f"{time.perf_counter() - t0:.2f} s", "<= 1.5 s"))
             rows.append(("server RSS, transcript open", f"{viewer.rss_mb():.0f} MB ({viewer.rss_mb() * 2**20 / size:.2f}x)",
                          "<= 0.3x"))
-            info = wait_until(page, f"fetch('/api/transcript?t={name}').then(r => r.json())"
+            info = wait_until(page, f"{FETCH}('/api/transcript?t={name}').then(r => r.json())"
                                     ".then(j => j.ready.index && j)")
             count = info["count"]
             rng = random.Random(7)
@@ -190,7 +198,7 @@ def transcript_figures(path: str, rows: List[Tuple[str, str, str]], jumps: int) 
             heap = cdp.send("Runtime.getHeapUsage")["usedSize"] / 2**20
             rows.append(("page JS heap", f"{heap:.1f} MB", "<= 100 MB"))
             t0 = time.perf_counter()
-            wait_until(page, f"fetch('/api/transcript?t={name}').then(r => r.json()).then(j => j.ready.history)",
+            wait_until(page, f"{FETCH}('/api/transcript?t={name}').then(r => r.json()).then(j => j.ready.history)",
                        timeout=600)
             rows.append(("history read in the background (after the first screen)",
                          f"{time.perf_counter() - t0:.1f} s more", "never blocks a screen"))
@@ -200,7 +208,7 @@ def transcript_figures(path: str, rows: List[Tuple[str, str, str]], jumps: int) 
             runs = []
             for _ in range(3):
                 t0 = time.perf_counter()
-                done = page.evaluate(f"fetch('/api/search?t={name}&q={NEEDLE}&case=1&extras=1').then(r => r.text())"
+                done = page.evaluate(f"{FETCH}('/api/search?t={name}&q={NEEDLE}&case=1&extras=1').then(r => r.text())"
                                      ".then(t => t.trim().split('\\n').pop())")
                 runs.append(time.perf_counter() - t0)
             found = json.loads(done)
@@ -213,6 +221,52 @@ def transcript_figures(path: str, rows: List[Tuple[str, str, str]], jumps: int) 
             browser.close()
     finally:
         viewer.stop()
+
+
+def one_line_messages(path: str, count: int) -> None:
+    """A transcript of `count` messages of a few bytes each (about 150 bytes a line)."""
+    from llm_agent_session.canonical import new_id
+
+    with open(path, "w") as f:
+        f.write('{"id":"%s","payload":{"title":"small lines"},"ts":"2026-01-01T00:00:00.000000Z",'
+                '"type":"session-meta","v":1}\n' % new_id())
+        for i in range(count):
+            f.write('{"id":"%s","payload":{"content":"m%d","role":"%s"},"ts":"2026-01-01T%02d:%02d:%02d.000000Z",'
+                    '"type":"message","v":1}\n' % (new_id(), i, "user" if i % 2 == 0 else "assistant",
+                                                   i // 3600 % 24, i // 60 % 60, i % 60))
+
+
+def small_lines_figures(n: int, rows: List[Tuple[str, str, str]]) -> None:
+    """The server's RSS on `n` one-line messages: open, history read, and its peak."""
+    import urllib.request
+
+    scratch = tempfile.mkdtemp(prefix="viewer-small-lines-")
+    try:
+        path = os.path.join(scratch, "small.jsonl")
+        one_line_messages(path, n)
+        size = os.path.getsize(path)
+        viewer = Viewer(path)
+        try:
+            page, token = viewer.url.split("#token=")
+            request = urllib.request.Request(page.replace("/t/", "/api/transcript?t="),
+                                             headers={"authorization": f"Bearer {token}"})
+            with urllib.request.urlopen(request, timeout=600):
+                pass
+            label = f"server RSS, {n:,} one-line messages ({size / 1e6:,.0f} MB)"
+            rows.append((label + ", open", f"{viewer.rss_mb():.0f} MB ({viewer.rss_mb() * 2**20 / size:.2f}x)", "-"))
+            while True:
+                with urllib.request.urlopen(request, timeout=600) as r:
+                    if all(json.loads(r.read())["ready"].values()):
+                        break
+                time.sleep(0.1)
+            rows.append((label + ", history read", f"{viewer.rss_mb():.0f} MB ({viewer.rss_mb() * 2**20 / size:.2f}x)",
+                         "-"))
+            rows.append((label + ", peak", f"{viewer.rss_mb('VmHWM'):.0f} MB "
+                                           f"({viewer.rss_mb('VmHWM') * 2**20 / size:.2f}x)", "-"))
+        finally:
+            viewer.stop()
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
 
 
 def shelf_figures(n: int, rows: List[Tuple[str, str, str]]) -> None:
@@ -253,6 +307,8 @@ def main(argv: Optional[List[str]] = None) -> int:
     parser.add_argument("--size", default="16MB", help="the size to generate when no PATH is given")
     parser.add_argument("--shelf", type=int, default=10_000, help="transcripts in the shelf (0: none)")
     parser.add_argument("--jumps", type=int, default=10)
+    parser.add_argument("--small-lines", type=int, default=0, metavar="N",
+                        help="also the server's memory on N one-line messages (0: not)")
     parser.add_argument("--write", action="store_true", help="replace this section of benches/RESULTS.md")
     args = parser.parse_args(argv)
     rows: List[Tuple[str, str, str]] = []
@@ -269,6 +325,8 @@ def main(argv: Optional[List[str]] = None) -> int:
         transcript_figures(path, rows, args.jumps)
         if args.shelf:
             shelf_figures(args.shelf, rows)
+        if args.small_lines:
+            small_lines_figures(args.small_lines, rows)
     finally:
         if scratch:
             shutil.rmtree(scratch, ignore_errors=True)

@@ -15,7 +15,7 @@ pytest.importorskip("httpx", reason="httpx (Starlette's test client) is not inst
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-from view_support import TOKEN, Shelf, build_shelf, client_for  # noqa: E402
+from view_support import Shelf, build_shelf, client_for  # noqa: E402
 
 
 @pytest.fixture
@@ -25,8 +25,5 @@ def shelf(tmp_path) -> Shelf:
 
 @pytest.fixture
 def client(shelf):
-    """A client holding the token's cookie."""
-    c = client_for([shelf.root])
-    r = c.get("/", params={"token": TOKEN})
-    assert r.status_code == 303
-    return c
+    """A client sending the token as the page does."""
+    return client_for([shelf.root])

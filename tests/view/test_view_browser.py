@@ -88,10 +88,16 @@ def page(browser, served):
     errors = []
     p.on("pageerror", lambda e: errors.append(str(e)))
     p.on("dialog", lambda d: (errors.append("dialog: " + d.message), d.dismiss()))
-    p.goto(served["base"] + "/?token=" + served["token"])  # the cookie, once
+    p.goto(served["base"] + "/#token=" + served["token"])  # as the printed URL: kept by the tab
     yield p
     context.close()
     assert errors == []
+
+
+#: What the page's script sends with a request to the data API: the token the tab keeps.
+AUTH = "{headers: {authorization: 'Bearer ' + sessionStorage.getItem('llm-agent-session-view-token')}}"
+#: The data API from the page, as its script asks it.
+API = f"(u => fetch(u, {AUTH}).then(r => r.json()))"
 
 
 def wait_until(page, expression, timeout=10.0):
@@ -152,7 +158,7 @@ def test_jump_by_id_and_by_time_and_deep_links_survive_reload(page, served):
     late = served["long"][2500]
     page.goto(served["base"] + f"/t/shelf/long.jsonl?at={late}")  # a pasted deep link
     page.wait_for_selector(f"[data-envelope-id='{late}'].target")
-    ts = page.evaluate(f"fetch('/api/envelope?t=shelf/long.jsonl&id={late}').then(r => r.json()).then(j => j.ts)")
+    ts = page.evaluate(f"{API}('/api/envelope?t=shelf/long.jsonl&id={late}').then(j => j.ts)")
     page.goto(served["base"] + "/t/shelf/long.jsonl")
     page.wait_for_selector("[data-envelope-id]")
     page.fill("#jump-time", ts)
@@ -160,7 +166,7 @@ def test_jump_by_id_and_by_time_and_deep_links_survive_reload(page, served):
     found = page.wait_for_selector("article.target").get_attribute("data-envelope-id")
     # The first envelope in file order at or after that time: `late`, or one written in the same microsecond.
     assert found == late or (served["long"].index(found) < 2500 and page.evaluate(
-        f"fetch('/api/envelope?t=shelf/long.jsonl&id={found}').then(r => r.json()).then(j => j.ts)") == ts)
+        f"{API}('/api/envelope?t=shelf/long.jsonl&id={found}').then(j => j.ts)") == ts)
 
 
 def test_follow_a_live_writer_and_a_repair(page, served, backend_name):
@@ -370,7 +376,7 @@ def test_every_kind_of_jump_leaves_a_deep_link_to_the_envelope_shown(page, serve
     ids = reading["jumps"]
     position = {envelope_id: k + 1 for k, envelope_id in enumerate(ids)}  # the meta is at 0
     open_transcript(page, served, "jumps.jsonl")
-    ts = page.evaluate(f"fetch('/api/envelope?t=shelf/jumps.jsonl&id={ids[400]}').then(r => r.json()).then(j => j.ts)")
+    ts = page.evaluate(f"{API}('/api/envelope?t=shelf/jumps.jsonl&id={ids[400]}').then(j => j.ts)")
 
     def current(selector):
         return page.wait_for_selector(selector).get_attribute("data-envelope-id")
@@ -416,7 +422,7 @@ def test_every_kind_of_jump_leaves_a_deep_link_to_the_envelope_shown(page, serve
 
 
 def position_of_question(ids, page, k):
-    text = page.evaluate(f"fetch('/api/search?t=shelf/jumps.jsonl&q=question%20{k}').then(r => r.text())")
+    text = page.evaluate(f"fetch('/api/search?t=shelf/jumps.jsonl&q=question%20{k}', {AUTH}).then(r => r.text())")
     hits = [hit for line in text.splitlines() for hit in json.loads(line).get("hits", [])]
     assert len(hits) == 1, hits
     return hits[0][0] - 1
@@ -433,9 +439,9 @@ def test_kind_jumps_step_from_where_the_reader_is(page, served, reading):
     open_transcript(page, served, "jumps.jsonl")
     calls = page.evaluate("""async () => {   // every tool call's position, by the API
         const out = []; let from = -1;
-        for (;;) { const got = await (await fetch(`/api/locate?t=shelf/jumps.jsonl&kind=tool-call&from=${from}`)).json();
+        for (;;) { const got = await (await fetch(`/api/locate?t=shelf/jumps.jsonl&kind=tool-call&from=${from}`, AUTH)).json();
                    if (got.i === null) return out; out.push(got.i); from = got.i; }
-    }""")
+    }""".replace("AUTH", AUTH))
     assert len(calls) == 30
     page.click("#kind-next")
     first = page.wait_for_selector("article.target").get_attribute("data-envelope-id")
@@ -501,3 +507,105 @@ def test_an_aligned_markdown_table_keeps_to_the_csp(page, served, backend_name):
     violations = page.evaluate("window.__violations")
     assert violations == [] and refused == [], (violations, refused)
     assert aligns == [["left", "center", "right", "center"], ["left", "center", "right", "start"]]  # a th's own: center
+
+
+def test_the_page_says_loads_verdict_as_the_shelf_does(page, served, backend_name):
+    """It showed "load: ?" for every torn or failing transcript."""
+    from view_support import verdict_cases
+
+    for name, (_, text) in verdict_cases(served["root"], served["shelf"].run, "-" + backend_name).items():
+        page.goto(served["base"] + "/t/" + name)
+        shown = wait_until(page, "document.querySelector('#status').textContent.includes('load: ') && "
+                                 "document.querySelector('#status').textContent")
+        assert f"load: {text}" in shown and "load: ?" not in shown, (name, shown)
+
+
+@pytest.fixture
+def elsewhere():
+    """Another web server on this host, on another port (any local service the browser
+    visits): it notes the headers of every request it gets."""
+    import http.server
+
+    seen = []
+
+    class Handler(http.server.BaseHTTPRequestHandler):
+        def do_GET(self):  # noqa: N802 - the standard library's name
+            seen.append(dict(self.headers.items()))
+            body = b"<!doctype html><title>another local server</title><p>elsewhere</p>"
+            self.send_response(200)
+            self.send_header("content-type", "text/html")
+            self.send_header("content-length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, *args):
+            pass
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    yield f"http://127.0.0.1:{server.server_address[1]}", seen
+    server.shutdown()
+    server.server_close()
+
+
+def test_the_token_reaches_no_other_server_on_this_host(browser, served, elsewhere):
+    """The token was a cookie, which ignores ports: once the viewer's URL was opened, the
+    browser sent it to every server on 127.0.0.1, and any of them could replay it to read
+    every transcript. Now it is the URL's fragment, kept by the tab and sent as a header by
+    the page's script alone: the browser holds no cookie, sends another server nothing of
+    it, and what it does send there reads nothing."""
+    import urllib.error
+    import urllib.request
+
+    other, seen = elsewhere
+    token, base = served["token"], served["base"]
+    context = browser.new_context()
+    page = context.new_page()
+    page.goto(base + "/t/shelf/run.jsonl#token=" + token)  # as the printed URL
+    page.wait_for_selector("[data-envelope-id]")
+    assert token not in page.url and "#" not in page.url  # out of the address bar
+    assert context.cookies() == []
+    page.goto(other + "/")  # the same tab, then another, visit another local server
+    page.evaluate(f"fetch({other!r} + '/fetched', {{credentials: 'include'}}).then(r => r.text())")
+    other_tab = context.new_page()
+    other_tab.goto(other + "/second-tab")
+    # That server's page asks the viewer for data with whatever the browser would add: refused.
+    answer = other_tab.evaluate(f"fetch({base!r} + '/api/shelf', {{credentials: 'include'}})"
+                                ".then(r => r.status, e => 'blocked: ' + e.message)")
+    assert answer != 200
+    assert token not in other_tab.evaluate("JSON.stringify(Object.assign({}, sessionStorage, localStorage))")
+    assert len(seen) >= 3 and not any(token in value for headers in seen for value in headers.values()), seen
+    assert context.cookies() == []
+    context.close()
+    # A plain local process replaying what that server was sent: nothing to read with it.
+    for headers in seen:
+        replay = {k: v for k, v in headers.items() if k.lower() not in ("host", "connection")}
+        request = urllib.request.Request(base + "/api/shelf", headers=replay)
+        with pytest.raises(urllib.error.HTTPError) as refused:
+            urllib.request.urlopen(request, timeout=10)
+        assert refused.value.code == 403
+
+
+def test_a_deep_link_works_in_this_browser_and_asks_for_the_url_anywhere_else(browser, served):
+    """A reload, or a deep link opened in another tab of the same browser, keeps working (a
+    new tab asks the viewer's open tabs for the token); pasted into a fresh browser it says
+    to open the URL the command printed."""
+    target = served["long"][1200]
+    context = browser.new_context()
+    first = context.new_page()
+    first.goto(served["base"] + "/#token=" + served["token"])
+    first.wait_for_selector(".shelf-row[href]")
+    first.reload()
+    first.wait_for_selector(".shelf-row[href]")
+    second = context.new_page()  # a new tab: no copy of the first one's sessionStorage
+    second.goto(served["base"] + f"/t/shelf/long.jsonl?at={target}")
+    second.wait_for_selector(f"[data-envelope-id='{target}'].target")
+    context.close()
+    fresh = browser.new_context()  # another browser (profile): the link alone
+    page = fresh.new_page()
+    page.goto(served["base"] + f"/t/shelf/long.jsonl?at={target}")
+    shown = wait_until(page, "document.querySelector('#status').textContent")
+    assert "open the URL that llm-agent-session view printed" in shown
+    assert page.query_selector("[data-envelope-id]") is None
+    fresh.close()

@@ -42,7 +42,7 @@ def test_the_viewers_history_is_the_files_and_follows_appends(shelf):
     whole = History.read(shelf.run, keep_payloads=False)
     assert t.history is not None and t.history.count == t.count == whole.count
     assert t.history.live_ids == whole.live_ids and dict(t.history.removed) == dict(whole.removed)
-    assert t.live_state is None  # the verdict's copy of the live conversation is let go
+    assert t.verdict is not None and t.verdict.replayed is None  # load's copy of the live conversation: let go
     for kind in ("failed", "pending"):
         assert _positions(t, kind) == _want(shelf.run, kind) != []
     assert _info(t)["pending"] == len(_want(shelf.run, "pending"))

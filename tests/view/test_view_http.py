@@ -7,25 +7,39 @@ import os
 import shutil
 
 import pytest
-from view_support import PORT, TOKEN, client_for
+from view_support import PORT, TOKEN, client_for, verdict_cases
 
 from llm_agent_session import Session, user_message
 from llm_agent_session.view.security import CSP
 
 
-def test_no_token_wrong_token_and_the_token_once_then_a_cookie(shelf):
-    c = client_for([shelf.root])
-    for path in ("/", "/api/shelf", "/static/viewer.js", "/t/shelf/run.jsonl"):
-        assert c.get(path).status_code == 403, path
-    assert c.get("/", params={"token": "wrong"}).status_code == 403
-    r = c.get("/t/shelf/run.jsonl", params={"token": TOKEN, "at": "x"})
-    assert r.status_code == 303 and r.headers["location"] == "/t/shelf/run.jsonl?at=x"  # the token leaves the URL
-    cookie = r.headers["set-cookie"]
-    assert "HttpOnly" in cookie and "SameSite=Strict" in cookie and TOKEN in cookie
-    assert c.get("/t/shelf/run.jsonl").status_code == 200  # the cookie now
-    c.cookies.clear()
-    c.cookies.set(f"llm_agent_session_view_{PORT}", "not-it")
-    assert c.get("/").status_code == 403
+def test_the_data_needs_the_token_as_a_header_and_nothing_sets_a_cookie(shelf):
+    """The page itself (one static file for every page URL) and its script hold no data and
+    come without the token; every other answer needs ``Authorization: Bearer TOKEN``. A
+    cookie is no credential (cookies ignore ports: the browser sends one to every server on
+    this host, and any of them could replay it), nor a ``?token=``."""
+    bare = client_for([shelf.root], token=None)
+    for path in ("/", "/t/shelf/run.jsonl", "/static/viewer.js", "/static/viewer.css"):
+        r = bare.get(path)
+        assert r.status_code == 200 and "set-cookie" not in r.headers, path
+        assert "shelf/run.jsonl" not in r.text and "SECRET" not in r.text, path
+    data = ("/api/shelf", "/api/transcript?t=shelf/run.jsonl", "/api/window?t=shelf/run.jsonl",
+            "/api/search?t=shelf/run.jsonl&q=SECRET", "/api/follow?t=shelf/run.jsonl", "/nowhere", "//api/shelf")
+    wrong = [{}, {"authorization": "Bearer wrong"}, {"authorization": TOKEN}, {"authorization": f"Basic {TOKEN}"},
+             {"cookie": f"llm_agent_session_view_{PORT}={TOKEN}"}, {"cookie": f"token={TOKEN}"},
+             {"x-token": TOKEN}, {"authorization": f"Bearer {TOKEN}x"}]
+    for path in data:
+        for headers in wrong:
+            r = bare.get(path, headers=headers)
+            assert r.status_code == 403 and "SECRET" not in r.text and "run.jsonl" not in r.text, (path, headers)
+        assert bare.get(path, params={"token": TOKEN}).status_code == 403, path
+    right = client_for([shelf.root])
+    for path in data[:-2]:
+        r = right.get(path)
+        assert r.status_code == 200 and "set-cookie" not in r.headers, path
+    assert bare.get("/api/shelf", headers={"authorization": f"bearer {TOKEN}"}).status_code == 200  # as RFC 7235 allows
+    two = [("authorization", f"Bearer {TOKEN}"), ("authorization", f"Bearer {TOKEN}")]
+    assert bare.get("/api/shelf", headers=two).status_code == 403
 
 
 @pytest.mark.parametrize("host,allowed", [
@@ -36,8 +50,8 @@ def test_no_token_wrong_token_and_the_token_once_then_a_cookie(shelf):
 ])
 def test_the_host_header_must_name_loopback_with_the_port(shelf, host, allowed):
     c = client_for([shelf.root], host=host)
-    r = c.get("/", params={"token": TOKEN})
-    assert r.status_code == (303 if allowed else 403), host
+    assert c.get("/api/shelf").status_code == (200 if allowed else 403), host
+    assert c.get("/").status_code == (200 if allowed else 403), host  # the page too
 
 
 def test_every_method_but_get_and_head_is_405_even_without_a_token(client):
@@ -55,7 +69,7 @@ def test_every_answer_carries_the_csp_and_nosniff(client):
         assert "frame-ancestors 'none'" in CSP and "script-src 'self'" in CSP and "unsafe-inline" not in CSP
         assert r.headers["x-content-type-options"] == "nosniff"
         assert r.headers["x-frame-options"] == "DENY"
-    assert "content-security-policy" in client_for(["."]).get("/").headers  # a refusal too
+    assert "content-security-policy" in client_for(["."], token=None).get("/api/shelf").headers  # a refusal too
 
 
 def test_only_transcripts_under_the_paths_given_are_served(client, shelf, tmp_path):
@@ -96,6 +110,28 @@ def test_the_shelf_lists_every_transcript_with_its_counts_and_verdict(client, sh
     assert (run["tool_calls"], run["failed"], run["pending"]) == (5, 1, 2)
     assert run["messages"] == 13 and run["live"] is not None and run["first"] <= run["last"]
     assert rows["shelf/sub/other.jsonl"]["title"] == "the other one"
+
+
+def test_the_transcript_says_loads_verdict_in_the_shelfs_words(client, shelf):
+    """The page mapped the old codes 0-3 ("load: ?" for every torn or failing file)."""
+    cases = verdict_cases(shelf.root, shelf.run)
+    rows = {r["name"]: r for r in _shelf_rows(client)}
+    for name, (code, text) in cases.items():
+        for _ in range(500):
+            info = client.get("/api/transcript", params={"t": name}).json()
+            if info["ready"]["verdict"]:
+                break
+            import time
+
+            time.sleep(0.01)
+        assert (info["verdict"]["code"], info["verdict"]["text"]) == (code, text), name
+        if name in rows:  # a file that is no transcript is not on the shelf
+            assert (rows[name]["verdict"], rows[name]["why"]) == (text, info["verdict"]["why"]), name
+    assert "shelf/notes.jsonl" not in rows
+    assert "bytes a load would cut" in rows["shelf/torn.jsonl"]["why"]
+    with open(shelf.run, "rb") as f:
+        line = f.read().count(b"\n") + 1  # the id again, the line after the original's last
+    assert f"line {line} (byte" in rows["shelf/failing.jsonl"]["why"] and "duplicate" in rows["shelf/failing.jsonl"]["why"]
 
 
 def _wait_ready(client, name="shelf/run.jsonl"):
@@ -244,7 +280,6 @@ def test_imported_claude_code_and_codex_histories(tmp_path):
     fx.import_into(claude_code, tmp_path, fx.claude_code_session(), "cc.jsonl")
     fx.import_into(codex, tmp_path, fx.codex_rollout(), "codex.jsonl")
     c = client_for([str(tmp_path / "out")])
-    c.get("/", params={"token": TOKEN})
     rows = {r["name"]: r for r in _shelf_rows(c)}
     cc, cx = rows["out/cc.jsonl"], rows["out/codex.jsonl"]
     assert (cc["agent"], cc["model"], cc["title"], cc["verdict"]) == ("claude-code", "claude-opus-4-1", "Date parser fix",

@@ -7,7 +7,7 @@ import json
 import os
 import sys
 from dataclasses import dataclass
-from typing import Dict
+from typing import Dict, Optional, Tuple
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "cli"))
 
@@ -44,8 +44,23 @@ def build_shelf(root: str) -> Shelf:
     return Shelf(root, t.path, ids)
 
 
-def client_for(paths, host: str = f"127.0.0.1:{PORT}"):
-    """Starlette's TestClient on the viewer of `paths`, as if reached at `host`."""
+def verdict_cases(root: str, run: str, suffix: str = "") -> Dict[str, Tuple[int, str]]:
+    """A torn and a failing copy of the transcript `run` beside it (and the directory's
+    notes.jsonl, no transcript): each name with load's verdict, its code and the shelf's words."""
+    with open(run, "rb") as f:
+        whole = f.read()
+    label = os.path.basename(root)
+    with open(os.path.join(root, f"torn{suffix}.jsonl"), "wb") as f:
+        f.write(whole + b'{"id":"torn')
+    with open(os.path.join(root, f"failing{suffix}.jsonl"), "wb") as f:
+        f.write(whole + whole.split(b"\n")[1] + b"\n")  # an id again: only a replay refuses it
+    return {f"{label}/{os.path.basename(run)}": (0, "clean"), f"{label}/torn{suffix}.jsonl": (4, "torn tail"),
+            f"{label}/failing{suffix}.jsonl": (5, "would fail"), f"{label}/notes.jsonl": (3, "not a transcript")}
+
+
+def client_for(paths, host: str = f"127.0.0.1:{PORT}", token: Optional[str] = TOKEN):
+    """Starlette's TestClient on the viewer of `paths`, as if reached at `host`, sending
+    `token` as the page does (None: no token)."""
     from starlette.testclient import TestClient
 
     from llm_agent_session.view.app import Viewer, app
@@ -53,7 +68,9 @@ def client_for(paths, host: str = f"127.0.0.1:{PORT}"):
     from llm_agent_session.view.shelf import Roots
 
     policy = Policy(PORT, token=TOKEN)
-    return TestClient(app(Viewer(Roots(paths)), policy), base_url=f"http://{host}", follow_redirects=False)
+    headers = {"authorization": f"Bearer {token}"} if token is not None else {}
+    return TestClient(app(Viewer(Roots(paths)), policy), base_url=f"http://{host}", follow_redirects=False,
+                      headers=headers)
 
 
 # A Markdown table with every alignment (markdown-it writes it as inline style).

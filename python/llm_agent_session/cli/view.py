@@ -7,19 +7,22 @@ The viewer's packages are the ``view`` extra, imported only here, when the comma
 from __future__ import annotations
 
 import argparse
+import ipaddress
 import os
 import sys
 from typing import Callable, Dict, List, Optional
 
 from .arguments import whole_number
-from .exit_codes import FAILED, INTERRUPTED, NOT_A_TRANSCRIPT, OK
+from .exit_codes import FAILED, INTERRUPTED, NOT_A_TRANSCRIPT, OK, USAGE
 from .output import CliError, Out, visible
 
 DESCRIPTION = """Browse transcripts in a browser: a shelf of every transcript under PATH
-(files and directories, searched recursively for *.jsonl transcripts), and each one's
+(files and directories, searched recursively for *.jsonl transcripts, each directory
+once: a link back to one already walked is not followed), and each one's
 whole history in file order, with search, jumps, deep links and live follow. It starts a
 local web server (read-only, loopback only) and prints the URL to open as the first line
-of its output: the URL carries a per-run token, which the browser then keeps as a cookie.
+of its output: the URL carries a per-run token after #, which the page keeps in its tab
+(never a cookie) and sends with each request.
 Stop it with Ctrl-C. The JSON data API the page uses is in docs/viewer.md."""
 
 EPILOG = """examples:
@@ -44,8 +47,9 @@ def add_parser(add: Callable[..., argparse.ArgumentParser], common: argparse.Arg
     p.add_argument("paths", nargs="+", metavar="PATH", help="transcript files and/or directories of them")
     p.add_argument("--port", type=whole_number(0), default=0, metavar="N", help="the port (default: a free one)")
     p.add_argument("--host", default=None, metavar="ADDRESS",
-                   help="listen on this address instead of 127.0.0.1 (a warning: others on the network can "
-                        "then reach it; they still need the token)")
+                   help="listen on this address instead of 127.0.0.1, one a browser can name: this machine's "
+                        "address on a network (a warning: others on it can then reach the viewer; they still need "
+                        "the token); a wildcard (0.0.0.0, ::) is refused")
     p.add_argument("--no-browser", action="store_true", help="print the URL only; do not open a browser")
 
 
@@ -63,24 +67,59 @@ def missing_packages() -> List[str]:
 def _check(paths: List[str]) -> Optional[str]:
     """The one transcript to open straight into, or None for the shelf; CliError(3) when a
     PATH cannot be read or holds no transcript."""
-    from ..view.shelf import Roots, is_transcript
+    from ..view.shelf import Found, Roots, is_transcript
 
     for path in paths:
         if not os.path.exists(path):
             raise CliError(f"{path}: no such file or directory", 3)
         if not os.access(path, os.R_OK):
             raise CliError(f"{path}: not readable (permission denied)", 3)
-        if os.path.isfile(path) and not is_transcript(path):
-            raise CliError(f"{path}: not a transcript (its first line is not a session-meta envelope)", 3)
-    roots = Roots(paths)
-    names = roots.walk()
-    first = next(names, None)
-    if first is None:
+        if os.path.isfile(path):
+            try:
+                transcript = is_transcript(path)
+            except OSError as e:
+                raise CliError(f"{path}: cannot be read: {e.strerror or e}", 3)
+            if not transcript:
+                raise CliError(f"{path}: not a transcript (its first line that is not blank is not a session-meta "
+                               "envelope)", 3)
+    found: List[Found] = []
+    unreadable: List[Found] = []
+    for entry in Roots(paths).walk():
+        (found if entry.unreadable is None else unreadable).append(entry)
+        if len(found) > 1:
+            break
+    if not found:
+        why = "".join(f"; {e.name}: {e.unreadable}" for e in unreadable[:3])
         raise CliError("no transcript under " + ", ".join(paths) + " (a transcript is a *.jsonl file whose "
-                       "first line is a session-meta envelope)", 3)
-    if next(names, None) is None and len(paths) == 1 and os.path.isfile(paths[0]):
-        return first
+                       "first line is a session-meta envelope)" + visible(why), 3)
+    if len(found) == 1 and not unreadable and len(paths) == 1 and os.path.isfile(paths[0]):
+        return found[0].name
     return None
+
+
+def _check_host(host: str) -> None:
+    """CliError(2) for a --host no browser can name: a wildcard address listens on every
+    interface, but a browser reaches the viewer at one of them, whose name the Host check
+    cannot know in advance (every page got 403)."""
+    import socket
+
+    try:
+        found = socket.getaddrinfo(host, None, proto=socket.IPPROTO_TCP)
+    except (OSError, UnicodeError):
+        return  # binding it says what is wrong (exit 1)
+    if any(ipaddress.ip_address(str(address[4][0]).split("%")[0]).is_unspecified
+                                   for address in found):
+        raise CliError(visible(f"--host {host!r} is a wildcard (every interface): a browser reaches the viewer at "
+                               "one address, which is what the viewer must be told to check. Give that address "
+                               "(this machine's address on the network), or leave --host out for 127.0.0.1"),
+                       USAGE)
+
+
+def _loopback(host: str) -> bool:
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return host == "localhost"
 
 
 def run(args: argparse.Namespace, out: Out) -> int:
@@ -88,10 +127,11 @@ def run(args: argparse.Namespace, out: Out) -> int:
     if missing:
         raise CliError("the viewer needs the view extra, which is not installed here (missing: "
                        + ", ".join(missing) + "): pip install 'llm-agent-session[view]'", 1)
+    host = (args.host or "127.0.0.1").strip("[]")  # [::1] as a URL writes it
+    _check_host(host)
     paths = [os.path.expanduser(p) for p in args.paths]
     single = _check(paths)
-    host = args.host or "127.0.0.1"
-    if args.host is not None:
+    if not _loopback(host):
         print(visible(f"warning: listening on {host}: anyone who can reach this address and has the URL's "
                       "token can read these transcripts"), file=sys.stderr)
     from ..view.server import serve

@@ -25,9 +25,10 @@ from starlette.staticfiles import StaticFiles
 
 from .. import search as text_search
 from ..cli.output import json_visible, visible
+from ..cli.verdict import Verdict
 from . import render
 from .security import Guard, Policy
-from .shelf import NameRefused, Roots, Shelf
+from .shelf import NameRefused, Roots, Shelf, verdict_words
 from .transcript import JUMPS, Transcript, time_key
 
 STATIC = os.path.join(os.path.dirname(__file__), "static")
@@ -175,17 +176,19 @@ def _info(t: Transcript) -> Dict[str, Any]:
         "first_warnings": [visible(w) for w in t.warnings[:20]],
         "error": visible(t.error) if t.error else None,
         "ready": t.ready,
-        "verdict": None if v is None else {
-            "code": v.code, "text": {0: "clean", 1: "torn tail", 2: "would fail", 3: "not a transcript"}.get(v.code, "?"),
-            "why": visible(str(v.error)) if v.error is not None else (
-                f"line {v.torn.line}: {v.torn.removed:,} bytes a load would cut" if v.torn else ""),
-        },
+        "verdict": None if v is None else _verdict(v),
         "live": None if state is None else len(state.ids),
         # pending(): not every operation's state (a native read would build them all)
         "pending": None if t.history is None else len(t.history.pending()),
         "problems": None if t.history is None else [
             {"i": p.index, "id": visible(p.id), "reason": visible(p.reason)} for p in t.history.problems[:20]],
     }
+
+
+def _verdict(v: Verdict) -> Dict[str, Any]:
+    """Load's verdict in the shelf's words (``code`` is check's exit code for it)."""
+    text, why = verdict_words(v)
+    return {"code": v.code, "text": text, "why": why}
 
 
 @_answer

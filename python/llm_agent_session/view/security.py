@@ -7,10 +7,13 @@ A local web server holding private transcripts. Every request passes, in this or
    given) with the server's port; else 403;
 2. the method: GET and HEAD only, every other method is 405 (nothing is ever written);
 3. a cross-site request (``Sec-Fetch-Site: cross-site``/``same-site``) is 403;
-4. the token: the URL printed at start carries ``?token=``; a request with the right one
-   gets an HttpOnly, SameSite=Strict cookie and a redirect to the same URL without it, so
-   the token leaves the address bar and the history. Every later request must carry that
-   cookie (compared with ``secrets.compare_digest``); else 403.
+4. the token, on everything but the page itself (``/``, ``/t/...``: one static file) and
+   ``/static/``, which hold no data: ``Authorization: Bearer <token>`` (compared with
+   ``secrets.compare_digest``); else 403. The URL printed at start carries it after ``#``,
+   which a browser never sends to any server; the page keeps it in the tab's
+   sessionStorage (this origin only, port included) and sends it as that header. Never a
+   cookie: cookies ignore ports, so the browser would send one to every server on this
+   host, and any of them could replay it.
 
 Every answer carries the Content-Security-Policy (only the page's own script and style;
 nothing loaded from elsewhere, no frames, no forms), ``X-Content-Type-Options: nosniff``,
@@ -22,7 +25,6 @@ from __future__ import annotations
 import ipaddress
 import secrets
 from typing import Any, Awaitable, Callable, Dict, List, Optional, Tuple
-from urllib.parse import parse_qsl, urlencode
 
 Scope = Dict[str, Any]
 Receive = Callable[[], Awaitable[Dict[str, Any]]]
@@ -49,13 +51,27 @@ class Policy:
         self.port = port
         self.token = token or secrets.token_urlsafe(32)
         self.extra_host = host.strip("[]").lower() if host and not _loopback(host.strip("[]")) else None
-        self.cookie = f"llm_agent_session_view_{port}"
+        self.bearer = ("bearer " + self.token).encode()
 
     def host_allowed(self, header: str) -> bool:
         host, port = _split_host(header)
         if host is None or port != self.port:
             return False
         return host == "localhost" or _loopback(host) or (self.extra_host is not None and host == self.extra_host)
+
+    def authorized(self, headers: List[Tuple[bytes, bytes]]) -> bool:
+        """Exactly one ``Authorization: Bearer <token>`` header, with this run's token."""
+        given = [v for k, v in headers if k == b"authorization"]
+        if len(given) != 1:
+            return False
+        scheme, _, token = given[0].partition(b" ")
+        return secrets.compare_digest(scheme.lower() + b" " + token.strip(), self.bearer)
+
+
+def needs_token(path: str) -> bool:
+    """Everything but the page (one static file for ``/`` and every ``/t/NAME``) and its
+    script, style and icon under ``/static/``: they hold no data."""
+    return not (path == "/" or path.startswith("/t/") or path.startswith("/static/"))
 
 
 def _split_host(header: str) -> Tuple[Optional[str], Optional[int]]:
@@ -102,21 +118,9 @@ class Guard:
         site = _header(headers, b"sec-fetch-site")
         if site in ("cross-site", "same-site"):
             return await _refuse(send, 403, "403: requests from other sites are refused")
-        query = scope.get("query_string", b"").decode("latin-1")
-        pairs = parse_qsl(query, keep_blank_values=True)
-        given = [v for k, v in pairs if k == "token"]
-        if given:
-            if not secrets.compare_digest(given[-1].encode(), self.policy.token.encode()):
-                return await _refuse(send, 403, "403: wrong token: open the URL that llm-agent-session view printed")
-            rest = urlencode([(k, v) for k, v in pairs if k != "token"])
-            location = scope.get("raw_path", scope["path"].encode()).decode("latin-1") + ("?" + rest if rest else "")
-            set_cookie = f"{self.policy.cookie}={self.policy.token}; Path=/; HttpOnly; SameSite=Strict"
-            return await _refuse(send, 303, "303: to the same page without the token in the address",
-                                 [(b"location", location.encode("latin-1")), (b"set-cookie", set_cookie.encode())])
-        cookie = _cookie(headers, self.policy.cookie)
-        if cookie is None or not secrets.compare_digest(cookie.encode(), self.policy.token.encode()):
-            return await _refuse(send, 403, "403: no token: open the URL that llm-agent-session view printed "
-                                            "(it carries the token once; this browser then keeps a cookie)")
+        if needs_token(scope["path"]) and not self.policy.authorized(headers):
+            return await _refuse(send, 403, "403: no token: open the URL that llm-agent-session view printed (its "
+                                            "#token= part); an API client sends it as 'Authorization: Bearer TOKEN'")
 
         async def send_with_headers(message: Dict[str, Any]) -> None:
             if message["type"] == "http.response.start":
@@ -130,17 +134,6 @@ def _header(headers: List[Tuple[bytes, bytes]], name: bytes) -> Optional[str]:
     for k, v in headers:
         if k == name:
             return v.decode("latin-1").strip().lower()
-    return None
-
-
-def _cookie(headers: List[Tuple[bytes, bytes]], name: str) -> Optional[str]:
-    for k, v in headers:
-        if k != b"cookie":
-            continue
-        for part in v.decode("latin-1").split(";"):
-            key, sep, value = part.strip().partition("=")
-            if sep and key == name:
-                return value
     return None
 
 

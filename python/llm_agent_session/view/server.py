@@ -2,8 +2,10 @@
 
 uvicorn serves the application on a socket bound here (loopback unless ``--host``; port 0
 asks the system for a free one), so the URL, token included, is known and printed before
-anything is served. The browser is opened through a file only this user can read that
-redirects to the URL, so the token never appears in the browser's command line (``ps``).
+anything is served. The token is the URL's fragment (``#token=``): a browser sends it to
+no server (security.py). The browser is opened through a file only this user can read
+that redirects to the URL, so the token never appears in the browser's command line
+(``ps``).
 """
 
 from __future__ import annotations
@@ -39,7 +41,7 @@ def bind(host: str, port: int) -> socket.socket:
 
 def url_of(host: str, port: int, path: str, token: str) -> str:
     shown = f"[{host}]" if ":" in host else host
-    return f"http://{shown}:{port}{path}?token={token}"
+    return f"http://{shown}:{port}{path}#token={token}"
 
 
 def start_path(shelf: Shelf, single: Optional[str]) -> str:
@@ -50,9 +52,11 @@ def start_path(shelf: Shelf, single: Optional[str]) -> str:
     return "/t/" + quote(link, safe="/~")
 
 
-def open_browser(url: str) -> None:
-    """Open `url` through a 0600 redirect page (the token stays out of ``ps``)."""
+def open_browser(url: str, made: List[str]) -> None:
+    """Open `url` through a 0600 redirect page (the token stays out of ``ps``); its folder
+    is noted in `made`, for ``serve`` to remove when it stops."""
     folder = tempfile.mkdtemp(prefix="llm-agent-session-view-")
+    made.append(folder)
     page = os.path.join(folder, "open.html")
     fd = os.open(page, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
     with os.fdopen(fd, "w", encoding="utf-8") as f:
@@ -61,13 +65,19 @@ def open_browser(url: str) -> None:
     try:
         webbrowser.open("file://" + page)
     finally:
-        # The browser has read it after a moment; a leftover holds only a dead token.
-        threading.Timer(30, lambda: _remove(page, folder)).start()
+        # The browser has read it after a moment. A daemon timer: Ctrl-C never waits for
+        # it (a plain one held the exit for 30 s); serve removes it then.
+        remove = threading.Timer(30, _remove, args=(folder,))
+        remove.daemon = True
+        remove.start()
 
 
-def _remove(page: str, folder: str) -> None:
+def _remove(folder: str) -> None:
     try:
-        os.remove(page)
+        os.remove(os.path.join(folder, "open.html"))
+    except OSError:
+        pass
+    try:
         os.rmdir(folder)
     except OSError:
         pass
@@ -87,18 +97,27 @@ def serve(paths: List[str], host: str, port: int, browser: bool, single: Optiona
     import uvicorn
 
     from .app import Viewer, app
+    from .limits import ACCEPT_BATCH, bounded_protocol, descriptor_limit, max_connections
 
     viewer = Viewer(shelf.roots, shelf)
     if single is not None:  # read it while the browser starts
         link = single if visible(single) == single else next(k for k, v in shelf.aliases.items() if v == single)
         threading.Thread(target=viewer.transcript, args=(link,), daemon=True).start()
-    config = uvicorn.Config(app(viewer, policy), log_level="warning", lifespan="off",
+    # h11 with bounds on header time and connections (limits.py); no WebSocket: none is served.
+    config = uvicorn.Config(app(viewer, policy), log_level="warning", lifespan="off", ws="none",
+                            http=bounded_protocol(max_connections(descriptor_limit())), backlog=ACCEPT_BATCH,
                             timeout_graceful_shutdown=1, access_log=False)
     server = uvicorn.Server(config)
+    made: List[str] = []  # the folder of the page that opens the browser
     if browser:
-        threading.Timer(0.2, open_browser, args=(url,)).start()
+        opener = threading.Timer(0.2, open_browser, args=(url, made))
+        opener.daemon = True
+        opener.start()
     try:
         server.run(sockets=[sock])  # uvicorn stops on Ctrl-C, then raises it again
     except KeyboardInterrupt:
         pass
+    finally:
+        for folder in made:
+            _remove(folder)
     return 0

@@ -7,25 +7,30 @@ into a file and is the one gate to the disk: no ``..``, no absolute path, no emp
 ``.`` segment, no backslash or NUL, and the file found (symbolic links followed) must be a
 regular file inside the root's own real path.
 
-Directories are walked for ``*.jsonl`` files whose first line is a ``session-meta``
-envelope (``.artifacts`` directories and links that lead out of the root are skipped). The
-shelf's rows are made in a background thread, in walk order, and the page reads them as
+Directories are walked for ``*.jsonl`` files whose first line that is not blank is a
+``session-meta`` envelope (``.artifacts`` directories and links that lead out of the root
+are skipped). Each directory is walked once, known by its device and inode: a link to one
+already walked (a loop, a link to an ancestor) is not followed, and links come after the
+real directories, so a transcript is listed under its own path. A file or directory that
+cannot be read is a row that says why (``unreadable``). The shelf's rows are made in a background thread, in walk order, and the page reads them as
 they come: ``peek(survey=True)`` for the counts and load's read-only verdict
 (``cli/verdict.py``) for whether it loads.
 """
 
 from __future__ import annotations
 
-import json
 import os
 import stat
 import threading
 from dataclasses import dataclass
-from typing import Any, Dict, Iterator, List, Optional
+from typing import Any, Dict, Iterator, List, Optional, Set, Tuple
 
-from .._peek import peek
+from .. import _backend, _platform
+from .._files import open_to_read
+from .._peek import _first_line_error, peek
+from .._pure.lines import BLANK_BYTES
 from ..cli.output import visible
-from ..cli.verdict import CLEAN, NOT_A_TRANSCRIPT, WOULD_FAIL, WOULD_REPAIR, verdict
+from ..cli.verdict import CLEAN, NOT_A_TRANSCRIPT, WOULD_FAIL, WOULD_REPAIR, Verdict, verdict
 from ..messages import model_named
 
 SUFFIX = ".jsonl"
@@ -86,34 +91,86 @@ class Roots:
             raise FileNotFoundError("not a regular file")
         return path
 
-    def walk(self) -> Iterator[str]:
-        """The name of every transcript candidate under the roots, in walk order."""
+    def walk(self) -> Iterator["Found"]:
+        """Every transcript under the roots, and every file or directory that could not be
+        read, in walk order."""
         for root in self.roots.values():
             if root.is_file:
-                yield root.label
+                yield Found(root.label)
                 continue
-            for path in _walk(root.real, root.real):
-                yield root.label + "/" + os.path.relpath(path, root.real).replace(os.sep, "/")
+            for path, unreadable, is_dir in _walk(root.real):
+                relative = os.path.relpath(path, root.real).replace(os.sep, "/")
+                name = root.label if relative == "." else root.label + "/" + relative
+                yield Found(name, unreadable, is_dir)
 
 
-def _walk(directory: str, top: str) -> Iterator[str]:
+@dataclass(frozen=True)
+class Found:
+    """A transcript the walk found, or a file or directory it could not read (why)."""
+
+    name: str
+    unreadable: Optional[str] = None
+    directory: bool = False
+
+
+def _walk(top: str) -> Iterator[Tuple[str, Optional[str], bool]]:
+    """``(path, None, False)`` for each transcript under `top` (its real path), and
+    ``(path, why, is_dir)`` for each file or directory that cannot be read. Each directory
+    is walked once, known by its device and inode, so a link to a directory already walked
+    (an ancestor among them: a loop) is not followed again; links are followed after the
+    real directories, so a transcript is listed under its own path, not a link's."""
+    seen: Set[Tuple[int, int]] = set()
+    links: List[str] = []
+
+    def first_time(path: str) -> bool:
+        st = os.stat(path)
+        key = (st.st_dev, st.st_ino)
+        if key in seen:
+            return False
+        seen.add(key)
+        return True
+
+    def tree(start: str) -> Iterator[Tuple[str, Optional[str], bool]]:
+        stack = [start]
+        while stack:  # depth-first, in name order, without recursion (a deep tree is fine)
+            directory = stack.pop()
+            try:
+                entries = sorted(os.scandir(directory), key=lambda e: e.name)
+            except OSError as e:
+                yield directory, f"cannot list it: {e.strerror or e}", True
+                continue
+            subdirs = []
+            for entry in entries:
+                try:
+                    if entry.is_dir():
+                        if entry.name.endswith(".artifacts") or not _inside(entry.path, top):
+                            continue
+                        if entry.is_symlink():
+                            links.append(entry.path)
+                        elif first_time(entry.path):
+                            subdirs.append(entry.path)
+                    elif entry.name.endswith(SUFFIX) and entry.is_file() and _inside(entry.path, top):
+                        if is_transcript(entry.path):
+                            yield entry.path, None, False
+                except OSError as e:
+                    yield entry.path, f"cannot read it: {e.strerror or e}", entry.is_dir(follow_symlinks=False)
+            stack.extend(reversed(subdirs))
+
     try:
-        entries = sorted(os.scandir(directory), key=lambda e: e.name)
-    except OSError:
+        first_time(top)
+    except OSError as e:
+        yield top, f"cannot read it: {e.strerror or e}", True
         return
-    subdirs = []
-    for entry in entries:
+    yield from tree(top)
+    while links:
+        link = links.pop(0)
         try:
-            if entry.is_dir():
-                if not entry.name.endswith(".artifacts") and _inside(entry.path, top):
-                    subdirs.append(entry.path)
-            elif entry.name.endswith(SUFFIX) and entry.is_file() and _inside(entry.path, top):
-                if is_transcript(entry.path):
-                    yield entry.path
-        except OSError:
+            again = not first_time(link)
+        except OSError as e:
+            yield link, f"cannot read it: {e.strerror or e}", True
             continue
-    for sub in subdirs:
-        yield from _walk(sub, top)
+        if not again:
+            yield from tree(link)
 
 
 def _inside(path: str, top: str) -> bool:
@@ -122,23 +179,36 @@ def _inside(path: str, top: str) -> bool:
 
 
 def is_transcript(path: str) -> bool:
-    """Whether the file's first line is a session-meta envelope (a cheap look: one read)."""
+    """Whether the first line that is not blank (blank lines are skipped on every read) is
+    a ``session-meta`` envelope, as the core reads it: a cheap look, the first MiB at most.
+    OSError where the file cannot be read."""
+    fd = open_to_read(path)
     try:
-        with open(path, "rb") as f:
-            head = f.read(FIRST_LINE_LIMIT)
-    except OSError:
-        return False
-    line = head.split(b"\n", 1)[0]
-    if len(line) == FIRST_LINE_LIMIT:
-        return line.startswith(b"{")  # too long to look at cheaply: the verdict will say
-    try:
-        first = json.loads(line)
-    except ValueError:
-        return False
-    return isinstance(first, dict) and first.get("type") == "session-meta"
+        head = _platform.pread(fd, FIRST_LINE_LIMIT, 0)
+        body = head.lstrip(BLANK_BYTES + b"\n")
+        if not body:  # empty, or only blank lines (or a first MiB of them: the verdict will say)
+            return len(head) == FIRST_LINE_LIMIT
+        newline = head.find(b"\n", len(head) - len(body))
+        if newline < 0 and len(head) == FIRST_LINE_LIMIT:
+            return body.startswith(b"{")  # too long to look at cheaply: the verdict will say
+        end = len(head) if newline < 0 else newline + 1
+        return _first_line_error(_backend.core.scan(fd, 0, end, True), end) is None
+    finally:
+        os.close(fd)
 
 
+#: Load's verdict as the shelf and the transcript page say it (by check's exit codes).
 VERDICTS = {CLEAN: "clean", WOULD_REPAIR: "torn tail", WOULD_FAIL: "would fail", NOT_A_TRANSCRIPT: "not a transcript"}
+
+
+def verdict_words(judged: Verdict) -> Tuple[str, str]:
+    """The words for load's verdict, and why (the error, or the torn tail a load cuts)."""
+    why = ""
+    if judged.error is not None:
+        why = str(judged.error)
+    elif judged.torn is not None:
+        why = f"line {judged.torn.line}: {judged.torn.removed:,} bytes a load would cut"
+    return VERDICTS.get(judged.code, "?"), visible(why)
 
 
 def describe(path: str) -> Dict[str, Any]:
@@ -156,20 +226,15 @@ def describe(path: str) -> Dict[str, Any]:
             first = ts
         if last is None or ts > last:
             last = ts
-        if event.type == "tool-settled" and event.payload.get("outcome") == "failed":
+        if event.type == "tool-settled" and isinstance(event.payload, dict) and event.payload.get("outcome") == "failed":
             failed += 1
         elif model is None and looked < MODEL_LOOK and event.type in ("message", "run-context"):
             looked += 1
             model = _text(model_named(event.type, event.payload))
-    judged = verdict(path)
-    why = ""
-    if judged.error is not None:
-        why = str(judged.error)
-    elif judged.torn is not None:
-        why = f"line {judged.torn.line}: {judged.torn.removed:,} bytes a load would cut"
+    verdict_text, why = verdict_words(verdict(path))
     counts = survey["counts"]
     return {
-        "title": _text(meta.get("title") or (meta.get("summaries") or [None])[0]),
+        "title": _text(meta.get("title")) or _text(_first_summary(meta)),
         "agent": _text(meta.get("agent") or meta.get("imported-from")),
         "model": model,
         "source": _text(meta.get("source-path") or meta.get("source")),
@@ -182,10 +247,16 @@ def describe(path: str) -> Dict[str, Any]:
         "tool_calls": counts.get("tool-dispatched", 0),
         "failed": failed,
         "pending": len(survey["pending_tool_operations"]),
-        "verdict": VERDICTS.get(judged.code, "?"),
-        "why": visible(why),
+        "verdict": verdict_text,
+        "why": why,
         "error": visible(found["error"]) if found.get("error") else None,
     }
+
+
+def _first_summary(meta: Dict[str, Any]) -> Any:
+    """The first of the meta's ``summaries`` (an import's title), where it is a list."""
+    summaries = meta.get("summaries")
+    return summaries[0] if isinstance(summaries, list) and summaries else None
 
 
 #: How many messages and run contexts a row looks at for the model, when the meta names none.
@@ -199,20 +270,38 @@ def _text(value: Any) -> Optional[str]:
 BATCH = 100  # rows made in this process before the pool takes over, and per task after
 
 
+def _unreadable(why: str) -> Dict[str, Any]:
+    return {"error": visible(why), "verdict": "unreadable", "why": visible(why)}
+
+
 def _row(roots: Roots, name: str) -> Dict[str, Any]:
     try:
         return describe(roots.resolve(name))
     except (OSError, ValueError) as e:
-        return {"error": visible(str(e)), "verdict": "unreadable"}
+        return _unreadable(str(e))
+    except Exception as e:  # a file this code did not foresee costs its own row, never the shelf
+        return _unreadable(f"its row could not be made ({type(e).__name__}: {e})")
 
 
 def _rows(roots: Roots, names: List[str]) -> List[Dict[str, Any]]:
     return [_row(roots, name) for name in names]
 
 
-def _done(item: Any) -> Any:
+def _submit(pool: Any, roots: Roots, names: List[str]) -> Any:
+    try:
+        return pool.submit(_rows, roots, names)
+    except Exception:  # a broken pool (a worker was killed): _done makes them here
+        return None
+
+
+def _done(roots: Roots, item: Any) -> Any:
     names, future = item
-    return names, future.result()
+    try:
+        if future is not None:
+            return names, future.result()
+    except Exception:  # the worker died (killed, out of memory): these rows are made here
+        pass
+    return names, _rows(roots, names)
 
 
 def _pool() -> Any:
@@ -255,40 +344,48 @@ class Shelf:
 
     def _fill(self) -> None:
         """Rows in walk order: the first BATCH here, the rest by a pool of processes (a row
-        costs about 1.4 ms of mostly Python, so 10,000 of them want both cores)."""
+        costs about 1.4 ms of mostly Python, so 10,000 of them want both cores). A file or
+        directory the walk could not read is a row that says why."""
         pool = None
         try:
-            names = self.roots.walk()
             batch: List[str] = []
             pending: List[Any] = []
-            for name in names:
-                batch.append(name)
+            for found in self.roots.walk():
+                if found.unreadable is not None:
+                    while pending:  # the rows before it first: walk order
+                        self._add(*_done(self.roots, pending.pop(0)))
+                    if batch:
+                        self._add(batch, _rows(self.roots, batch))
+                        batch = []
+                    self._add([found.name], [_unreadable(found.unreadable)], linked=not found.directory)
+                    continue
+                batch.append(found.name)
                 if len(self.rows) + len(batch) <= BATCH:
-                    self._add(batch, [_row(self.roots, n) for n in batch])
+                    self._add(batch, _rows(self.roots, batch))
                     batch = []
                 elif len(batch) >= BATCH:
                     pool = pool or _pool()
-                    pending.append((batch, pool.submit(_rows, self.roots, batch)))
+                    pending.append((batch, _submit(pool, self.roots, batch)))
                     batch = []
                     while len(pending) > 4:
-                        self._add(*_done(pending.pop(0)))
+                        self._add(*_done(self.roots, pending.pop(0)))
             if batch:
                 if pool is None:
-                    self._add(batch, [_row(self.roots, n) for n in batch])
+                    self._add(batch, _rows(self.roots, batch))
                 else:
-                    pending.append((batch, pool.submit(_rows, self.roots, batch)))
+                    pending.append((batch, _submit(pool, self.roots, batch)))
             for item in pending:
-                self._add(*_done(item))
+                self._add(*_done(self.roots, item))
         finally:
             self.done = True
             if pool is not None:
                 pool.shutdown(wait=False, cancel_futures=True)
 
-    def _add(self, names: List[str], rows: List[Dict[str, Any]]) -> None:
+    def _add(self, names: List[str], rows: List[Dict[str, Any]], linked: bool = True) -> None:
         with self.lock:
             for name, row in zip(names, rows):
                 row["name"] = visible(name)
-                row["link"] = name if visible(name) == name else self.alias(name)
+                row["link"] = None if not linked else name if visible(name) == name else self.alias(name)
                 self.rows.append(row)
 
     def since(self, start: int) -> Dict[str, Any]:

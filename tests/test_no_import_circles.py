@@ -1,7 +1,8 @@
 """No circles among the project's modules: the Python package, the benches and the
 Rust crate each read downward (a module never reaches, through any chain of imports,
-back to itself). Function-level imports count too: a lazy import hides a circle from
-the interpreter, not from a reader."""
+back to itself), and so do the package's folders. Function-level imports count too: a
+lazy import hides a circle from the interpreter, not from a reader. The library's
+services stand below every surface: no module outside ``cli/`` imports ``cli/``."""
 
 from __future__ import annotations
 
@@ -117,6 +118,39 @@ def test_the_python_package_has_no_import_circle(backend_name):
     for edges in graph.values():
         edges.discard("llm_agent_session")
     assert _circles(graph) == []
+
+
+def _folder_of(module: str) -> str:
+    """A module's folder in the package (``llm_agent_session.view``); a module of the
+    package's top folder is a room of its own."""
+    parts = module.split(".")
+    return ".".join(parts[:2])
+
+
+def test_the_python_package_has_no_circle_of_folders(backend_name):
+    if backend_name != "pure":
+        pytest.skip("backend-independent: checked once, in the pure run")
+    modules = _python_modules(PACKAGE_DIR, "llm_agent_session")
+    folders: Dict[str, Set[str]] = {}
+    for module, edges in _python_graph(modules).items():
+        mine = _folder_of(module)
+        folders.setdefault(mine, set()).update(_folder_of(e) for e in edges if e != "llm_agent_session"
+                                               and _folder_of(e) != mine)
+    assert _circles(folders) == []
+
+
+def test_no_module_outside_cli_imports_cli(backend_name):
+    """The command line is one surface over the library, like the viewer, the dataset and
+    the traces: what they share (the verdict, the visible text) is the library's. Only
+    ``python -m llm_agent_session`` (``__main__``) starts the command line."""
+    if backend_name != "pure":
+        pytest.skip("backend-independent: checked once, in the pure run")
+    modules = _python_modules(PACKAGE_DIR, "llm_agent_session")
+    cli = "llm_agent_session.cli"
+    reaching = sorted(f"{module} -> {target}" for module, edges in _python_graph(modules).items()
+                      if _folder_of(module) != cli and module != "llm_agent_session.__main__"
+                      for target in edges if _folder_of(target) == cli)
+    assert reaching == []
 
 
 def test_the_benches_have_no_import_circle(backend_name):

@@ -12,7 +12,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from llm_agent_session.cli.output import Out, json_text, visible
+from llm_agent_session.cli.output import Out
+from llm_agent_session.visible import json_text, visible
 
 HIDDEN_CATEGORIES = ("Cc", "Cf", "Zl", "Zp", "Cs")
 

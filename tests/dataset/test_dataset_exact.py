@@ -17,7 +17,7 @@ import import_fixtures as fx
 from generate import generate
 from llm_agent_session import Session
 from llm_agent_session.cli.check import report as check_report
-from llm_agent_session.cli.verdict import verdict
+from llm_agent_session.verdict import verdict
 from llm_agent_session.dataset import export
 from llm_agent_session.importers import claude_code, codex
 from dataset_support import agrees_with_library, every_kind, rows, small

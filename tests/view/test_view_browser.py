@@ -28,7 +28,7 @@ import uvicorn  # noqa: E402
 from view_support import ALIGNED_TABLE, SPOOFED_OUTCOMES, build_shelf, write_spoofed_outcomes  # noqa: E402
 
 from llm_agent_session import Session, assistant_message, tool_message, user_message  # noqa: E402
-from llm_agent_session.cli.output import visible  # noqa: E402
+from llm_agent_session.visible import visible  # noqa: E402
 from llm_agent_session.view.app import Viewer, app  # noqa: E402
 from llm_agent_session.view.security import Policy  # noqa: E402
 from llm_agent_session.view.server import bind  # noqa: E402

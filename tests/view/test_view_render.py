@@ -8,7 +8,7 @@ import os
 import pytest
 from view_support import ALIGNED_TABLE, SPOOFED_OUTCOMES, write_spoofed_outcomes
 
-from llm_agent_session.cli.output import visible
+from llm_agent_session.visible import visible
 from llm_agent_session.view import markdown
 
 

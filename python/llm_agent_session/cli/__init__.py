@@ -22,6 +22,7 @@ import os
 import sys
 from typing import Any, Callable, Dict, List, Mapping, Optional
 
+from ..visible import visible
 from .advice import PROG
 from .arguments import HIDDEN_NOTE, CommandParser, whole_number
 from .exit_codes import (
@@ -38,7 +39,7 @@ from .exit_codes import (
     WOULD_REPAIR,
     listing,
 )
-from .output import CliError, Out, visible, want_colour
+from .output import CliError, Out, want_colour
 
 FILE_HELP = "the transcript (a .jsonl file written by llm-agent-session)"
 

@@ -17,7 +17,8 @@ from typing import Any, Callable, Dict, Iterable, List, Optional, Sequence, Tupl
 from .. import Event, Message
 from ..history import Removal
 from ..messages import message_extras
-from .output import count, human_seconds, json_text, shorten
+from ..visible import json_text
+from .output import count, human_seconds, shorten
 
 
 @dataclass

@@ -10,6 +10,7 @@ import os
 import sys
 from typing import Any, Callable
 
+from ..verdict import Kind
 from .arguments import whole_number
 from .exit_codes import FAILED, NOT_A_DATASET, OK, USAGE
 from .output import CliError, Out
@@ -67,7 +68,7 @@ def run(args: argparse.Namespace, out: Out) -> int:
     dst = os.path.expanduser(args.out)
 
     def shown(f: FileResult) -> bool:
-        return args.verbose or f.status == FAILED_FILE or (f.status == EXPORTED and f.verdict == "would-fail")
+        return args.verbose or f.status == FAILED_FILE or (f.status == EXPORTED and f.verdict == Kind.WOULD_FAIL.value)
 
     def waiting() -> None:
         print(f"waiting for another export into {dst} to finish publishing ...", file=sys.stderr)
@@ -76,8 +77,8 @@ def run(args: argparse.Namespace, out: Out) -> int:
         def on_file(f: FileResult, done: int, total: int) -> None:
             bar.update(done, total, f"exporting {done}/{total}")
             if not args.json and shown(f):
-                style = {FAILED_FILE: "error", SKIPPED: "dim"}.get(f.status, "warn" if f.verdict == "would-fail" else None)
-                detail = f" ({f.verdict})" if f.verdict and f.verdict != "clean" else ""
+                style = {FAILED_FILE: "error", SKIPPED: "dim"}.get(f.status, "warn" if f.verdict == Kind.WOULD_FAIL.value else None)
+                detail = f" ({f.verdict})" if f.verdict and f.verdict != Kind.CLEAN.value else ""
                 out.line((f"{f.status:9}", style), " ", name_as_text(f.path), detail, f": {f.reason}" if f.reason else "")
         try:
             report = export(srcs, dst, jobs=args.jobs, extras=args.extras, on_file=on_file, waiting=waiting)

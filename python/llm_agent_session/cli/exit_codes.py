@@ -16,12 +16,15 @@ from __future__ import annotations
 
 from typing import Dict, Mapping, Optional
 
+from ..verdict import Kind
+
 OK = 0
 FAILED = 1
 USAGE = 2
-NOT_A_TRANSCRIPT = 3
-WOULD_REPAIR = 4
-WOULD_FAIL = 5
+# check's answers are the library's verdict kinds, by the numbers the kinds carry
+NOT_A_TRANSCRIPT = Kind.NOT_A_TRANSCRIPT.number
+WOULD_REPAIR = Kind.WOULD_REPAIR.number
+WOULD_FAIL = Kind.WOULD_FAIL.number
 OUT_DOES_NOT_LOAD = 6
 NOT_A_DATASET = 7
 INTERRUPTED = 130  # 128 + SIGINT, as shells report a command stopped by Ctrl-C

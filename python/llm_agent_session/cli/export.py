@@ -16,11 +16,12 @@ import sys
 from typing import Any, Callable, Dict, Iterable, List, NamedTuple, Optional
 
 from .. import Session
+from ..visible import visible
 from .arguments import whole_number
 from .conversation import Entry, RewoundGroup, annotate, rewound_groups
 from .exit_codes import FAILED, OK, READS_TRANSCRIPT, USAGE
 from .new_file import write_new_file
-from .output import CliError, Out, visible
+from .output import CliError, Out
 from .reading import open_read_only, peek_transcript, require_file
 from .whole_history import WholeHistory
 

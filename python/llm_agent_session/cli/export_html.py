@@ -14,6 +14,7 @@ import hashlib
 from html import escape
 from typing import Any, Dict, Iterator, List, Sequence, Tuple
 
+from ..visible import json_text, visible
 from .conversation import (
     Entry,
     RewoundGroup,
@@ -27,7 +28,7 @@ from .conversation import (
     time_span,
     tool_call_parts,
 )
-from .output import json_text, shorten, visible
+from .output import shorten
 from .whole_history import Row, WholeHistory
 
 CSS = """

@@ -13,6 +13,7 @@ from __future__ import annotations
 import re
 from typing import Any, Dict, Iterator, List, Sequence
 
+from ..visible import json_text, visible
 from .conversation import (
     Entry,
     compaction_tokens,
@@ -25,7 +26,7 @@ from .conversation import (
     time_span,
     tool_call_parts,
 )
-from .output import count, json_text, shorten, visible
+from .output import count, shorten
 from .whole_history import Row, WholeHistory
 
 _BACKTICKS = re.compile(r"`+")

@@ -6,7 +6,7 @@ import json
 from typing import Any, Dict, List
 
 from .. import Message
-from .output import json_text
+from ..visible import json_text
 
 
 def openai_message(m: Message) -> Dict[str, Any]:

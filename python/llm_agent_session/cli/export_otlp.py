@@ -11,10 +11,11 @@ import argparse
 import os
 import sys
 from .. import otlp
+from ..visible import visible
 from .advice import PROG, command
 from .exit_codes import FAILED, OK
 from .new_file import write_new_file
-from .output import CliError, Out, human_bytes, visible
+from .output import CliError, Out, human_bytes
 from .reading import peek_transcript, require_file
 
 

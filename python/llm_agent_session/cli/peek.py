@@ -1,7 +1,7 @@
 """``peek``: what the file says without opening it (Session.peek: no lock, no write, no repair).
 
 It also says whether ``Session.load`` would accept the file, from load's own tail check
-and replay run read-only (``verdict.py``): a file load would refuse is reported as such
+and replay run read-only (``llm_agent_session.verdict``): a file load would refuse is reported as such
 (line, byte, reason, the command that helps), not as "the model would be sent N".
 """
 
@@ -11,11 +11,12 @@ import argparse
 from dataclasses import asdict
 from typing import Any, Dict, Optional, Tuple
 
+from ..verdict import Kind, Verdict, verdict
+from ..visible import json_text
 from .advice import command, error_text, recovery
 from .check import report as verdict_report
-from .output import CliError, Out, count, human_bytes, json_text
+from .output import CliError, Out, count, human_bytes
 from .reading import peek, require_file
-from .verdict import NOT_A_TRANSCRIPT, WOULD_FAIL, Verdict, verdict
 
 
 def summarise(path: str) -> Tuple[Dict[str, Any], Optional[Verdict]]:
@@ -45,7 +46,7 @@ def summarise(path: str) -> Tuple[Dict[str, Any], Optional[Verdict]]:
     try:
         v = verdict(path)
     except OSError as e:  # e.g. it vanished between the two reads
-        v = Verdict(WOULD_FAIL, view["size"], error=e)
+        v = Verdict(Kind.WOULD_FAIL, view["size"], error=e)
     report["load"] = verdict_report(path, v)
     return report, v
 
@@ -64,7 +65,7 @@ def run(args: argparse.Namespace, out: Out) -> int:
     out.line(("envelopes ", "key"), count(report["envelopes"]))
     for type_, n in report["counts"].items():
         out.line(f"  {type_:<16} {n:>10,}")
-    if v.code in (WOULD_FAIL, NOT_A_TRANSCRIPT) and v.error is not None:
+    if not v.kind.loads and v.error is not None:
         e = v.error
         out.line(("messages  ", "key"), f"{count(report['messages'])} lines; ",
                  (f"a load would refuse this file ({type(e).__name__})", "error"))

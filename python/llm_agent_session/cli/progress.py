@@ -12,7 +12,8 @@ import sys
 import threading
 from typing import Any, Optional
 
-from .output import rich_available, visible
+from ..visible import visible
+from .output import rich_available
 
 # Seconds before the bar shows; LLM_AGENT_SESSION_PROGRESS_DELAY overrides it (tests use 0).
 DELAY = 0.5

@@ -11,8 +11,9 @@ import os
 import re
 from typing import Any, Callable, List
 
+from ..visible import json_text, visible
 from .exit_codes import FAILED, NOT_A_DATASET, OK
-from .output import CliError, Out, json_text, visible
+from .output import CliError, Out
 
 DESCRIPTION = """Run SQL over the dataset in OUT (made by `llm-agent-session dataset`) with
 DuckDB. Each table is a view by its name: sessions, messages, tool_calls, compactions,

@@ -124,12 +124,12 @@ def _load(path: str, shown_as: str) -> Session:
 def _replayed_without_lock(path: str) -> Opened:
     """Where there is no writer's lock to load with (Windows): the read-only replay that
     ``check`` runs, up to a torn last line, as a closed session (nothing opened to write)."""
-    from .verdict import NOT_A_TRANSCRIPT, verdict
+    from ..verdict import Kind, verdict
 
     with Progress(f"reading {path} ({human_bytes(os.path.getsize(path))})"):
         v = verdict(path)
     if v.error is not None or v.replayed is None:
-        code = 3 if v.code == NOT_A_TRANSCRIPT else 1
+        code = Kind.NOT_A_TRANSCRIPT.number if v.kind is Kind.NOT_A_TRANSCRIPT else 1
         raise CliError(error_text(v.error, path, path) if v.error else f"{path}: it does not replay", code)
     state, events = v.replayed
     session = Session(path, None, state, events, [], False)  # type: ignore[arg-type]  # closed: read only

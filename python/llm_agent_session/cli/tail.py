@@ -12,8 +12,9 @@ import time
 from typing import Dict, Optional, Sequence
 
 from .. import Event, Session
+from ..visible import json_visible
 from .conversation import canonical_line, envelope_summary
-from .output import Out, json_visible
+from .output import Out
 from .reading import peek_transcript, require_file
 
 POLL_SECONDS = 0.2

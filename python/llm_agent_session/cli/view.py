@@ -12,9 +12,10 @@ import os
 import sys
 from typing import Callable, Dict, List, Optional
 
+from ..visible import visible
 from .arguments import whole_number
 from .exit_codes import FAILED, INTERRUPTED, NOT_A_TRANSCRIPT, OK, USAGE
-from .output import CliError, Out, visible
+from .output import CliError, Out
 
 DESCRIPTION = """Browse transcripts in a browser: a shelf of every transcript under PATH
 (files and directories, searched recursively for *.jsonl transcripts, each directory

@@ -18,8 +18,9 @@ from typing import Any, Dict, Iterator, List, Optional, Sequence
 from .. import Event, Message, PendingToolOperation
 from ..history import History, Operation
 from ..messages import message_extras
+from ..visible import json_text
 from .conversation import Entry, envelope_summary, operation_seconds
-from .output import human_seconds, json_text
+from .output import human_seconds
 
 
 # Lines whose note (with the messages they concern) says all they hold: their payload is

@@ -27,7 +27,7 @@ from .._files import make_private_dirs, name_as_text
 from ..errors import CoreFailure
 from .batches import empty_batch, session_batch
 from .grow import Growth, growth_batches, ids_path, read_growth
-from .rows import BUCKETS, CHUNK, CLEAN, Head, NotATranscript, Source, read_head, read_transcript
+from .rows import BUCKETS, CHUNK, CLEAN, FAILS, Head, NotATranscript, Source, read_head, read_transcript
 from .schema import TABLE_NAMES
 from .write import (
     APPENDIX, AWAITING, IDS, LOCK, MANIFEST, PLACEHOLDER, STAGING, BucketFiles, DatasetError, NotADataset, bucket_key,
@@ -82,7 +82,7 @@ class Report:
 
     @property
     def would_fail(self) -> int:
-        return sum(1 for f in self.files if f.verdict == "would-fail")
+        return sum(1 for f in self.files if f.verdict == FAILS)
 
     def summary(self) -> str:
         """The final line: files by what became of them, rows per table, MB/s."""

@@ -6,7 +6,7 @@ every line, folded as ``history.History`` folds them. Around it, this module dec
 tail, the rows stop there), and a transcript whose pass found nothing a load refuses
 loads (a load refuses exactly the lines the lenient read skips and the envelopes the fold
 refuses); any other gets the exact verdict of ``llm-agent-session check``
-(``cli/verdict.py``), its rows still exported, none of them live.
+(``llm_agent_session.verdict``), its rows still exported, none of them live.
 """
 
 from __future__ import annotations
@@ -24,6 +24,7 @@ from .._core import DatasetPass, DatasetSummary, TableChunk
 from .._files import open_to_read
 from .._pure.columns import ts_micros
 from ..errors import CoreFailure
+from ..verdict import Kind, verdict
 from . import grow
 from .batches import chunk_batches, grants_dictionary
 
@@ -36,7 +37,8 @@ BUCKETS = 7
 HEAD_LIMIT = 64 << 20
 NO_DATE = "1970-01-01"
 
-CLEAN, TORN, FAILS = "clean", "torn-tail", "would-fail"
+# sessions.verdict: the library's verdict kinds, by the names they give the data
+CLEAN, TORN, FAILS = Kind.CLEAN.value, Kind.WOULD_REPAIR.value, Kind.WOULD_FAIL.value
 
 
 class NotATranscript(Exception):
@@ -240,8 +242,6 @@ class Transcript:
 def read_transcript(source: Source, head: Head, *, extras: bool = True, chunk: int = CHUNK) -> Transcript:
     """`source`'s rows, read as described in the module doc; ``NotATranscript`` where a
     load would call it none (it is then skipped). ``OSError`` where it cannot be read."""
-    from ..cli.verdict import NOT_A_TRANSCRIPT, WOULD_FAIL, verdict
-
     fd, st = _open(source.path)
     try:
         core = _backend.core
@@ -266,9 +266,9 @@ def read_transcript(source: Source, head: Head, *, extras: bool = True, chunk: i
                 reason = _reason_of_torn(tail[2], tail[1], size - tail[1])
         else:
             v = verdict(source.path)
-            if v.code == NOT_A_TRANSCRIPT:
+            if v.kind is Kind.NOT_A_TRANSCRIPT:
                 raise NotATranscript(str(v.error) if v.error else "not a transcript")
-            if v.code == WOULD_FAIL:
+            if v.kind is Kind.WOULD_FAIL:
                 outcome, error = FAILS, v.error
                 assert error is not None
                 line, offset = getattr(error, "line", None), getattr(error, "offset", None)

@@ -24,8 +24,8 @@ from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 
 from .. import search as text_search
-from ..cli.output import json_visible, visible
-from ..cli.verdict import Verdict
+from ..verdict import Verdict
+from ..visible import json_visible, visible
 from . import render
 from .security import Guard, Policy
 from .shelf import NameRefused, Roots, Shelf, verdict_words
@@ -186,9 +186,10 @@ def _info(t: Transcript) -> Dict[str, Any]:
 
 
 def _verdict(v: Verdict) -> Dict[str, Any]:
-    """Load's verdict in the shelf's words (``code`` is check's exit code for it)."""
+    """Load's verdict in the shelf's words (``kind`` as the dataset names it, ``code`` the
+    exit code check returns for it)."""
     text, why = verdict_words(v)
-    return {"code": v.code, "text": text, "why": why}
+    return {"kind": v.kind.value, "code": v.kind.number, "text": text, "why": why}
 
 
 @_answer

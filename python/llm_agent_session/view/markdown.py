@@ -20,7 +20,7 @@ from markdown_it.renderer import RendererHTML
 from markdown_it.token import Token
 from markdown_it.utils import EnvType, OptionsDict
 
-from ..cli.output import visible
+from ..visible import visible
 
 LINK_SCHEMES = ("http:", "https:", "mailto:")
 ALIGN_CLASSES = {"text-align:left": "align-left", "text-align:center": "align-center", "text-align:right": "align-right"}

@@ -19,9 +19,9 @@ from __future__ import annotations
 import json
 from typing import Any, Dict, List, Optional, Tuple
 
-from ..cli.output import json_text, visible
 from ..history import History
 from ..messages import MESSAGE_KEYS, Event, Message
+from ..visible import json_text, visible
 from . import markdown
 
 Block = Dict[str, Any]

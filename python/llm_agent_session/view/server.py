@@ -19,7 +19,7 @@ import webbrowser
 from typing import List, Optional, TextIO
 from urllib.parse import quote
 
-from ..cli.output import visible
+from ..visible import visible
 from .security import Policy
 from .shelf import Roots, Shelf
 

@@ -14,7 +14,7 @@ already walked (a loop, a link to an ancestor) is not followed, and links come a
 real directories, so a transcript is listed under its own path. A file or directory that
 cannot be read is a row that says why (``unreadable``). The shelf's rows are made in a background thread, in walk order, and the page reads them as
 they come: ``peek(survey=True)`` for the counts and load's read-only verdict
-(``cli/verdict.py``) for whether it loads.
+(``llm_agent_session.verdict``) for whether it loads.
 """
 
 from __future__ import annotations
@@ -29,9 +29,9 @@ from .. import _backend, _platform
 from .._files import open_to_read
 from .._peek import _first_line_error, peek
 from .._pure.lines import BLANK_BYTES
-from ..cli.output import visible
-from ..cli.verdict import CLEAN, NOT_A_TRANSCRIPT, WOULD_FAIL, WOULD_REPAIR, Verdict, verdict
 from ..messages import model_named
+from ..verdict import Verdict, verdict
+from ..visible import visible
 
 SUFFIX = ".jsonl"
 FIRST_LINE_LIMIT = 1 << 20
@@ -197,10 +197,6 @@ def is_transcript(path: str) -> bool:
         os.close(fd)
 
 
-#: Load's verdict as the shelf and the transcript page say it (by check's exit codes).
-VERDICTS = {CLEAN: "clean", WOULD_REPAIR: "torn tail", WOULD_FAIL: "would fail", NOT_A_TRANSCRIPT: "not a transcript"}
-
-
 def verdict_words(judged: Verdict) -> Tuple[str, str]:
     """The words for load's verdict, and why (the error, or the torn tail a load cuts)."""
     why = ""
@@ -208,7 +204,7 @@ def verdict_words(judged: Verdict) -> Tuple[str, str]:
         why = str(judged.error)
     elif judged.torn is not None:
         why = f"line {judged.torn.line}: {judged.torn.removed:,} bytes a load would cut"
-    return VERDICTS.get(judged.code, "?"), visible(why)
+    return judged.kind.label, visible(why)
 
 
 def describe(path: str) -> Dict[str, Any]:

@@ -7,7 +7,7 @@ lines. Then, in a background thread, so they never block a screen:
 
 1. the index: each envelope's byte offset (for the search's hits), its time (for
    "jump to time") and the positions of the envelopes a reader jumps between;
-2. load's verdict (``cli/verdict.py``): clean, torn tail, or would fail and why;
+2. load's verdict (``llm_agent_session.verdict``): clean, torn tail, or would fail and why;
 3. the ``History`` (without payloads: the values stay in the file): what removed or
    elided each message, each tool operation's state and its call and result, and the live
    conversation.
@@ -29,11 +29,11 @@ from array import array
 from typing import Any, Dict, Iterable, List, Optional, Sequence, Tuple
 
 from .. import search
-from .._peek import peek, read_history
-from ..cli.verdict import Verdict, verdict
 from .._history_fold import passing_items
+from .._peek import peek, read_history
 from ..history import History
 from ..messages import Event
+from ..verdict import Verdict, verdict
 
 # The kinds of envelope a reader jumps to ("next tool call" ...): from their types at
 # once, and from the history once it is there.

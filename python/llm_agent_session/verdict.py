@@ -1,29 +1,68 @@
-"""What ``Session.load`` would do to a file, found without doing it (for ``check`` and ``peek``).
+"""Would ``Session.load`` take this file, and how: found without doing it.
 
 Load repairs a torn tail before it replays, so loading even a private copy costs a copy
-of the whole file (256 MB of TMPDIR for a 256 MB transcript). Instead this runs load's
-own two steps read-only on the file itself, through the same core: the tail check (which
-only looks) and the replay over the bytes a repair would keep (``[0, cut)``). No lock
-is taken, nothing is written, no extra disk is used; the verdict, the error (class,
-line, byte offset) and the size of the repair are exactly load's.
+of the whole file (256 MB of TMPDIR for a 256 MB transcript). Instead :func:`verdict`
+runs load's own two steps read-only on the file itself, through the same core: the tail
+check (which only looks) and the replay over the bytes a repair would keep
+(``[0, cut)``). No lock is taken, nothing is written, no extra disk is used; the
+verdict, the error (class, line, byte offset) and the size of the repair are exactly
+load's.
+
+:class:`Kind` is the answer's one vocabulary, for every surface: ``check`` and ``peek``
+(which turn its number into their exit code), the viewer's shelf and transcript page,
+and the dataset's ``sessions.verdict`` column.
 """
 
 from __future__ import annotations
 
+import enum
 import os
 import stat
 from dataclasses import dataclass, field
 from typing import Any, List, Optional, Sequence, Tuple
 
-from .. import NotATranscript, PendingToolOperation
-from .. import _backend
-from .._files import open_to_read
-from ..errors import CoreFailure, public_error
-from . import exit_codes
+from . import _backend
+from ._files import open_to_read
+from .errors import CoreFailure, NotATranscript, public_error
+from .messages import PendingToolOperation
 
-# A verdict is the exit code check returns for it.
-CLEAN, WOULD_REPAIR, WOULD_FAIL = exit_codes.OK, exit_codes.WOULD_REPAIR, exit_codes.WOULD_FAIL
-NOT_A_TRANSCRIPT = exit_codes.NOT_A_TRANSCRIPT
+
+@enum.unique
+class Kind(enum.Enum):
+    """What a load would do to a file. The value is the data's name (the dataset's
+    ``sessions.verdict``); `label` is the words a person reads on the shelf and the
+    transcript page; `said` is ``check``'s own sentence for it; `number` is the exit
+    code ``check`` returns for it (``cli/exit_codes.py`` takes its numbers from here)."""
+
+    CLEAN = "clean"
+    WOULD_REPAIR = "torn-tail"
+    WOULD_FAIL = "would-fail"
+    NOT_A_TRANSCRIPT = "not-a-transcript"
+
+    @property
+    def label(self) -> str:
+        return _LABELS[self][0]
+
+    @property
+    def said(self) -> str:
+        return _LABELS[self][1]
+
+    @property
+    def number(self) -> int:
+        return _LABELS[self][2]
+
+    @property
+    def loads(self) -> bool:
+        """Whether a load succeeds (a torn tail is cut first)."""
+        return self in (Kind.CLEAN, Kind.WOULD_REPAIR)
+
+
+_LABELS = {
+    Kind.CLEAN: ("clean", "loads clean", 0),
+    Kind.WOULD_REPAIR: ("torn tail", "would repair", 4),
+    Kind.WOULD_FAIL: ("would fail", "would fail", 5),
+    Kind.NOT_A_TRANSCRIPT: ("not a transcript", "not a transcript", 3),
+}
 
 
 @dataclass
@@ -38,7 +77,7 @@ class Torn:
 
 @dataclass
 class Verdict:
-    code: int  # CLEAN, WOULD_REPAIR, WOULD_FAIL or NOT_A_TRANSCRIPT: check's exit codes
+    kind: Kind
     size: int
     torn: Optional[Torn] = None
     adds_newline: bool = False  # the last line is whole but has no final newline
@@ -53,8 +92,8 @@ class Verdict:
 
 def _failure(f: CoreFailure, path: str, size: int, torn: Optional[Torn]) -> Verdict:
     error = public_error(f, path)
-    code = NOT_A_TRANSCRIPT if isinstance(error, NotATranscript) else WOULD_FAIL
-    return Verdict(code, size, torn=torn, error=error)
+    kind = Kind.NOT_A_TRANSCRIPT if isinstance(error, NotATranscript) else Kind.WOULD_FAIL
+    return Verdict(kind, size, torn=torn, error=error)
 
 
 def verdict(path: str) -> Verdict:
@@ -63,7 +102,7 @@ def verdict(path: str) -> Verdict:
     try:
         st = os.fstat(fd)
         if not stat.S_ISREG(st.st_mode):
-            return Verdict(NOT_A_TRANSCRIPT, 0, error=NotATranscript(f"{path} is not a regular file, so not a transcript"))
+            return Verdict(Kind.NOT_A_TRANSCRIPT, 0, error=NotATranscript(f"{path} is not a regular file, so not a transcript"))
         size = st.st_size
         core = _backend.core
         try:
@@ -79,7 +118,7 @@ def verdict(path: str) -> Verdict:
             return _failure(f, path, size, torn)
     finally:
         os.close(fd)
-    result = Verdict(WOULD_REPAIR if torn else CLEAN, size, torn=torn, adds_newline=kind == "no-newline")
+    result = Verdict(Kind.WOULD_REPAIR if torn else Kind.CLEAN, size, torn=torn, adds_newline=kind == "no-newline")
     result.messages = len(state.ids)
     result.replayed = (state, events)
     result.pending = state.pending_operations()

@@ -415,6 +415,80 @@ def test_cli_writes_the_file_and_sends_the_same_spans(tmp_path: Any, backend_nam
         otlp.send(otlp.trace(t.path), url)
 
 
+class _Recorder(BaseHTTPRequestHandler):
+    """Another origin: records every request, whatever its method, and accepts it."""
+    received: List[Tuple[str, str, Any, bytes]] = []
+
+    def _record(self) -> None:
+        body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
+        self.received.append((self.command, self.path, self.headers, body))
+        self.send_response(200)
+        self.send_header("Content-Length", "2")
+        self.end_headers()
+        self.wfile.write(b"{}")
+
+    do_GET = do_POST = do_PUT = do_HEAD = _record
+
+    def log_message(self, *args: Any) -> None:
+        pass
+
+
+class _Redirector(_Receiver):
+    """The configured collector, answering every POST with a redirect."""
+    redirect: Tuple[int, str] = (302, "")
+
+    def do_POST(self) -> None:
+        body = self.rfile.read(int(self.headers["Content-Length"]))
+        self.received.append((self.path, self.headers, body))
+        code, location = self.redirect
+        self.send_response(code)
+        self.send_header("Location", location)
+        self.send_header("Content-Length", "0")
+        self.end_headers()
+
+
+def _serve(handler: Any) -> Tuple[str, Any]:
+    server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True).start()
+    return f"http://127.0.0.1:{server.server_address[1]}", server
+
+
+def test_a_redirect_is_an_error_and_nothing_leaves_the_configured_origin(
+        tmp_path: Any, capsys: Any, monkeypatch: Any) -> None:
+    """Issue #33: urllib followed 301/302/303 as a GET without the body (and "sent 11 spans",
+    exit 0, though no collector got one) and took the Authorization header to the other
+    origin. No redirect is followed: exit 1, the status and the Location said, and the
+    other origin (a real server on another port) receives nothing at all."""
+    t = build_transcript(str(tmp_path / "run.jsonl"))
+    redirector = type("Redirector", (_Redirector,), {"received": []})
+    recorder = type("Recorder", (_Recorder,), {"received": []})
+    (url, first), (elsewhere, second) = _serve(redirector), _serve(recorder)
+    monkeypatch.setenv("OTEL_EXPORTER_OTLP_HEADERS", "Authorization=Bearer%20s3cret")
+    try:
+        for code in (301, 302, 303, 307, 308):
+            redirector.redirect = (code, elsewhere + "/v1/traces")
+            assert cli_main(["export", t.path, "--format", "otlp", "--endpoint", url]) == 1, code
+            captured = capsys.readouterr()
+            assert captured.out == "" and "sent" not in captured.err, captured.err
+            assert f"HTTP {code}" in captured.err and repr(elsewhere + "/v1/traces") in captured.err, captured.err
+            assert "after 0 request(s) went through" in captured.err and "not followed" in captured.err
+            assert recorder.received == [], (code, recorder.received)
+            path, headers, _ = redirector.received[-1]
+            assert (path, headers["Authorization"]) == ("/v1/traces", "Bearer s3cret")  # to its own origin only
+        assert len(redirector.received) == 5
+        # The Location is the other server's text: escaped in the message, never raw.
+        redirector.redirect = (301, elsewhere + "/\x1b]0;owned\x07\x9b2J")
+        with pytest.raises(otlp.SendError) as raised:
+            otlp.send(otlp.trace(t.path), url, headers={"Authorization": "Bearer s3cret"})
+        message = str(raised.value)
+        assert "\\x1b]0;owned\\x07\\x9b2J" in message and not any(c in message for c in "\x1b\x07\x9b")
+        assert recorder.received == []
+    finally:
+        for server in (first, second):
+            server.shutdown()
+            server.server_close()
+
+
 def test_protobuf_form_is_the_protobuf_libraries_own(tmp_path: Any) -> None:
     """Our dependency-free protobuf writer gives the bytes opentelemetry-proto serialises
     from the parsed JSON: the two forms carry the same requests."""

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import errno
+import hashlib
 import os
 from typing import Callable, Optional, Union
 from . import _platform
@@ -87,6 +88,39 @@ def make_private_dirs(directory: str) -> None:
         os.chmod(d, 0o700)  # exact mode whatever the umask
 
 
+_DEFAULT_NAME_MAX = 255  # where the platform cannot say (Windows: 255 UTF-16 units, at least as many as bytes)
+
+
+def name_max(directory: str) -> int:
+    """The longest file name, in bytes, that `directory`'s file system takes (NAME_MAX)."""
+    try:
+        limit = os.pathconf(directory or ".", "PC_NAME_MAX")
+    except (OSError, ValueError, AttributeError):
+        return _DEFAULT_NAME_MAX
+    return limit if limit > 0 else _DEFAULT_NAME_MAX
+
+
+def side_name(path: str, prefix: str, suffix: str) -> str:
+    """The path of a file the library keeps beside `path`: ``<prefix><name><suffix>`` in
+    its directory, `name` being `path`'s last component. Where that is longer than the
+    file system takes in a name (a legal name of 255 bytes leaves no room for a suffix),
+    `name` is cut to its first bytes, at a character boundary, followed by ``~`` and the
+    first 16 hex digits of the SHA-256 of the whole name's bytes: it fits, it is the same
+    on every call (load finds what an interrupted repair left) and it shows whose it is.
+    """
+    head, name = os.path.split(path)
+    whole = os.fsencode(name)
+    fixed = len(os.fsencode(prefix + suffix))
+    limit = name_max(head)
+    if fixed + len(whole) <= limit:
+        return os.path.join(head, prefix + name + suffix)
+    digest = hashlib.sha256(whole).hexdigest()[:16]
+    end = max(limit - fixed - 1 - len(digest), 0)
+    while end > 0 and whole[end] & 0xC0 == 0x80:  # a UTF-8 continuation byte: not a boundary
+        end -= 1
+    return os.path.join(head, prefix + os.fsdecode(whole[:end]) + "~" + digest + suffix)
+
+
 def publish_new(
     path: str,
     content: Union[bytes, Callable[[int], None]],
@@ -109,13 +143,16 @@ def publish_new(
     make_private_dirs(parent)
     if os.path.lexists(path):
         raise FileExistsError(errno.EEXIST, "a file already exists there (it was not touched)", path)
-    tmp = os.path.join(parent, f".{os.path.basename(path)}.{new_id()}.tmp")
-    fd = open_fd(tmp, os.O_RDWR | os.O_APPEND | os.O_CREAT | os.O_EXCL | _platform.O_NOFOLLOW, mode)
+    tmp = side_name(os.path.join(parent, os.path.basename(path)), ".", f".{new_id()}.tmp")
+    try:
+        fd = open_fd(tmp, os.O_RDWR | os.O_APPEND | os.O_CREAT | os.O_EXCL | _platform.O_NOFOLLOW, mode)
+    except OSError as e:
+        raise _naming(e, tmp, path) from None
     try:
         if hasattr(os, "fchmod"):
             os.fchmod(fd, mode)  # exact mode whatever the umask: transcripts hold secrets
         if lock:
-            try_lock(fd, tmp)
+            try_lock(fd, path)
         if callable(content):
             content(fd)
         else:
@@ -131,6 +168,8 @@ def publish_new(
             raise FileExistsError(
                 errno.EEXIST, "a file already exists there (it was not touched)", path
             ) from None
+        except OSError as e:
+            raise _naming(e, tmp, path) from None
     except BaseException:
         os.close(fd)
         raise
@@ -144,6 +183,13 @@ def publish_new(
             os.close(fd)
             raise
     return fd
+
+
+def _naming(e: OSError, tmp: str, path: str) -> OSError:
+    """`e`, about the private temporary file, said of `path`: the file the caller named."""
+    if e.filename not in (tmp, path):
+        return e
+    return type(e)(e.errno, e.strerror, path)
 
 
 def same_inode(mine: os.stat_result, path: str) -> bool:

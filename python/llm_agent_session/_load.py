@@ -9,15 +9,16 @@ import stat
 from typing import List, Tuple
 
 from . import _backend, _platform
-from ._files import fsync_dir, open_fd, same_inode, try_lock, write_all
+from ._files import fsync_dir, open_fd, same_inode, side_name, try_lock, write_all
 from .errors import CoreFailure, NotATranscript, public_error
 
 _LOCK_RETRIES = 100
 
 
 def repair_path_of(path: str) -> str:
-    """Where the repair copy goes: beside the real file, so a symlink's target is replaced."""
-    return os.path.realpath(path) + ".repair"
+    """Where the repair copy goes: ``<path>.repair`` beside the real file, so a symlink's
+    target is replaced; where that name would be too long, ``_files.side_name``'s short form."""
+    return side_name(os.path.realpath(path), "", ".repair")
 
 
 def open_locked(path: str) -> int:

@@ -23,6 +23,7 @@ from typing import Any, List, Optional, Sequence, Tuple
 
 from . import _backend
 from ._files import open_to_read
+from ._load import repair_path_of
 from .errors import CoreFailure, NotATranscript, public_error
 from .messages import PendingToolOperation
 
@@ -122,8 +123,9 @@ def verdict(path: str) -> Verdict:
     result.messages = len(state.ids)
     result.replayed = (state, events)
     result.pending = state.pending_operations()
-    if os.path.lexists(os.path.realpath(path) + ".repair"):
-        result.notes.append(f"a load deletes the leftover {os.path.realpath(path)}.repair (an interrupted repair)")
+    leftover = repair_path_of(path)
+    if os.path.lexists(leftover):
+        result.notes.append(f"a load deletes the leftover {leftover} (an interrupted repair)")
     if torn and (not st.st_mode & 0o222 or not os.access(os.path.realpath(path), os.W_OK)):  # as load decides
         result.notes.append("the file is read-only: a load refuses to repair it until it is writable (chmod u+w)")
     writer = lock_holder(st)

@@ -42,6 +42,10 @@ def test_kill_at_every_syscall(tmp_path, op):
     lost = not_identical = stuck = 0
     kills = 0
     problems = []
+    # What each backend's operation was seen to call, and each kill point with what the
+    # child said: shown if no point killed it (the test then has no teeth).
+    probed: Dict[str, List[str]] = {}
+    tried = []
     for backend in BACKENDS:
         # The file a completed repair leaves: the reference for every interrupted one.
         ref = str(tmp_path / f"ref-{backend}.jsonl")
@@ -53,7 +57,8 @@ def test_kill_at_every_syscall(tmp_path, op):
         probe = tmp_path / f"{op}-{backend}-probe"
         probe.mkdir()
         prepare(op, str(probe / "run.jsonl"))
-        points = kill_points(syscalls_of(op, str(probe / "run.jsonl"), backend, str(tmp_path / "log")))
+        probed[backend] = syscalls_of(op, str(probe / "run.jsonl"), backend, str(tmp_path / "log"))
+        points = kill_points(probed[backend])
         # Every 3rd point in the fast tier, but every one where there are few (`close`
         # makes one system call; the fast tier must still kill it somewhere).
         step = 1 if LONG or len(points) < 12 else 3
@@ -63,7 +68,9 @@ def test_kill_at_every_syscall(tmp_path, op):
             path = str(case / "run.jsonl")
             prepare(op, path)
             before = open(path, "rb").read() if os.path.exists(path) else None
-            if run_traced(op, path, backend, points[n], os.devnull) == "done":
+            said = run_traced(op, path, backend, points[n], os.devnull)
+            tried.append((backend, points[n], said))
+            if said == "done":
                 continue  # this run took another path past that point (it finished)
             kills += 1
             using(backend)
@@ -96,5 +103,5 @@ def test_kill_at_every_syscall(tmp_path, op):
     record(area, "original bytes lost", lost, "0", COMMAND)
     record(area, "second load not byte-identical to the first", not_identical, "0", COMMAND)
     record(area, "states where neither create nor load can proceed", stuck, "0", COMMAND)
-    assert kills > 0
+    assert kills > 0, f"no kill point was hit: the syscalls seen {probed}; the points tried {tried}"
     assert not problems, problems[:5]

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from typing import Any, Dict, Iterator, Optional, Tuple
 
 from .. import NotATranscript, Session, SessionLocked, TranscriptError, _platform
+from .._load import repair_path_of
 from .advice import command, error_text
 from .output import CliError, human_bytes
 from .progress import Progress
@@ -30,7 +31,7 @@ def require_file(path: str) -> int:
     try:
         st = os.stat(path)
     except FileNotFoundError:
-        leftover = os.path.realpath(path) + ".repair"
+        leftover = repair_path_of(path)
         hint = (
             f"; {leftover} exists and may be the only copy (an interrupted repair): inspect it"
             if os.path.lexists(leftover)
@@ -66,7 +67,7 @@ def last_line(path: str) -> Tuple[bytes, bool]:
 
 def load_would_write(path: str) -> Optional[str]:
     """Why ``Session.load`` would change this file (None if it would only read it)."""
-    if os.path.lexists(os.path.realpath(path) + ".repair"):
+    if os.path.lexists(repair_path_of(path)):
         return "a leftover .repair file beside it would be deleted"
     line, terminated = last_line(path)
     if not line:

@@ -8,6 +8,11 @@ The endpoint follows the OpenTelemetry exporter's rules: a URL with a path is us
 ``/v1/traces`` (like ``OTEL_EXPORTER_OTLP_ENDPOINT``). Headers (an API key, say) come from
 ``OTEL_EXPORTER_OTLP_TRACES_HEADERS`` or ``OTEL_EXPORTER_OTLP_HEADERS``
 (``key=value,key2=value2``, values percent-decoded), as every OpenTelemetry SDK reads them.
+
+No redirect is followed: urllib's default would turn the ``POST`` of a 301, 302 or 303 into a
+``GET`` without the body (the export would count as sent though no collector got a span) and
+would carry the headers (an API key) to whatever origin the ``Location`` names. A 3xx is an
+error that names it; the headers never leave the configured origin.
 """
 
 from __future__ import annotations
@@ -17,7 +22,7 @@ import os
 import urllib.error
 import urllib.request
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Dict, Mapping, Optional
+from typing import TYPE_CHECKING, Any, Dict, Mapping, Optional
 from urllib.parse import unquote, urlsplit
 
 from .encode import dumps
@@ -34,6 +39,18 @@ _EXCERPT = 300
 
 class SendError(Exception):
     """The collector could not be reached or refused a request; the message says which."""
+
+
+class _RefuseRedirects(urllib.request.HTTPRedirectHandler):
+    """Follows no redirect: the 3xx reaches ``send`` as an HTTPError, and the request (its
+    body, its headers) goes nowhere but the URL it was given."""
+
+    def redirect_request(self, req: urllib.request.Request, fp: Any, code: int, msg: str,
+                         headers: Any, newurl: str) -> None:
+        return None
+
+
+_OPENER = urllib.request.build_opener(_RefuseRedirects)
 
 
 @dataclass
@@ -91,9 +108,11 @@ def send(trace: "Trace", endpoint: str, *, protocol: str = JSON, headers: Option
         req = urllib.request.Request(url, data=body, method="POST",
                                      headers={**(headers or {}), "Content-Type": content_type})
         try:
-            with urllib.request.urlopen(req, timeout=timeout) as response:
+            with _OPENER.open(req, timeout=timeout) as response:
                 answer = response.read()
         except urllib.error.HTTPError as e:
+            if 300 <= e.code < 400:
+                raise SendError(_redirect_refused(url, e, sent.requests)) from None
             text = e.read()[:_EXCERPT].decode("utf-8", "replace")
             hint = (f"; this collector wants protobuf: set OTEL_EXPORTER_OTLP_PROTOCOL={PROTOBUF}"
                     if e.code == 415 and protocol == JSON else "")
@@ -106,6 +125,14 @@ def send(trace: "Trace", endpoint: str, *, protocol: str = JSON, headers: Option
         if protocol == JSON:
             _note_partial_success(sent, answer)
     return sent
+
+
+def _redirect_refused(url: str, e: urllib.error.HTTPError, requests: int) -> str:
+    location = e.headers.get("Location") if e.headers is not None else None
+    to = f"to {ascii(location)}" if location else "without a Location"
+    return (f"{url}: the collector answered HTTP {e.code} {e.reason}, a redirect {to}, after {requests} "
+            "request(s) went through; redirects are not followed (the spans would not arrive, and the "
+            "headers would go to another origin): point the endpoint at the URL the collector answers at")
 
 
 def _note_partial_success(sent: Sent, answer: bytes) -> None:

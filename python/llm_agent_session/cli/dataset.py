@@ -56,7 +56,7 @@ def run(args: argparse.Namespace, out: Out) -> int:
     try:
         from ..dataset.export import EXPORTED, SKIPPED, FileResult, export
         from ..dataset.export import FAILED as FAILED_FILE
-        from ..dataset.write import DatasetError, NotADataset
+        from ..dataset.errors import DatasetError, NotADataset
     except ImportError as e:
         raise CliError(f"the dataset command needs pyarrow ({e}): pip install 'llm-agent-session[dataset]'",
                        FAILED) from None

@@ -26,14 +26,18 @@ from .. import _backend, _platform
 from .._files import make_private_dirs, name_as_text
 from ..errors import CoreFailure
 from .batches import empty_batch, session_batch
-from .grow import Growth, growth_batches, ids_path, read_growth
-from .rows import BUCKETS, CHUNK, CLEAN, Head, NotATranscript, Source, read_head, read_transcript
+from .errors import DatasetError, NotADataset
+from .grow import Growth, growth_batches, read_growth
+from .layout import (
+    APPENDIX, BUCKETS, IDS, LOCK, MANIFEST, PLACEHOLDER, STAGING, bucket_key, ids_path, out_lock, remove_abandoned_staging,
+    split_key, staging_dir, write_new,
+)
+from .manifest import Exported, Manifest, SessionRow, Skipped, SourceEntry, ids_name, read_manifest, write_manifest
+from .rows import CHUNK, CLEAN, NotATranscript, read_head, read_transcript
 from .schema import TABLE_NAMES
+from .sources import Head, Source
 from .write import (
-    APPENDIX, AWAITING, IDS, LOCK, MANIFEST, PLACEHOLDER, STAGING, BucketFiles, DatasetError, NotADataset, bucket_key,
-    collect_garbage, complete_publish, copied, empty_manifest, ids_name, no_dataset_yet, out_lock, publish, published,
-    read_manifest, rebuild, remove_abandoned_staging, remove_orphans, retire, split_key, staging_dir, write_manifest,
-    write_new,
+    GRACE, BucketFiles, collect_garbage, complete_publish, copied, publish, published, rebuild, remove_orphans, retire,
 )
 
 PathLike = Union[str, "os.PathLike[str]"]
@@ -163,8 +167,8 @@ class BucketJob:
     backend: str
     # Transcripts that grew (``grow.py``): in their home bucket, the sessions row to put in
     # place of the published one; in the appendix bucket, (source, head, old entry, growth).
-    substitute: Dict[str, Dict[str, Any]] = field(default_factory=dict)
-    grown: List[Tuple[Source, Head, Dict[str, Any], Growth]] = field(default_factory=list)
+    substitute: Dict[str, SessionRow] = field(default_factory=dict)
+    grown: List[Tuple[Source, Head, Exported, Growth]] = field(default_factory=list)
     # In their home bucket: the open operations' rows a grown transcript's new lines change.
     patches: Dict[str, Dict[str, Dict[str, Any]]] = field(default_factory=dict)
 
@@ -174,7 +178,7 @@ class BucketResult:
     files: Optional[BucketFiles]
     kept: Optional[List[str]]  # the published sources it copied; None: it could not read them
     results: List[FileResult]
-    entries: Dict[str, Dict[str, Any]]  # source key -> its manifest entry (exported ones)
+    entries: Dict[str, SourceEntry]  # source key -> its manifest entry (exported ones)
 
 
 def build_bucket(job: BucketJob) -> BucketResult:
@@ -187,7 +191,7 @@ def build_bucket(job: BucketJob) -> BucketResult:
     carried = job.keep + [k for k in job.substitute if job.old is not None and k in job.old.sources]
     while True:
         results: List[FileResult] = []
-        entries: Dict[str, Dict[str, Any]] = {}
+        entries: Dict[str, SourceEntry] = {}
         files = BucketFiles(job.staging, job.date, job.k)
         # Only sessions rows (and open operations' rows) replaced: every other table is the
         # published file, linked.
@@ -228,14 +232,15 @@ def build_bucket(job: BucketJob) -> BucketResult:
                 continue
             results.append(FileResult(source.path, EXPORTED, None, CLEAN, dict(growth.rows, sessions=1),
                                       growth.stop - growth.start, grown=True))
-            state = dict(growth.state, ids=_write_ids(job.staging, head, growth.ids))
-            entries[source.key] = dict(entry, **source.stamp(), path=source.path, host=source.host,
-                                       appended=files.rows[source.key], verdict=CLEAN, extras=job.extras, grow=state)
+            state = dataclasses.replace(growth.state, ids=_write_ids(job.staging, head, growth.ids))
+            entries[source.key] = dataclasses.replace(
+                entry, stamp=source.stamp, path=source.path, host=source.host, appended=files.rows[source.key],
+                verdict=CLEAN, extras=job.extras, grow=state)
         results.extend(failed.values())
         return BucketResult(files if files.sources else None, None if stale else job.keep, results, entries)
 
 
-def _growth_rows(source: Source, head: Head, entry: Dict[str, Any], growth: Growth, job: BucketJob,
+def _growth_rows(source: Source, head: Head, entry: Exported, growth: Growth, job: BucketJob,
                  failed: Dict[str, FileResult]) -> Iterator[Tuple[str, str, Any]]:
     """A grown transcript's rows in the appendix: those it had there, then the new ones."""
     yield source.key, "sessions", empty_batch("sessions")  # listed even with no row here
@@ -244,10 +249,10 @@ def _growth_rows(source: Source, head: Head, entry: Dict[str, Any], growth: Grow
             yield from copied(job.out, job.old, [source.key], job.old.rows, patches={source.key: growth.patches})
         except FileNotFoundError:
             raise _Restart() from None
-    session = entry["grow"]["session"]
-    common = (head.session_id, session["agent"], session["model"])
+    assert entry.grow is not None
+    common = (head.session_id, entry.grow.session.agent, entry.grow.session.model)
     try:
-        for table, batch in growth_batches(source, growth, entry["grow"], common, job.extras, job.chunk):
+        for table, batch in growth_batches(source, growth, entry.grow, common, job.extras, job.chunk):
             yield source.key, table, batch
     except (OSError, ValueError, CoreFailure) as e:
         failed[source.key] = FileResult(source.path, FAILED, f"it changed while it was read ({e}); run again")
@@ -269,13 +274,13 @@ class _Restart(Exception):
 
 
 def _transcript_rows(source: Source, head: Head, job: BucketJob, results: List[FileResult],
-                     entries: Dict[str, Dict[str, Any]], failed: Dict[str, FileResult]
+                     entries: Dict[str, SourceEntry], failed: Dict[str, FileResult]
                      ) -> Iterator[Tuple[str, str, Any]]:
     try:
         t = read_transcript(source, head, extras=job.extras, chunk=job.chunk)
     except NotATranscript as e:
         results.append(FileResult(source.path, SKIPPED, str(e)))
-        entries[source.key] = dict(source.stamp(), path=source.path, host=source.host, skipped=str(e))
+        entries[source.key] = Skipped(source.stamp, source.path, source.host, str(e))
         return
     except OSError as e:
         failed[source.key] = FileResult(source.path, FAILED, f"cannot read it: {e.strerror or e}")
@@ -292,12 +297,10 @@ def _transcript_rows(source: Source, head: Head, job: BucketJob, results: List[F
         return
     yield source.key, "sessions", session_batch(t.session)
     rows = dict(t.counts)
-    results.append(FileResult(source.path, EXPORTED, t.session["reason"], t.session["verdict"], rows, source.size))
-    entries[source.key] = dict(source.stamp(), path=source.path, host=source.host, session_id=head.session_id,
-                               date=head.date, bucket=head.bucket, rows=rows, verdict=t.session["verdict"],
-                               extras=job.extras)
-    if t.grow is not None:
-        entries[source.key]["grow"] = dict(t.grow, ids=_write_ids(job.staging, head, t.ids))
+    results.append(FileResult(source.path, EXPORTED, t.session.reason, t.session.verdict, rows, source.size))
+    grow = None if t.grow is None else dataclasses.replace(t.grow, ids=_write_ids(job.staging, head, t.ids))
+    entries[source.key] = Exported(source.stamp, source.path, source.host, head.session_id, head.date, head.bucket,
+                                   rows, t.session.verdict, job.extras, grow)
 
 
 # -- the run -------------------------------------------------------------------------------------
@@ -331,7 +334,7 @@ def _claim(out: str) -> None:
             raise NotADataset(f"OUT ({out}) is a directory with other files in it: give a new or empty "
                                "directory, or one this command made")
 
-    if os.path.exists(os.path.join(out, MANIFEST)) and read_manifest(out)["buckets"]:
+    if os.path.exists(os.path.join(out, MANIFEST)) and read_manifest(out).buckets:
         return
     if not os.path.exists(os.path.join(out, MANIFEST)):
         refuse_strangers()  # before the lock file is made: nothing is written into a stranger's directory
@@ -339,9 +342,9 @@ def _claim(out: str) -> None:
         with staging_dir(out) as staging:
             if not os.path.exists(os.path.join(out, MANIFEST)):
                 refuse_strangers()
-                write_manifest(out, staging, empty_manifest())
+                write_manifest(out, staging, Manifest())
             manifest = read_manifest(out)
-            if not manifest["buckets"]:  # (also where a run was stopped between the two)
+            if not manifest.buckets:  # (also where a run was stopped between the two)
                 publish(out, staging, manifest, {bucket_key(*PLACEHOLDER): _empty_bucket(staging)}, [], time.time())
 
 
@@ -388,20 +391,20 @@ def export(src: Union[PathLike, Sequence[PathLike]], out: PathLike, *, jobs: int
     with staging_dir(out) as staging:
         remove_abandoned_staging(out)
         snapshot = read_manifest(out)
-        sources = snapshot["sources"]
+        sources = snapshot.sources
         changed: List[Source] = []
         for s in found:
             entry = sources.get(s.key)
-            if entry is not None and all(entry.get(k) == v for k, v in s.stamp().items()) and (
-                    "skipped" in entry or entry.get("extras") == extras):
-                done(FileResult(s.path, SKIPPED if "skipped" in entry else UNCHANGED, entry.get("skipped")))
+            if entry is not None and entry.stamp == s.stamp and (isinstance(entry, Skipped) or entry.extras == extras):
+                done(FileResult(s.path, SKIPPED, entry.reason) if isinstance(entry, Skipped) else
+                     FileResult(s.path, UNCHANGED))
             else:
                 changed.append(s)
         seen = {s.key for s in found}
         removed = [k for k, e in sources.items()
-                   if e.get("host") == host and k not in seen and any(_inside(e["path"], r) for r in srcs)]
+                   if e.host == host and k not in seen and any(_inside(e.path, r) for r in srcs)]
         jobs_by_bucket: Dict[str, List[Tuple[Source, Head]]] = {}
-        entries: Dict[str, Dict[str, Any]] = {}
+        entries: Dict[str, SourceEntry] = {}
         grown = _growths(out, snapshot, changed, host, extras, chunk)
         for s in changed:
             if s.key in grown:
@@ -409,7 +412,7 @@ def export(src: Union[PathLike, Sequence[PathLike]], out: PathLike, *, jobs: int
             try:
                 head = read_head(s)
             except NotATranscript as e:
-                entries[s.key] = dict(s.stamp(), path=s.path, host=host, skipped=str(e))
+                entries[s.key] = Skipped(s.stamp, s.path, host, str(e))
                 done(FileResult(s.path, SKIPPED, str(e)))
                 continue
             except OSError as e:
@@ -433,42 +436,45 @@ def export(src: Union[PathLike, Sequence[PathLike]], out: PathLike, *, jobs: int
             bucket_jobs.append(BucketJob(
                 out, staging, date, k, old, keep, jobs_by_bucket.get(key, []), extras, chunk, _backend.core.name,
                 substitutes.get(key, {}),
-                [(s, h, sources[s.key], g) for s, h, g in grown.values() if bucket_key(date, APPENDIX) == key],
+                [(s, h, _exported(snapshot, s.key), g) for s, h, g in grown.values() if bucket_key(date, APPENDIX) == key],
                 patches.get(key, {})))
         built = _run_jobs(bucket_jobs, jobs, done)
         for r in built.values():
             entries.update(r.entries)
         for key in removed:
-            done(FileResult(sources[key]["path"], REMOVED))
-        exported = {s for s, e in entries.items() if "skipped" not in e}
+            done(FileResult(sources[key].path, REMOVED))
+        exported = {s for s, e in entries.items() if isinstance(e, Exported)}
         # A changed file that could not be read keeps its published rows (and its old entry:
         # the next run tries it again).
         leaving = set(entries) | set(removed)
-        if (not built and not removed and not entries and not no_dataset_yet(snapshot)
-                and not snapshot.get("publishing") and not _expired(snapshot)):
+        if (not built and not removed and not entries and not snapshot.no_dataset_yet
+                and not snapshot.publishing and not _expired(snapshot)):
             return Report(results, time.perf_counter() - started, out)
         with out_lock(out, waiting):
             _commit(out, staging, snapshot, bucket_jobs, built, entries, leaving, exported, substitutes, patches)
     return Report(results, time.perf_counter() - started, out)
 
 
-def _buckets_of(entry: Optional[Dict[str, Any]]) -> List[str]:
+def _buckets_of(entry: Optional[SourceEntry]) -> List[str]:
     """The buckets a manifest entry's rows are in: its home bucket, and the appendix if it grew."""
-    if entry is None or "bucket" not in entry:
-        return []
-    home = [bucket_key(entry["date"], entry["bucket"])]
-    return home + [bucket_key(entry["date"], APPENDIX)] if "appended" in entry else home
+    return entry.buckets if isinstance(entry, Exported) else []
 
 
-def _growths(out: str, snapshot: Dict[str, Any], changed: List[Source], host: str, extras: bool,
+def _exported(manifest: Manifest, key: str) -> Exported:
+    entry = manifest.exported(key)
+    assert entry is not None, key
+    return entry
+
+
+def _growths(out: str, snapshot: Manifest, changed: List[Source], host: str, extras: bool,
              chunk: int) -> Dict[str, Tuple[Source, Head, Growth]]:
     """The changed transcripts that only grew (``grow.py``), read as far as the checks go."""
     grown: Dict[str, Tuple[Source, Head, Growth]] = {}
     for s in changed:
-        entry = snapshot["sources"].get(s.key)
-        if entry is None or not entry.get("grow") or entry.get("host") != host:
+        entry = snapshot.exported(s.key)
+        if entry is None or entry.grow is None or entry.host != host:
             continue
-        home = published(snapshot, bucket_key(entry["date"], entry["bucket"]))
+        home = published(snapshot, entry.home)
         if home is None or s.key not in home.sources:
             continue
         try:
@@ -476,22 +482,20 @@ def _growths(out: str, snapshot: Dict[str, Any], changed: List[Source], host: st
         except (OSError, ValueError, CoreFailure):
             growth = None  # it changed while it was read: exported whole, which decides
         if growth is not None:
-            grown[s.key] = (s, Head(entry["session_id"], entry["date"], entry["bucket"]), growth)
+            grown[s.key] = (s, Head(entry.session_id, entry.date, entry.bucket), growth)
     return grown
 
 
-def _substitutes(grown: Dict[str, Tuple[Source, Head, Growth]]) -> Dict[str, Dict[str, Dict[str, Any]]]:
+def _substitutes(grown: Dict[str, Tuple[Source, Head, Growth]]) -> Dict[str, Dict[str, SessionRow]]:
     """Per home bucket, the sessions rows its grown transcripts get."""
-    out: Dict[str, Dict[str, Dict[str, Any]]] = {}
+    out: Dict[str, Dict[str, SessionRow]] = {}
     for s, head, growth in grown.values():
         out.setdefault(bucket_key(head.date, head.bucket), {})[s.key] = growth.session
     return out
 
 
-def _expired(manifest: Dict[str, Any]) -> bool:
-    from .write import GRACE
-
-    return any(time.time() - when >= GRACE for _, when in manifest.get("retired", []))
+def _expired(manifest: Manifest) -> bool:
+    return any(time.time() - r.when >= GRACE for r in manifest.retired)
 
 
 def _run_jobs(bucket_jobs: List[BucketJob], jobs: int, done: Callable[[FileResult], None]
@@ -525,19 +529,19 @@ def _run_jobs(bucket_jobs: List[BucketJob], jobs: int, done: Callable[[FileResul
     return built
 
 
-def _commit(out: str, staging: str, snapshot: Dict[str, Any], bucket_jobs: List[BucketJob],
-            built: Dict[str, BucketResult], entries: Dict[str, Dict[str, Any]], leaving: Set[str],
-            exported: Set[str], substitutes: Dict[str, Dict[str, Dict[str, Any]]],
+def _commit(out: str, staging: str, snapshot: Manifest, bucket_jobs: List[BucketJob],
+            built: Dict[str, BucketResult], entries: Dict[str, SourceEntry], leaving: Set[str],
+            exported: Set[str], substitutes: Dict[str, Dict[str, SessionRow]],
             patches: Dict[str, Dict[str, Dict[str, Dict[str, Any]]]]) -> None:
     """Under OUT's lock: the manifest read again, the candidates checked against it (a bucket
     another run published meanwhile is rebuilt from both), the commit."""
     now = time.time()
     manifest = read_manifest(out)
     complete_publish(out, staging, manifest)
-    manifest.pop(AWAITING, None)  # this commit is an export
+    manifest.awaiting = False  # this commit is an export
     remove_orphans(out, manifest)
     collect_garbage(out, manifest, now)
-    sources = manifest["sources"]
+    sources = manifest.sources
     # Where the leaving sources' rows are now (another run may have moved them).
     affected = {bucket_key(j.date, j.k) for j in bucket_jobs}
     for key in leaving:
@@ -557,8 +561,7 @@ def _commit(out: str, staging: str, snapshot: Dict[str, Any], bucket_jobs: List[
         keep = [s for s in now_published.sources if s not in leaving] if now_published else []
         r = built.get(key)
         ours = [s for s in (r.files.sources if r and r.files else []) if s in exported]
-        was = snapshot["buckets"].get(key, {}).get("tag")
-        is_now = manifest["buckets"].get(key, {}).get("tag")
+        was, is_now = _tag(snapshot, key), _tag(manifest, key)
         if r is not None and r.files is not None and r.kept == keep and was == is_now:
             ready[key] = r.files  # nobody published this bucket meanwhile: the candidate holds
         else:
@@ -570,10 +573,10 @@ def _commit(out: str, staging: str, snapshot: Dict[str, Any], bucket_jobs: List[
                                      substitute, {s: p for s, p in patches.get(key, {}).items() if s in substitute})
         if key not in ready or not ready[key].sources:
             ready.pop(key, None)
-            if key in manifest["buckets"]:
+            if key in manifest.buckets:
                 gone.append(key)
     placeholder = bucket_key(*PLACEHOLDER)
-    left = set(manifest["buckets"]) - set(gone) | set(ready)
+    left = set(manifest.buckets) - set(gone) | set(ready)
     if not left:
         ready[placeholder] = _empty_bucket(staging)
     elif left != {placeholder} and placeholder in left and not _sources_of(manifest, ready, placeholder):
@@ -582,10 +585,16 @@ def _commit(out: str, staging: str, snapshot: Dict[str, Any], bucket_jobs: List[
     publish(out, staging, manifest, ready, gone, now)
 
 
-def _sources_of(manifest: Dict[str, Any], ready: Dict[str, BucketFiles], key: str) -> List[str]:
+def _tag(manifest: Manifest, key: str) -> Optional[str]:
+    bucket = manifest.buckets.get(key)
+    return bucket.tag if bucket is not None else None
+
+
+def _sources_of(manifest: Manifest, ready: Dict[str, BucketFiles], key: str) -> List[str]:
     if key in ready:
         return ready[key].sources
-    return list(manifest["buckets"].get(key, {}).get("sources", []))
+    bucket = manifest.buckets.get(key)
+    return list(bucket.sources) if bucket is not None else []
 
 
 def _empty_bucket(staging: str) -> BucketFiles:

@@ -23,16 +23,20 @@ from __future__ import annotations
 
 import array
 import bisect
+import dataclasses
 import hashlib
 import os
 import sys
 from dataclasses import dataclass
-from typing import Any, Dict, Iterator, List, Optional, Tuple
+from typing import Any, Dict, Iterator, List, Optional, Tuple, cast
 
 from .. import _backend, _platform
 from .._files import open_to_read
 from ..errors import CoreFailure
 from .batches import chunk_batches, grants_dictionary
+from .layout import VERSIONS, ids_path
+from .manifest import Exported, GrowState, OpenOperation, SessionRow
+from .sources import Source
 
 #: A transcript this big or bigger keeps its state for a later run (smaller ones are cheap
 #: to export again whole, and a fleet of them would leave a side file each).
@@ -60,10 +64,6 @@ def ends_digest(fd: int, size: int) -> str:
             raise OSError(f"the file is shorter than {size} bytes")
         h.update(data)
     return h.hexdigest()
-
-
-def ids_path(directory: str, name: str) -> str:
-    return os.path.join(directory, "_ids", name)
 
 
 def _hashes(digest: bytes) -> "array.array[int]":
@@ -105,8 +105,8 @@ class Growth:
 
     start: int  # the bytes exported before
     stop: int  # the file's size now: the new bytes are [start, stop)
-    session: Dict[str, Any]  # the new sessions row
-    state: Dict[str, Any]  # the new grow state (its "ids" name set by the caller)
+    session: SessionRow  # the new sessions row
+    state: GrowState  # the new grow state (its `ids` name set by the caller)
     ids: bytes  # the new id digest
     rows: Dict[str, int]  # new rows per table
     grants_fill: Optional[Tuple[str, str]]  # (id, snapshot) in force for new dispatches, if any
@@ -114,18 +114,18 @@ class Growth:
     patch_home: bool  # some of them are in the transcript's home bucket (else in the appendix)
 
 
-def _eligible(entry: Dict[str, Any], source: Any, extras: bool) -> Optional[Dict[str, Any]]:
-    state: Optional[Dict[str, Any]] = entry.get("grow")
-    if not state or entry.get("extras") != extras or entry.get("verdict") != "clean":
+def _eligible(entry: Exported, source: Source, extras: bool) -> Optional[GrowState]:
+    state = entry.grow
+    if state is None or entry.extras != extras or entry.verdict != "clean":
         return None
-    if (entry.get("dev"), entry.get("ino")) != (source.dev, source.ino):
+    if (entry.stamp.dev, entry.stamp.ino) != (source.dev, source.ino):
         return None  # another file now (a repair renames its copy into place)
-    if not state["size"] < source.size <= state["base"] + GROW_MAX:
+    if not state.size < source.size <= state.base + GROW_MAX:
         return None
     return state
 
 
-def read_growth(source: Any, entry: Dict[str, Any], out: str, extras: bool, chunk: int) -> Optional[Growth]:
+def read_growth(source: Source, entry: Exported, out: str, extras: bool, chunk: int) -> Optional[Growth]:
     """The growth of `source` since `entry` (its manifest entry) was exported, checked as
     the module doc says; None where it must be exported whole."""
     state = _eligible(entry, source, extras)
@@ -137,10 +137,10 @@ def read_growth(source: Any, entry: Dict[str, Any], out: str, extras: bool, chun
         return None
     try:
         size = os.fstat(fd).st_size
-        start = state["size"]
-        if size <= start or size > state["base"] + GROW_MAX:
+        start = state.size
+        if size <= start or size > state.base + GROW_MAX:
             return None
-        if _platform.pread(fd, 1, start - 1) != b"\n" or ends_digest(fd, start) != state["ends"]:
+        if _platform.pread(fd, 1, start - 1) != b"\n" or ends_digest(fd, start) != state.ends:
             return None
         core = _backend.core
         try:
@@ -153,12 +153,14 @@ def read_growth(source: Any, entry: Dict[str, Any], out: str, extras: bool, chun
         summary = found.summary
         if summary.skipped or summary.first_type in (None, "session-meta"):
             return None
-        if summary.grants and state["grants_count"]:
+        if summary.grants and state.grants_count:
             return None  # the grants line in force until now would stop being so
-        if summary.model is not None and state["session"]["model"] is None:
+        if summary.model is not None and state.session.model is None:
             return None  # every row's `model` would change
+        if state.ids is None:
+            return None
         try:
-            old_ids = read_ids(ids_path(os.path.join(out, "_versions"), state["ids"]))
+            old_ids = read_ids(ids_path(os.path.join(out, VERSIONS), state.ids))
         except OSError:
             return None
         ids = merge_ids(old_ids, _hashes(found.id_digest()))
@@ -177,41 +179,45 @@ def read_growth(source: Any, entry: Dict[str, Any], out: str, extras: bool, chun
         new_ends = ends_digest(fd, size)
     finally:
         os.close(fd)
-    s = dict(state["session"])
-    first_ts = [t for t in (s["first_ts"], summary.first_ts) if t is not None]
-    last_ts = [t for t in (s["last_ts"], summary.last_ts) if t is not None]
-    s.update(bytes=size, envelopes=s["envelopes"] + summary.envelopes, elisions=s["elisions"] + summary.elisions,
-             first_ts=min(first_ts) if first_ts else None, last_ts=max(last_ts) if last_ts else None,
-             messages=s["messages"] + rows["messages"], live_messages=s["live_messages"] + live,
-             tool_calls=s["tool_calls"] + rows["tool_calls"], grants=s["grants"] + rows["grants"])
+    s = state.session
+    first_ts = [t for t in (s.first_ts, summary.first_ts) if t is not None]
+    last_ts = [t for t in (s.last_ts, summary.last_ts) if t is not None]
+    assert s.live_messages is not None  # a grow state is kept only for a transcript that loads
     open_now = []
-    for op in state["open"]:
-        op_id, call_id, outcome, answered, home = op
-        patch = patches.get(op_id)
+    for op in state.open:
+        outcome, answered = op.outcome, op.answered
+        patch = patches.get(op.op_id)
         if patch is not None:
             outcomes[outcome] = outcomes.get(outcome, 0) - 1
             outcome = patch.get("outcome", outcome)
             outcomes[outcome] = outcomes.get(outcome, 0) + 1
             answered = answered or bool(patch.get("answered"))
         if outcome in PENDING or not answered:
-            open_now.append([op_id, call_id, outcome, answered, home])
-    for outcome in ("completed", "failed", "outcome_unknown", "dispatched", "result_recorded"):
-        s[outcome] += outcomes.get(outcome.replace("_", "-"), 0)
-    s["pending_operations"] = s["dispatched"] + s["result_recorded"]
+            open_now.append(dataclasses.replace(op, outcome=outcome, answered=answered))
+    dispatched = s.dispatched + outcomes.get("dispatched", 0)
+    result_recorded = s.result_recorded + outcomes.get("result-recorded", 0)
+    s = dataclasses.replace(
+        s, bytes=size, envelopes=s.envelopes + summary.envelopes, elisions=s.elisions + summary.elisions,
+        first_ts=min(first_ts) if first_ts else None, last_ts=max(last_ts) if last_ts else None,
+        messages=s.messages + rows["messages"], live_messages=s.live_messages + live,
+        tool_calls=s.tool_calls + rows["tool_calls"], grants=s.grants + rows["grants"],
+        completed=s.completed + outcomes.get("completed", 0), failed=s.failed + outcomes.get("failed", 0),
+        outcome_unknown=s.outcome_unknown + outcomes.get("outcome-unknown", 0), dispatched=dispatched,
+        result_recorded=result_recorded, pending_operations=dispatched + result_recorded)
     fill = None
-    if not summary.grants and state["in_force"] is not None:
-        fill = (state["in_force"][0], state["in_force"][1])
-    new_state = dict(state, size=size, ends=new_ends, lines=state["lines"] + summary.lines,
-                     messages=state["messages"] + rows["messages"], session=s, open=open_now + opened,
-                     in_force=in_force if in_force is not None else state["in_force"],
-                     grants_count=state["grants_count"] + rows["grants"])
-    if len(new_state["open"]) > OPEN_MAX:
+    if not summary.grants and state.in_force is not None:
+        fill = state.in_force
+    new_state = dataclasses.replace(
+        state, size=size, ends=new_ends, lines=state.lines + summary.lines, messages=state.messages + rows["messages"],
+        session=s, open=tuple(open_now + opened), in_force=in_force if in_force is not None else state.in_force,
+        grants_count=state.grants_count + rows["grants"])
+    if len(new_state.open) > OPEN_MAX:
         return None
-    home = {op[0] for op in state["open"] if op[4]}
+    home = {op.op_id for op in state.open if op.home}
     return Growth(start, size, s, new_state, ids, rows, fill, patches, any(op_id in home for op_id in patches))
 
 
-def _open_operations(events: Any, state: Dict[str, Any], refused: int) -> Optional[Dict[str, Dict[str, Any]]]:
+def _open_operations(events: Any, state: GrowState, refused: int) -> Optional[Dict[str, Dict[str, Any]]]:
     """What the new lines do to the operations open at the last export: per operation, the
     tool_calls columns its row gets instead. The core's fold over the new lines alone
     refused every settle of one of them (it never saw the dispatch); each is checked here
@@ -219,14 +225,16 @@ def _open_operations(events: Any, state: Dict[str, Any], refused: int) -> Option
     refusal (None where another line was refused: that line would fail a load)."""
     from .._fold import FoldProblem, FoldState
     from .._pure.columns import float64, string, ts_micros
+    from ..messages import PendingToolOperation
 
     fold = FoldState()
-    ops = {op[0]: op for op in state["open"]}
-    fold.pending = {op_id: op for op_id, op in ops.items() if op[2] in PENDING}
+    ops = {op.op_id: op for op in state.open}
+    # FoldState.check reads only which op ids are pending: the keys.
+    fold.pending = cast(Dict[str, PendingToolOperation], {op_id: op for op_id, op in ops.items() if op.outcome in PENDING})
     waiting: Dict[str, List[str]] = {}
-    for op_id, call_id, _, answered, _ in state["open"]:
-        if not answered and isinstance(call_id, str):
-            waiting.setdefault(call_id, []).append(op_id)
+    for op in state.open:
+        if not op.answered and op.call_id is not None:
+            waiting.setdefault(op.call_id, []).append(op.op_id)
     patches: Dict[str, Dict[str, Any]] = {}
     accepted = 0
     for event in events:
@@ -251,22 +259,23 @@ def _open_operations(events: Any, state: Dict[str, Any], refused: int) -> Option
             for op_id in waiting.pop(call_id, ()) if isinstance(call_id, str) else ():
                 patch = patches.setdefault(op_id, {})
                 patch.update(answered=True, answered_by=event.id)
-                if patch.get("outcome", ops[op_id][2]) == "dispatched":
+                if patch.get("outcome", ops[op_id].outcome) == "dispatched":
                     patch["outcome"] = "result-recorded"
     return patches if accepted == refused else None
 
 
-def _count(found: Any, state: Dict[str, Any], summary: Any) -> Optional[Tuple[Dict[str, int], int, Dict[str, int],
-                                                                                List[List[Any]], Optional[List[str]], bool]]:
+def _count(found: Any, state: GrowState, summary: Any) -> Optional[Tuple[Dict[str, int], int, Dict[str, int],
+                                                                         List[OpenOperation], Optional[Tuple[str, str]],
+                                                                         bool]]:
     """The new rows' counts, the operations they leave open, and whether a tool message
     among them names an open operation's call; None where one of them would change a row
     written before other than an open operation's."""
     rows = {t: 0 for t in ("messages", "tool_calls", "compactions", "rewinds", "grants")}
     live = 0
     outcomes: Dict[str, int] = {}
-    opened: List[List[Any]] = []
-    in_force: Optional[List[str]] = None
-    waiting = {op[1] for op in state["open"] if not op[3]}
+    opened: List[OpenOperation] = []
+    in_force: Optional[Tuple[str, str]] = None
+    waiting = {op.call_id for op in state.open if not op.answered}
     answers_open = False
     for table, batch in chunk_batches(found, (None, None, None), True, grants_dictionary(summary.grants)):
         if table in ("compactions", "rewinds"):
@@ -285,28 +294,28 @@ def _count(found: Any, state: Dict[str, Any], summary: Any) -> Optional[Tuple[Di
     return rows, live, outcomes, opened, in_force, answers_open
 
 
-def open_operations(batch: Any, home: bool) -> List[List[Any]]:
-    """[op id, call id, outcome, answered, `home`] of each operation of a tool_calls batch
-    not settled or not answered: the rows a later settle or tool message may change
-    (`home`: they are written to the transcript's own bucket, else to the appendix)."""
+def open_operations(batch: Any, home: bool) -> List[OpenOperation]:
+    """Each operation of a tool_calls batch not settled or not answered: the rows a later
+    settle or tool message may change (`home`: they are written to the transcript's own
+    bucket, else to the appendix)."""
     import pyarrow as pa
     import pyarrow.compute as pc
 
     is_open = pc.or_(pc.is_in(batch.column("outcome"), value_set=pa.array(PENDING)), pc.invert(batch.column("answered")))
     rows = batch.select(["op_id", "call_id", "outcome", "answered"]).filter(is_open).to_pylist()
-    return [[*row.values(), home] for row in rows]
+    return [OpenOperation(r["op_id"], r["call_id"], r["outcome"], r["answered"], home) for r in rows]
 
 
-def grants_in_force(batch: Any, grants: List[str]) -> Optional[List[str]]:
-    """[id, snapshot] of the grants line in force if it is in this grants batch: the last
+def grants_in_force(batch: Any, grants: List[str]) -> Optional[Tuple[str, str]]:
+    """(id, snapshot) of the grants line in force if it is in this grants batch: the last
     of the pass (`grants`), with its snapshot as dispatches carry it."""
     import pyarrow.compute as pc
 
     force = pc.filter(batch.column("id"), batch.column("in_force"))
-    return [force[0].as_py(), grants[-1]] if len(force) else None
+    return (force[0].as_py(), grants[-1]) if len(force) else None
 
 
-def growth_batches(source: Any, growth: Growth, state_before: Dict[str, Any], common: Tuple[Any, ...],
+def growth_batches(source: Source, growth: Growth, state_before: GrowState, common: Tuple[Optional[str], ...],
                    extras: bool, chunk: int) -> Iterator[Tuple[str, Any]]:
     """The new rows of `growth` as batches of each table's write schema: the core's pass
     over the new bytes again (bounded by ``GROW_MAX``), its line numbers and ordinals
@@ -321,9 +330,9 @@ def growth_batches(source: Any, growth: Growth, state_before: Dict[str, Any], co
         for table, batch in chunk_batches(found, common, True, grants_dictionary(found.summary.grants)):
             names = batch.schema.names
             cols = list(batch.columns)
-            cols[names.index("line")] = pc.add(cols[names.index("line")], state_before["lines"])
+            cols[names.index("line")] = pc.add(cols[names.index("line")], state_before.lines)
             if table == "messages":
-                cols[names.index("ordinal")] = pc.add(cols[names.index("ordinal")], state_before["messages"])
+                cols[names.index("ordinal")] = pc.add(cols[names.index("ordinal")], state_before.messages)
             if table == "tool_calls" and growth.grants_fill is not None:
                 gid, snapshot = growth.grants_fill
                 n = batch.num_rows
@@ -339,18 +348,18 @@ def growth_batches(source: Any, growth: Growth, state_before: Dict[str, Any], co
         raise ValueError("its new lines changed between two reads")
 
 
-def new_state(t: Any, fd: int) -> Optional[Dict[str, Any]]:
-    """The grow state of a transcript just exported whole (`t`: its ``rows.Transcript``,
-    read to the end), or None where a later run could not go on from it."""
-    s = t.session
-    size = s["bytes"]
-    if s["verdict"] != "clean" or size < GROW_MIN or len(t.open) > OPEN_MAX:
+def new_state(session: SessionRow, lines: int, open_now: List[OpenOperation], in_force: Optional[Tuple[str, str]],
+              fd: int) -> Optional[GrowState]:
+    """The grow state of a transcript just exported whole (its sessions row, lines, open
+    operations and grants in force, read to the end), or None where a later run could not
+    go on from it."""
+    size = session.bytes
+    if session.verdict != "clean" or size < GROW_MIN or len(open_now) > OPEN_MAX:
         return None
     if _platform.pread(fd, 1, size - 1) != b"\n":
         return None
-    return {"size": size, "base": size, "ends": ends_digest(fd, size), "lines": t.lines,
-            "messages": s["messages"], "open": list(t.open), "in_force": t.in_force,
-            "grants_count": s["grants"], "session": dict(s), "ids": None}
+    return GrowState(size=size, base=size, ends=ends_digest(fd, size), lines=lines, messages=session.messages,
+                     open=tuple(open_now), in_force=in_force, grants_count=session.grants, session=session, ids=None)
 
 
 def patched(batch: Any, patches: Dict[str, Dict[str, Any]]) -> Any:

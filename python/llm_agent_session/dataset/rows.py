@@ -11,7 +11,7 @@ refuses); any other gets the exact verdict of ``llm-agent-session check``
 
 from __future__ import annotations
 
-import hashlib
+import dataclasses
 import json
 import os
 import stat as stat_module
@@ -26,12 +26,11 @@ from .._pure.columns import ts_micros
 from ..errors import CoreFailure
 from . import grow
 from .batches import chunk_batches, grants_dictionary
+from .manifest import GrowState, OpenOperation, SessionRow
+from .sources import Head, Source, bucket_of, session_id_of
 
 #: Bytes of lines per chunk of rows: what bounds the memory an export holds at once.
 CHUNK = 8 << 20
-#: Home buckets per partition: a session's rows of a table are in one of this many files
-#: (and what it grew by in one more, the partition's appendix: 8 files at most).
-BUCKETS = 7
 #: A first line longer than this is not read as a session-meta line.
 HEAD_LIMIT = 64 << 20
 NO_DATE = "1970-01-01"
@@ -41,46 +40,6 @@ CLEAN, TORN, FAILS = "clean", "torn-tail", "would-fail"
 
 class NotATranscript(Exception):
     """A file under SRC that is not a transcript: skipped, and counted."""
-
-
-@dataclass(frozen=True)
-class Source:
-    """A file as found under SRC: where, and what a re-run compares to see it unchanged."""
-
-    key: str  # host:path, the manifest's key
-    path: str
-    host: str
-    size: int
-    mtime_ns: int
-    ctime_ns: int
-    dev: int
-    ino: int
-
-    @classmethod
-    def of(cls, path: str, host: str, st: os.stat_result) -> "Source":
-        return cls(f"{host}:{path}", path, host, st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_dev, st.st_ino)
-
-    def stamp(self) -> Dict[str, int]:
-        return {"size": self.size, "mtime_ns": self.mtime_ns, "ctime_ns": self.ctime_ns, "dev": self.dev,
-                "ino": self.ino}
-
-
-@dataclass(frozen=True)
-class Head:
-    """Where a transcript's rows go: its session id, and the date its first line says."""
-
-    session_id: str
-    date: str
-    bucket: int
-
-
-def bucket_of(session_id: str) -> int:
-    return int.from_bytes(hashlib.sha256(session_id.encode("utf-8", "surrogatepass")).digest()[:4], "big") % BUCKETS
-
-
-def session_id_of(source: Source) -> str:
-    """A transcript file's id in the dataset: its host and path, hashed."""
-    return hashlib.sha256(source.key.encode("utf-8", "surrogateescape")).hexdigest()[:32]
 
 
 def _open(path: str) -> Tuple[int, os.stat_result]:
@@ -168,7 +127,7 @@ class Transcript:
 
     source: Source
     head: Head
-    session: Dict[str, Any]
+    session: SessionRow
     _fd: int
     # The pass's rows are made on a thread of their own (`read_ahead`): what this object
     # needs besides them is its summary, taken once before, never the pass meanwhile.
@@ -176,19 +135,19 @@ class Transcript:
     _summary: DatasetSummary
     _loads: bool
     counts: Dict[str, int] = field(default_factory=dict)
-    # What a later run needs to go on from the end (``grow.py``), gathered from the rows.
-    # [op id, call id, outcome, answered, True (in the home bucket)] of each operation not
-    # settled or not answered: what a later settle or tool message may change.
-    open: List[List[Any]] = field(default_factory=list)
-    in_force: Optional[List[str]] = None  # [id, snapshot] of the grants line in force
+    # What a later run needs to go on from the end (``grow.py``), gathered from the rows:
+    # each operation not settled or not answered (what a later settle or tool message may
+    # change; its row in the home bucket), and the grants line in force.
+    open: List[OpenOperation] = field(default_factory=list)
+    in_force: Optional[Tuple[str, str]] = None  # (id, snapshot)
     lines: int = 0
-    grow: Optional[Dict[str, Any]] = None  # grow.new_state, once read to the end (big clean ones)
+    grow: Optional[GrowState] = None  # grow.new_state, once read to the end (big clean ones)
     ids: bytes = b""  # with `grow`: the envelope ids' digest
 
     def batches(self) -> Iterator[Tuple[str, Any]]:
         import pyarrow.compute as pc
 
-        common = (self.head.session_id, self.session["agent"], self.session["model"])
+        common = (self.head.session_id, self.session.agent, self.session.model)
         snapshots = grants_dictionary(self._summary.grants)
         rows = {t: 0 for t in ("messages", "tool_calls", "compactions", "rewinds", "grants")}
         live = 0
@@ -211,7 +170,7 @@ class Transcript:
                 yield table, batch
             self._count(rows, live, outcomes)
             if keeps_state:
-                self.grow = grow.new_state(self, self._fd)
+                self.grow = grow.new_state(self.session, self.lines, self.open, self.in_force, self._fd)
                 if self.grow is not None:
                     self.ids = self._pass.id_digest()
         finally:
@@ -219,14 +178,14 @@ class Transcript:
 
     def _count(self, rows: Dict[str, int], live: int, outcomes: Dict[str, int]) -> None:
         self.lines = self._summary.lines
-        s = self.session
         pending = outcomes.get("dispatched", 0) + outcomes.get("result-recorded", 0)
-        s.update(messages=rows["messages"], live_messages=live if self._loads else None,
-                 tool_calls=rows["tool_calls"], completed=outcomes.get("completed", 0),
-                 failed=outcomes.get("failed", 0), outcome_unknown=outcomes.get("outcome-unknown", 0),
-                 dispatched=outcomes.get("dispatched", 0), result_recorded=outcomes.get("result-recorded", 0),
-                 pending_operations=pending, compactions=rows["compactions"], rewinds=rows["rewinds"],
-                 grants=rows["grants"])
+        self.session = dataclasses.replace(
+            self.session, messages=rows["messages"], live_messages=live if self._loads else None,
+            tool_calls=rows["tool_calls"], completed=outcomes.get("completed", 0),
+            failed=outcomes.get("failed", 0), outcome_unknown=outcomes.get("outcome-unknown", 0),
+            dispatched=outcomes.get("dispatched", 0), result_recorded=outcomes.get("result-recorded", 0),
+            pending_operations=pending, compactions=rows["compactions"], rewinds=rows["rewinds"],
+            grants=rows["grants"])
         self.counts = dict(rows, sessions=1)
 
     def close(self) -> None:
@@ -292,12 +251,12 @@ def read_transcript(source: Source, head: Head, *, extras: bool = True, chunk: i
             meta = {}
     agent = next((meta[k] for k in ("agent", "imported-from", "app") if isinstance(meta.get(k), str)), None)
     model = meta["model"] if isinstance(meta.get("model"), str) else summary.model
-    session: Dict[str, Any] = {
-        "session_id": head.session_id, "agent": agent, "model": model,
-        "path": source.path, "host": source.host, "meta_id": summary.meta_id, "meta": summary.meta,
-        "verdict": outcome, "reason": reason, "bytes": size, "envelopes": summary.envelopes,
-        "skipped_lines": skipped if loads else summary.skipped, "elisions": summary.elisions,
-        "first_ts": summary.first_ts, "last_ts": summary.last_ts,
-    }
+    session = SessionRow(
+        session_id=head.session_id, agent=agent, model=model, path=source.path, host=source.host,
+        meta_id=summary.meta_id, meta=summary.meta, verdict=outcome, reason=reason, bytes=size,
+        envelopes=summary.envelopes, skipped_lines=skipped if loads else summary.skipped, messages=0,
+        live_messages=None, tool_calls=0, completed=0, failed=0, outcome_unknown=0, dispatched=0, result_recorded=0,
+        pending_operations=0, compactions=0, rewinds=0, elisions=summary.elisions, grants=0,
+        first_ts=summary.first_ts, last_ts=summary.last_ts)
     return Transcript(source, head, session, fd, found, summary, loads)
 

@@ -32,38 +32,21 @@ resolved them before.
 from __future__ import annotations
 
 import contextlib
-import json
 import os
 import shutil
-import time
 import uuid
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any, Dict, Iterable, Iterator, List, Optional, Sequence, Set, Tuple
 
-from .. import _platform
-from .._files import fsync_dir, write_all
+from .._files import fsync_dir
 from . import grow
 from .batches import ROW_GROUP_BYTES, empty_batch, pieces, session_batch, size_of
-from .rows import BUCKETS
+from .layout import APPENDIX, IDS, MANIFEST, VERSIONS, VIEWS, bucket_key, fsync_all, split_key, version_name, view_name
+from .manifest import BucketEntry, Exported, Manifest, Retired, SessionRow, ids_name, write_manifest
 from .schema import TABLE_NAMES, write_schema
 
-MANIFEST = "_dataset.json"
-VERSIONS = "_versions"
-VIEWS = "_views"
-LOCK = ".lock"
-STAGING = ".staging-"
-FORMAT = "llm-agent-session dataset 2"
-#: The appendix bucket's number: after the home buckets (``rows.BUCKETS``).
-APPENDIX = BUCKETS
-IDS = os.path.join(VERSIONS, "_ids")
 #: Seconds a superseded file stays for readers of an older manifest.
 GRACE = 600
-#: The bucket kept when there is no session at all, so every table directory holds a file.
-PLACEHOLDER = ("1970-01-01", 0)
-#: The manifest's mark, from the moment a first export claims OUT (its tables empty) until
-#: that export (or any other) commits: OUT holds no dataset yet.
-AWAITING = "awaiting_first_export"
 
 #: Snappy, the default of DuckDB, Spark and pyarrow (every engine reads it), and the fastest
 #: to write here: 256 MB exported in 0.85 s of CPU, against 1.05 s with zstd level 1, for
@@ -78,138 +61,6 @@ _NO_STATISTICS = {"text", "content", "tool_calls", "extras", "arguments", "grant
                   "error"}
 
 
-def bucket_key(date: str, k: int) -> str:
-    return f"{date}/{k}"
-
-
-def split_key(key: str) -> Tuple[str, int]:
-    date, k = key.rsplit("/", 1)
-    return date, int(k)
-
-
-def version_name(table: str, date: str, k: int, tag: str) -> str:
-    return os.path.join(VERSIONS, table, f"date={date}", f"part-{k}-{tag}.parquet")
-
-
-class DatasetError(Exception):
-    """The export cannot run as asked (SRC missing, OUT inside SRC): what is wrong, and what to do."""
-
-
-class NotADataset(DatasetError):
-    """OUT is not a dataset directory this version made (a file, a directory of other files,
-    another version's manifest): what is wrong, and what to do."""
-
-
-class NoDatasetYet(NotADataset):
-    """OUT is a dataset directory no export has committed to yet (the first one was
-    stopped before its commit, or is still running): its tables are empty, not the data."""
-
-
-def no_dataset_yet(manifest: Dict[str, Any]) -> bool:
-    return not manifest["buckets"] or bool(manifest.get(AWAITING))
-
-
-# -- the manifest ----------------------------------------------------------------------------
-
-
-def empty_manifest() -> Dict[str, Any]:
-    return {"format": FORMAT, "version": 0, "sources": {}, "buckets": {}, "retired": [], "publishing": None,
-            AWAITING: True}
-
-
-def read_manifest(out: str) -> Dict[str, Any]:
-    """OUT's manifest, or an empty one where there is none yet."""
-    path = os.path.join(out, MANIFEST)
-    try:
-        with open(path, encoding="utf-8") as f:
-            manifest = json.load(f)
-    except FileNotFoundError:
-        return empty_manifest()
-    except ValueError as e:
-        raise NotADataset(f"{path} is not a dataset manifest ({e}); OUT must be a directory this command made") from None
-    if isinstance(manifest, dict) and manifest.get("format") == "llm-agent-session dataset 1":
-        raise NotADataset(f"{path} was made by an earlier version (dataset 1, 8 buckets and no appendix); "
-                          "export into a new OUT (the transcripts are all read again)")
-    if not isinstance(manifest, dict) or manifest.get("format") != FORMAT:
-        raise NotADataset(f"{path} is not a manifest of this version ({FORMAT}); export into a new OUT")
-    return manifest
-
-
-def write_manifest(out: str, staging: str, manifest: Dict[str, Any]) -> None:
-    """Replace the manifest atomically: temp file, fsync, rename, fsync the directory."""
-    tmp = os.path.join(staging, f"manifest-{uuid.uuid4().hex}.json")
-    data = json.dumps(manifest, ensure_ascii=True, sort_keys=True, separators=(",", ":")).encode("ascii")
-    write_new(tmp, data, sync=True)
-    os.replace(tmp, os.path.join(out, MANIFEST))
-    fsync_dir(os.path.join(out, MANIFEST))
-
-
-def write_new(path: str, data: bytes, sync: bool) -> None:
-    """A new private file at `path` holding `data` (fsynced if `sync`)."""
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | _platform.O_CLOEXEC, 0o600)
-    try:
-        write_all(fd, data)
-        if sync:
-            _platform.fsync(fd)
-    finally:
-        os.close(fd)
-
-
-# -- staging and the lock ---------------------------------------------------------------------
-
-
-@contextlib.contextmanager
-def staging_dir(out: str) -> Iterator[str]:
-    """A new ``OUT/.staging-<run>/`` this run holds locked (so another run's clean-up leaves
-    it alone), removed at the end, whatever happens."""
-    path = os.path.join(out, STAGING + uuid.uuid4().hex)
-    os.mkdir(path, 0o700)
-    fd = os.open(os.path.join(path, LOCK), os.O_WRONLY | os.O_CREAT | _platform.O_CLOEXEC, 0o600)
-    try:
-        _platform.fcntl.flock(fd, _platform.fcntl.LOCK_EX)
-        yield path
-    finally:
-        shutil.rmtree(path, ignore_errors=True)
-        os.close(fd)
-
-
-def remove_abandoned_staging(out: str) -> None:
-    """Delete the staging directories of runs that are gone (killed): their lock is free."""
-    for name in os.listdir(out):
-        if not name.startswith(STAGING):
-            continue
-        path = os.path.join(out, name)
-        try:
-            fd = os.open(os.path.join(path, LOCK), os.O_RDONLY | _platform.O_CLOEXEC)
-        except OSError:
-            shutil.rmtree(path, ignore_errors=True)  # killed before it made its lock file
-            continue
-        try:
-            _platform.fcntl.flock(fd, _platform.fcntl.LOCK_EX | _platform.fcntl.LOCK_NB)
-        except OSError:
-            continue  # a live run's
-        finally:
-            os.close(fd)
-        shutil.rmtree(path, ignore_errors=True)
-
-
-@contextlib.contextmanager
-def out_lock(out: str, waiting: Optional[Any] = None) -> Iterator[None]:
-    """Hold ``OUT/.lock`` (flock); `waiting()` is called if another run holds it first."""
-    _platform.require_lock("exporting a dataset")
-    fd = os.open(os.path.join(out, LOCK), os.O_WRONLY | os.O_CREAT | _platform.O_CLOEXEC, 0o600)
-    try:
-        try:
-            _platform.fcntl.flock(fd, _platform.fcntl.LOCK_EX | _platform.fcntl.LOCK_NB)
-        except OSError:
-            if waiting is not None:
-                waiting()
-            _platform.fcntl.flock(fd, _platform.fcntl.LOCK_EX)
-        yield
-    finally:
-        os.close(fd)
-
-
 # -- Parquet files ------------------------------------------------------------------------------
 
 
@@ -221,27 +72,6 @@ def _writer(path: str, table: str) -> Any:
         path, schema, compression=COMPRESSION, use_dictionary=[n for n in _DICTIONARY if n in schema.names],
         write_statistics=[n for n in schema.names if n not in _NO_STATISTICS], store_schema=False,
     )
-
-
-def _fsync(path: str) -> None:
-    fd = os.open(path, os.O_RDONLY | _platform.O_CLOEXEC)
-    try:
-        _platform.fsync(fd)
-    finally:
-        os.close(fd)
-
-
-def fsync_all(paths: Iterable[str]) -> None:
-    """fsync every file or directory of `paths`, many at once: a file system commits its
-    journal once for all the fsyncs that wait on it (300 files: 1.2 s one by one, 0.05 s
-    32 at a time, here)."""
-    paths = sorted(set(paths))
-    if len(paths) <= 1:
-        for p in paths:
-            _fsync(p)
-        return
-    with ThreadPoolExecutor(min(32, len(paths))) as pool:
-        list(pool.map(_fsync, paths))
 
 
 def read_rows(path: str, table: str, ranges: Sequence[Tuple[int, int]]) -> Iterator[Any]:
@@ -403,41 +233,39 @@ def copied(out: str, files: BucketFiles, keys: Sequence[str], rows: Dict[str, Di
                 need -= take
 
 
-def published(manifest: Dict[str, Any], key: str) -> Optional[BucketFiles]:
+def published(manifest: Manifest, key: str) -> Optional[BucketFiles]:
     """The files of bucket `key` as `manifest` names them (paths relative to OUT)."""
-    bucket = manifest["buckets"].get(key)
+    bucket = manifest.buckets.get(key)
     if bucket is None:
         return None
-    files = BucketFiles("", *split_key(key), tag=bucket["tag"])
-    files.sources = list(bucket["sources"])
-    rows = "appended" if files.k == APPENDIX else "rows"
-    files.rows = {s: manifest["sources"][s][rows] for s in bucket["sources"]}
+    files = BucketFiles("", *split_key(key), tag=bucket.tag)
+    files.sources = list(bucket.sources)
+    files.rows = {s: _rows_in(manifest, s, files.k) for s in bucket.sources}
     return files
 
 
-def ids_name(entry: Optional[Dict[str, Any]]) -> Optional[str]:
-    """The id side file a manifest entry names (``grow.py``), if any."""
-    grow = (entry or {}).get("grow")
-    return grow.get("ids") if grow else None
+def _rows_in(manifest: Manifest, key: str, k: int) -> Dict[str, int]:
+    entry = manifest.sources[key]
+    assert isinstance(entry, Exported), f"{key} is listed in a bucket but was not exported"
+    rows = entry.appended if k == APPENDIX else entry.rows
+    assert rows is not None, f"{key} is listed in the appendix but has no rows there"
+    return rows
 
 
 # -- the publish ---------------------------------------------------------------------------------
 
 
-def view_name(table: str, view: int) -> str:
-    return os.path.join(VIEWS, table, str(view))
-
-
-def complete_publish(out: str, staging: str, manifest: Dict[str, Any]) -> None:
+def complete_publish(out: str, staging: str, manifest: Manifest) -> None:
     """Point each table's name at the view a committed manifest names (after a run was
     killed mid-publish, or right after the commit), then write the manifest again without
     the to-do. Under the lock."""
-    if not manifest.get("publishing"):
+    if not manifest.publishing:
         return
+    assert manifest.view is not None
     for table in TABLE_NAMES:
-        point(out, staging, table, view_name(table, int(manifest["view"])))
+        point(out, staging, table, view_name(table, manifest.view))
     fsync_dir(os.path.join(out, MANIFEST))
-    manifest["publishing"] = None
+    manifest.publishing = False
     write_manifest(out, staging, manifest)
 
 
@@ -458,35 +286,36 @@ def point(out: str, staging: str, table: str, view: str) -> None:
     os.replace(tmp, target)
 
 
-def retire(manifest: Dict[str, Any], paths: Iterable[str], now: float) -> None:
-    manifest.setdefault("retired", []).extend([p, now] for p in paths)
+def retire(manifest: Manifest, paths: Iterable[str], now: float) -> None:
+    manifest.retired.extend(Retired(p, now) for p in paths)
 
 
-def _in_use(manifest: Dict[str, Any]) -> Set[str]:
+def _in_use(manifest: Manifest) -> Set[str]:
     """What the manifest names: its buckets' version files and its views."""
     named: Set[str] = set()
-    for key, bucket in manifest["buckets"].items():
+    for key, bucket in manifest.buckets.items():
         date, k = split_key(key)
-        named.update(version_name(t, date, k, bucket["tag"]) for t in TABLE_NAMES)
-    if "view" in manifest:
-        named.update(view_name(t, int(manifest["view"])) for t in TABLE_NAMES)
-    named.update(os.path.join(IDS, n) for n in map(ids_name, manifest["sources"].values()) if n)
+        named.update(version_name(t, date, k, bucket.tag) for t in TABLE_NAMES)
+    if manifest.view is not None:
+        named.update(view_name(t, manifest.view) for t in TABLE_NAMES)
+    named.update(os.path.join(IDS, n) for n in map(ids_name, manifest.sources.values()) if n)
     return named
 
 
-def collect_garbage(out: str, manifest: Dict[str, Any], now: float) -> bool:
+def collect_garbage(out: str, manifest: Manifest, now: float) -> bool:
     """Delete what was retired more than ``GRACE`` seconds ago (superseded version files
     and views); True if the manifest changed."""
-    keep, changed = [], False
+    keep: List[Retired] = []
+    changed = False
     in_use = _in_use(manifest)
-    for path, when in manifest.get("retired", []):
-        if path in in_use or now - when < GRACE:
-            keep.append([path, when])
+    for retired in manifest.retired:
+        if retired.path in in_use or now - retired.when < GRACE:
+            keep.append(retired)
             continue
         changed = True
-        _remove(os.path.join(out, path))
-        _remove_empty_dirs(out, os.path.dirname(path))
-    manifest["retired"] = keep
+        _remove(os.path.join(out, retired.path))
+        _remove_empty_dirs(out, os.path.dirname(retired.path))
+    manifest.retired = keep
     return changed
 
 
@@ -498,11 +327,11 @@ def _remove(path: str) -> None:
             os.unlink(path)
 
 
-def remove_orphans(out: str, manifest: Dict[str, Any]) -> None:
+def remove_orphans(out: str, manifest: Manifest) -> None:
     """Delete version files and views no manifest names: a run killed after moving its
     files into place but before its commit left them. Under the lock (no run is between
     the two steps then)."""
-    named = _in_use(manifest) | {p for p, _ in manifest.get("retired", [])}
+    named = _in_use(manifest) | {r.path for r in manifest.retired}
     for directory, _, names in os.walk(os.path.join(out, VERSIONS)):
         for name in names:
             rel = os.path.relpath(os.path.join(directory, name), out)
@@ -524,7 +353,7 @@ def _remove_empty_dirs(out: str, rel: str) -> None:
         rel = os.path.dirname(rel)
 
 
-def publish(out: str, staging: str, manifest: Dict[str, Any], built: Dict[str, BucketFiles],
+def publish(out: str, staging: str, manifest: Manifest, built: Dict[str, BucketFiles],
             gone: Sequence[str], now: float) -> None:
     """Commit `manifest` (already updated with the sources of this run) with the buckets
     `built` (their files in `staging`) and without the buckets `gone` (no sessions left),
@@ -538,36 +367,36 @@ def publish(out: str, staging: str, manifest: Dict[str, Any], built: Dict[str, B
     the same bytes both times."""
     replaced: List[str] = []
     staged_ids = os.path.join(staging, "_ids")
-    ids = [n for n in map(ids_name, manifest["sources"].values()) if n and os.path.exists(os.path.join(staged_ids, n))]
+    ids = [n for n in map(ids_name, manifest.sources.values()) if n and os.path.exists(os.path.join(staged_ids, n))]
     fsync_all([files.path(t) for files in built.values() for t in TABLE_NAMES] +
               [os.path.join(staged_ids, n) for n in ids])  # before any rename
     moved: List[str] = []
     for key, files in built.items():
-        old = manifest["buckets"].get(key)
+        old = manifest.buckets.get(key)
         for table in TABLE_NAMES:
             rel = version_name(table, files.date, files.k, files.tag)
             os.makedirs(os.path.dirname(os.path.join(out, rel)), exist_ok=True)
             os.replace(files.path(table), os.path.join(out, rel))
             moved.append(os.path.dirname(os.path.join(out, rel)))
-            if old is not None and old.get("tag") != files.tag:
-                replaced.append(version_name(table, files.date, files.k, old["tag"]))
-        manifest["buckets"][key] = {"tag": files.tag, "sources": files.sources}
+            if old is not None and old.tag != files.tag:
+                replaced.append(version_name(table, files.date, files.k, old.tag))
+        manifest.buckets[key] = BucketEntry(files.tag, tuple(files.sources))
     for key in gone:
-        old = manifest["buckets"].pop(key, None)
+        old = manifest.buckets.pop(key, None)
         if old is not None:
-            replaced.extend(version_name(t, *split_key(key), old["tag"]) for t in TABLE_NAMES)
+            replaced.extend(version_name(t, *split_key(key), old.tag) for t in TABLE_NAMES)
     for name in ids:  # this run's id side files (grow.py)
         os.makedirs(os.path.join(out, IDS), exist_ok=True)
         os.replace(os.path.join(staged_ids, name), os.path.join(out, IDS, name))
         moved.append(os.path.join(out, IDS))
     fsync_all(moved)
-    view = int(manifest.get("view", 0)) + 1
+    view = (manifest.view or 0) + 1
     made: List[str] = []
     for table in TABLE_NAMES:
         root = os.path.join(out, view_name(table, view))
-        for key, bucket in sorted(manifest["buckets"].items()):
+        for key, bucket in sorted(manifest.buckets.items()):
             date, k = split_key(key)
-            name = version_name(table, date, k, bucket["tag"])
+            name = version_name(table, date, k, bucket.tag)
             link = os.path.join(root, f"date={date}", os.path.basename(name))
             if not made or made[-1] != os.path.dirname(link):
                 os.makedirs(os.path.dirname(link), exist_ok=True)
@@ -575,19 +404,19 @@ def publish(out: str, staging: str, manifest: Dict[str, Any], built: Dict[str, B
             os.link(os.path.join(out, name), link)
         made.append(root)
     fsync_all(made)
-    if "view" in manifest:
-        replaced.extend(view_name(t, int(manifest["view"])) for t in TABLE_NAMES)
+    if manifest.view is not None:
+        replaced.extend(view_name(t, manifest.view) for t in TABLE_NAMES)
     retire(manifest, replaced, now)
-    manifest["version"] = int(manifest.get("version", 0)) + 1
-    manifest["view"] = view
-    manifest["publishing"] = True
+    manifest.version += 1
+    manifest.view = view
+    manifest.publishing = True
     write_manifest(out, staging, manifest)  # the commit point
     complete_publish(out, staging, manifest)
 
 
 def rebuild(out: str, staging: str, date: str, k: int, old: Optional[BucketFiles], keep: Sequence[str],
             ours: Optional[BucketFiles], our_keys: Sequence[str],
-            substitute: Optional[Dict[str, Dict[str, Any]]] = None,
+            substitute: Optional[Dict[str, SessionRow]] = None,
             patches: Optional[Dict[str, Dict[str, Dict[str, Any]]]] = None) -> BucketFiles:
     """A bucket's files made again from what is published (`old`, its sources `keep`, with
     the sessions rows of `substitute` given instead and `patches` applied) and from a
@@ -604,11 +433,3 @@ def rebuild(out: str, staging: str, date: str, k: int, old: Optional[BucketFiles
 
     files.write(rows())
     return files
-
-
-def is_dataset_dir(out: str) -> bool:
-    return os.path.exists(os.path.join(out, MANIFEST))
-
-
-def now() -> float:
-    return time.time()

@@ -272,7 +272,7 @@ def test_growth_beside_new_removed_and_rewritten_transcripts(tmp_path: Any) -> N
 
     from llm_agent_session.dataset.manifest import read_manifest
     from llm_agent_session.dataset.sources import Source, bucket_of, session_id_of
-    from llm_agent_session.dataset.write import published
+    from llm_agent_session.dataset.buckets import published
 
     def bucket(path: str) -> int:
         return bucket_of(session_id_of(Source.of(path, socket.gethostname(), os.stat(path))))

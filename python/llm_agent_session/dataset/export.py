@@ -10,95 +10,34 @@ written before as it is: then only its new bytes are read (``grow.py``).
 
 from __future__ import annotations
 
-import dataclasses
 import errno
-import multiprocessing
 import os
 import socket
 import stat as stat_module
 import time
-import uuid
-from concurrent.futures import ProcessPoolExecutor
-from dataclasses import dataclass, field
 from typing import Any, Callable, Dict, Iterator, List, Optional, Sequence, Set, Tuple, Union
 
-from .. import _backend, _platform
+from .. import _backend
 from .._files import make_private_dirs, name_as_text
 from ..errors import CoreFailure
-from .batches import empty_batch, session_batch
+from .build import BucketJob, BucketResult, run_jobs
+from .buckets import BucketFiles, published, rebuild
 from .errors import DatasetError, NotADataset
-from .grow import Growth, growth_batches, read_growth
+from .grow import Growth, read_growth
 from .layout import (
-    APPENDIX, BUCKETS, IDS, LOCK, MANIFEST, PLACEHOLDER, STAGING, bucket_key, ids_path, out_lock, remove_abandoned_staging,
-    split_key, staging_dir, write_new,
+    APPENDIX, IDS, LOCK, MANIFEST, PLACEHOLDER, STAGING, bucket_key, out_lock, remove_abandoned_staging, split_key,
+    staging_dir,
 )
 from .manifest import Exported, Manifest, SessionRow, Skipped, SourceEntry, ids_name, read_manifest, write_manifest
-from .rows import CHUNK, CLEAN, NotATranscript, read_head, read_transcript
-from .schema import TABLE_NAMES
+from .report import FAILED, REMOVED, SKIPPED, UNCHANGED, FileResult, Report
+from .rows import CHUNK, NotATranscript, read_head
 from .sources import Head, Source
-from .write import (
-    GRACE, BucketFiles, collect_garbage, complete_publish, copied, publish, published, rebuild, remove_orphans, retire,
-)
+from .write import GRACE, collect_garbage, complete_publish, publish, remove_orphans, retire
 
 PathLike = Union[str, "os.PathLike[str]"]
 #: Why a transcript whose name is not UTF-8 (on Linux a name is any bytes) is not exported.
 NAME_NOT_UTF8 = ("its name is not UTF-8, which sessions.path (a Parquet string) cannot hold: rename it to "
                  "export it")
-EXPORTED, UNCHANGED, REMOVED, FAILED, SKIPPED = "exported", "unchanged", "removed", "failed", "skipped"
-
-
-@dataclass
-class FileResult:
-    """What became of one file: ``exported`` (its rows written; `verdict` says whether it
-    loads; `grown`: only the bytes it grew by were read, their rows added), ``unchanged``,
-    ``removed`` (gone from SRC: its rows deleted), ``skipped`` (not a transcript) or
-    ``failed`` (it could not be read, or its name is not UTF-8; its earlier rows, if any,
-    stay). `path` is the name as found, to open (a name that is not UTF-8 holds lone
-    surrogates, as ``os.fsdecode`` makes them; the command line writes it with
-    ``_files.name_as_text``)."""
-
-    path: str
-    status: str
-    reason: Optional[str] = None
-    verdict: Optional[str] = None
-    rows: Dict[str, int] = field(default_factory=dict)
-    bytes: int = 0
-    grown: bool = False
-
-
-@dataclass
-class Report:
-    files: List[FileResult]
-    seconds: float
-    out: str
-
-    def count(self, status: str) -> int:
-        return sum(1 for f in self.files if f.status == status)
-
-    @property
-    def rows(self) -> Dict[str, int]:
-        """Rows written this run, per table (for the transcripts exported)."""
-        return {t: sum(f.rows.get(t, 0) for f in self.files) for t in TABLE_NAMES}
-
-    @property
-    def bytes_read(self) -> int:
-        return sum(f.bytes for f in self.files if f.status == EXPORTED)
-
-    @property
-    def would_fail(self) -> int:
-        return sum(1 for f in self.files if f.verdict == "would-fail")
-
-    def summary(self) -> str:
-        """The final line: files by what became of them, rows per table, MB/s."""
-        files = ", ".join(f"{self.count(s)} {s}" for s in (EXPORTED, UNCHANGED, REMOVED, FAILED, SKIPPED))
-        rows = ", ".join(f"{n:,} {t}" for t, n in self.rows.items())
-        rate = self.bytes_read / 1e6 / self.seconds if self.seconds > 0 else 0.0
-        note = f" ({self.would_fail} would not load: see sessions.verdict)" if self.would_fail else ""
-        grown = sum(1 for f in self.files if f.grown)
-        if grown:
-            note += f" ({grown} read only where {'it' if grown == 1 else 'they'} grew)"
-        return (f"{files}{note}; rows written: {rows}; {self.bytes_read / 1e6:,.1f} MB read in "
-                f"{self.seconds:.2f} s ({rate:,.0f} MB/s)")
 
 
 # -- finding the files ------------------------------------------------------------------------
@@ -146,161 +85,6 @@ def _stat(path: str) -> Tuple[str, Optional[os.stat_result], Optional[str]]:
         if os.path.islink(path) and e.errno in (errno.ELOOP, errno.ENOENT):
             return path, None, "a symbolic link that leads nowhere (a loop, or its target is gone)"
         return path, None, f"cannot stat it: {e.strerror}"
-
-
-# -- building one bucket (in this process or a worker) -----------------------------------------
-
-
-@dataclass
-class BucketJob:
-    """A bucket to build: the published sources it keeps, the transcripts it gains."""
-
-    out: str
-    staging: str
-    date: str
-    k: int
-    old: Optional[BucketFiles]  # as the manifest named it when the run started
-    keep: List[str]
-    new: List[Tuple[Source, Head]]
-    extras: bool
-    chunk: int
-    backend: str
-    # Transcripts that grew (``grow.py``): in their home bucket, the sessions row to put in
-    # place of the published one; in the appendix bucket, (source, head, old entry, growth).
-    substitute: Dict[str, SessionRow] = field(default_factory=dict)
-    grown: List[Tuple[Source, Head, Exported, Growth]] = field(default_factory=list)
-    # In their home bucket: the open operations' rows a grown transcript's new lines change.
-    patches: Dict[str, Dict[str, Dict[str, Any]]] = field(default_factory=dict)
-
-
-@dataclass
-class BucketResult:
-    files: Optional[BucketFiles]
-    kept: Optional[List[str]]  # the published sources it copied; None: it could not read them
-    results: List[FileResult]
-    entries: Dict[str, SourceEntry]  # source key -> its manifest entry (exported ones)
-
-
-def build_bucket(job: BucketJob) -> BucketResult:
-    """The candidate files of one bucket: its kept rows copied, its new transcripts read. A
-    transcript that fails before its first row is left out (failed, or skipped); one that
-    fails midway makes the bucket start again without it."""
-    _backend.use(job.backend)
-    failed: Dict[str, FileResult] = {}
-    stale = False
-    carried = job.keep + [k for k in job.substitute if job.old is not None and k in job.old.sources]
-    while True:
-        results: List[FileResult] = []
-        entries: Dict[str, SourceEntry] = {}
-        files = BucketFiles(job.staging, job.date, job.k)
-        # Only sessions rows (and open operations' rows) replaced: every other table is the
-        # published file, linked.
-        linked = None
-        written: Sequence[str] = TABLE_NAMES
-        if job.old is not None and not stale and not job.new and not job.grown and set(carried) == set(job.old.sources):
-            linked = dataclasses.replace(job.old, directory=job.out)
-            written = ("sessions", "tool_calls") if job.patches else ("sessions",)
-
-        def rows() -> Iterator[Tuple[str, str, Any]]:
-            nonlocal stale
-            if job.old is not None and carried and not stale:
-                substitute = {k: session_batch(row) for k, row in job.substitute.items()}
-                try:
-                    yield from copied(job.out, job.old, carried, job.old.rows, substitute, written, job.patches)
-                except FileNotFoundError:  # superseded and collected meanwhile: rebuilt under the lock
-                    stale = True
-                    raise _Restart() from None
-            for source, head in job.new:
-                if source.key in failed:
-                    continue
-                yield from _transcript_rows(source, head, job, results, entries, failed)
-            for source, head, entry, growth in job.grown:
-                if source.key not in failed:
-                    yield from _growth_rows(source, head, entry, growth, job, failed)
-
-        try:
-            files.write(rows(), linked, [t for t in TABLE_NAMES if t not in written])
-        except _Restart:
-            continue
-        except FileNotFoundError:
-            if linked is None:
-                raise
-            stale = True  # the published files were collected meanwhile: rebuilt under the lock
-            continue
-        for source, head, entry, growth in job.grown:
-            if source.key in failed:
-                continue
-            results.append(FileResult(source.path, EXPORTED, None, CLEAN, dict(growth.rows, sessions=1),
-                                      growth.stop - growth.start, grown=True))
-            state = dataclasses.replace(growth.state, ids=_write_ids(job.staging, head, growth.ids))
-            entries[source.key] = dataclasses.replace(
-                entry, stamp=source.stamp, path=source.path, host=source.host, appended=files.rows[source.key],
-                verdict=CLEAN, extras=job.extras, grow=state)
-        results.extend(failed.values())
-        return BucketResult(files if files.sources else None, None if stale else job.keep, results, entries)
-
-
-def _growth_rows(source: Source, head: Head, entry: Exported, growth: Growth, job: BucketJob,
-                 failed: Dict[str, FileResult]) -> Iterator[Tuple[str, str, Any]]:
-    """A grown transcript's rows in the appendix: those it had there, then the new ones."""
-    yield source.key, "sessions", empty_batch("sessions")  # listed even with no row here
-    if job.old is not None and source.key in job.old.sources:
-        try:
-            yield from copied(job.out, job.old, [source.key], job.old.rows, patches={source.key: growth.patches})
-        except FileNotFoundError:
-            raise _Restart() from None
-    assert entry.grow is not None
-    common = (head.session_id, entry.grow.session.agent, entry.grow.session.model)
-    try:
-        for table, batch in growth_batches(source, growth, entry.grow, common, job.extras, job.chunk):
-            yield source.key, table, batch
-    except (OSError, ValueError, CoreFailure) as e:
-        failed[source.key] = FileResult(source.path, FAILED, f"it changed while it was read ({e}); run again")
-        raise _Restart() from None
-
-
-def _write_ids(staging: str, head: Head, ids: bytes) -> str:
-    """A new id side file (``grow.py``) in the staging directory; its name. The publish
-    fsyncs it with the bucket files, many at once."""
-    name = f"{head.session_id}-{uuid.uuid4().hex[:16]}.ids"
-    path = ids_path(staging, name)
-    os.makedirs(os.path.dirname(path), exist_ok=True)
-    write_new(path, ids, sync=False)
-    return name
-
-
-class _Restart(Exception):
-    pass
-
-
-def _transcript_rows(source: Source, head: Head, job: BucketJob, results: List[FileResult],
-                     entries: Dict[str, SourceEntry], failed: Dict[str, FileResult]
-                     ) -> Iterator[Tuple[str, str, Any]]:
-    try:
-        t = read_transcript(source, head, extras=job.extras, chunk=job.chunk)
-    except NotATranscript as e:
-        results.append(FileResult(source.path, SKIPPED, str(e)))
-        entries[source.key] = Skipped(source.stamp, source.path, source.host, str(e))
-        return
-    except OSError as e:
-        failed[source.key] = FileResult(source.path, FAILED, f"cannot read it: {e.strerror or e}")
-        return
-    started = False
-    try:
-        for table, batch in t.batches():
-            started = True
-            yield source.key, table, batch
-    except (OSError, ValueError) as e:  # it changed under the read, or vanished
-        failed[source.key] = FileResult(source.path, FAILED, f"it changed while it was read ({e}); run again")
-        if started:
-            raise _Restart() from None
-        return
-    yield source.key, "sessions", session_batch(t.session)
-    rows = dict(t.counts)
-    results.append(FileResult(source.path, EXPORTED, t.session.reason, t.session.verdict, rows, source.size))
-    grow = None if t.grow is None else dataclasses.replace(t.grow, ids=_write_ids(job.staging, head, t.ids))
-    entries[source.key] = Exported(source.stamp, source.path, source.host, head.session_id, head.date, head.bucket,
-                                   rows, t.session.verdict, job.extras, grow)
 
 
 # -- the run -------------------------------------------------------------------------------------
@@ -438,7 +222,7 @@ def export(src: Union[PathLike, Sequence[PathLike]], out: PathLike, *, jobs: int
                 substitutes.get(key, {}),
                 [(s, h, _exported(snapshot, s.key), g) for s, h, g in grown.values() if bucket_key(date, APPENDIX) == key],
                 patches.get(key, {})))
-        built = _run_jobs(bucket_jobs, jobs, done)
+        built = run_jobs(bucket_jobs, jobs, done)
         for r in built.values():
             entries.update(r.entries)
         for key in removed:
@@ -496,37 +280,6 @@ def _substitutes(grown: Dict[str, Tuple[Source, Head, Growth]]) -> Dict[str, Dic
 
 def _expired(manifest: Manifest) -> bool:
     return any(time.time() - r.when >= GRACE for r in manifest.retired)
-
-
-def _run_jobs(bucket_jobs: List[BucketJob], jobs: int, done: Callable[[FileResult], None]
-              ) -> Dict[str, BucketResult]:
-    built: Dict[str, BucketResult] = {}
-    if jobs <= 1 or len(bucket_jobs) <= 1:
-        for job in bucket_jobs:
-            r = build_bucket(job)
-            built[bucket_key(job.date, job.k)] = r
-            for f in r.results:
-                done(f)
-        return built
-    # Processes: an export is CPU-bound, and the GIL would serialise threads. The platform's
-    # way of starting them (as `import --jobs` does); pyarrow re-creates its thread pools
-    # in a forked child. Each ends with this process, even killed (_platform.die_with_parent).
-    context = multiprocessing.get_context()
-    parent = None if context.get_start_method() == "forkserver" else os.getpid()
-    with ProcessPoolExecutor(min(jobs, len(bucket_jobs)), mp_context=context, initializer=_platform.die_with_parent,
-                             initargs=(parent,)) as pool:
-        futures = {pool.submit(build_bucket, job): job for job in bucket_jobs}
-        for future, job in futures.items():
-            key = bucket_key(job.date, job.k)
-            try:
-                r = future.result()
-            except Exception as e:  # noqa: BLE001 - a worker killed: its files fail, not the run
-                r = BucketResult(None, None, [FileResult(s.path, FAILED, f"the worker reading it failed ({e})")
-                                              for s, _ in job.new], {})
-            built[key] = r
-            for f in r.results:
-                done(f)
-    return built
 
 
 def _commit(out: str, staging: str, snapshot: Manifest, bucket_jobs: List[BucketJob],
@@ -603,4 +356,4 @@ def _empty_bucket(staging: str) -> BucketFiles:
     return files
 
 
-__all__ = ["export", "Report", "FileResult", "BUCKETS", "empty_batch"]
+__all__ = ["export", "Report", "FileResult"]

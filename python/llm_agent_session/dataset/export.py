@@ -2,10 +2,11 @@
 
 A run compares each file under SRC with what the manifest recorded of it (size, mtime,
 ctime, device, inode: a ``stat``, nothing read); only new and changed transcripts are read,
-and only the buckets they (or transcripts gone from SRC) touch are rewritten
-(``write.py``). A changed transcript is read whole again and its rows replaced, whatever
-changed in it (a repair, a rewrite), unless it only grew in a way that leaves every row
-written before as it is: then only its new bytes are read (``grow.py``).
+and only the buckets they (or transcripts gone from SRC) touch are rewritten (``build.py``),
+then committed in one transaction (``commit.py``). A changed transcript is read whole again
+and its rows replaced, whatever changed in it (a repair, a rewrite), unless it only grew in
+a way that leaves every row written before as it is: then only its new bytes are read
+(``grow.py``).
 """
 
 from __future__ import annotations
@@ -15,24 +16,21 @@ import os
 import socket
 import stat as stat_module
 import time
-from typing import Any, Callable, Dict, Iterator, List, Optional, Sequence, Set, Tuple, Union
+from typing import Callable, Dict, Iterator, List, Optional, Sequence, Tuple, Union
 
 from .. import _backend
 from .._files import make_private_dirs, name_as_text
 from ..errors import CoreFailure
-from .build import BucketJob, BucketResult, run_jobs
-from .buckets import BucketFiles, published, rebuild
+from .build import BucketJob, run_jobs
+from .buckets import published
+from .commit import Staged, Transaction, claim
 from .errors import DatasetError, NotADataset
 from .grow import Growth, read_growth
-from .layout import (
-    APPENDIX, IDS, LOCK, MANIFEST, PLACEHOLDER, STAGING, bucket_key, out_lock, remove_abandoned_staging, split_key,
-    staging_dir,
-)
-from .manifest import Exported, Manifest, SessionRow, Skipped, SourceEntry, ids_name, read_manifest, write_manifest
+from .layout import APPENDIX, bucket_key, remove_abandoned_staging, split_key, staging_dir
+from .manifest import Exported, Manifest, SessionRow, Skipped, SourceEntry, read_manifest
 from .report import FAILED, REMOVED, SKIPPED, UNCHANGED, FileResult, Report
 from .rows import CHUNK, NotATranscript, read_head
 from .sources import Head, Source
-from .write import GRACE, collect_garbage, complete_publish, publish, remove_orphans, retire
 
 PathLike = Union[str, "os.PathLike[str]"]
 #: Why a transcript whose name is not UTF-8 (on Linux a name is any bytes) is not exported.
@@ -106,32 +104,6 @@ def _check_paths(srcs: Sequence[str], out: str) -> None:
                            "and DuckDB cannot take: choose an OUT whose path is UTF-8")
 
 
-def _claim(out: str) -> None:
-    """Make `out` a dataset directory unless it is one: an empty manifest marked as awaiting
-    its first export, then every table published empty (a file with its schema), so that
-    from then on, whatever stops the export, OUT reads as "no dataset yet" and a reader
-    that globs a table finds it, empty. Refuse a directory that holds anything else. Under
-    the lock, so that a second run starting while the first publishes for the first time
-    sees the manifest, not a stranger's files."""
-    def refuse_strangers() -> None:
-        if any(not n.startswith(STAGING) and n != LOCK for n in os.listdir(out)):
-            raise NotADataset(f"OUT ({out}) is a directory with other files in it: give a new or empty "
-                               "directory, or one this command made")
-
-    if os.path.exists(os.path.join(out, MANIFEST)) and read_manifest(out).buckets:
-        return
-    if not os.path.exists(os.path.join(out, MANIFEST)):
-        refuse_strangers()  # before the lock file is made: nothing is written into a stranger's directory
-    with out_lock(out):
-        with staging_dir(out) as staging:
-            if not os.path.exists(os.path.join(out, MANIFEST)):
-                refuse_strangers()
-                write_manifest(out, staging, Manifest())
-            manifest = read_manifest(out)
-            if not manifest.buckets:  # (also where a run was stopped between the two)
-                publish(out, staging, manifest, {bucket_key(*PLACEHOLDER): _empty_bucket(staging)}, [], time.time())
-
-
 def export(src: Union[PathLike, Sequence[PathLike]], out: PathLike, *, jobs: int = 1, extras: bool = True,
            on_file: Optional[Callable[[FileResult, int, int], None]] = None,
            waiting: Optional[Callable[[], None]] = None, chunk: int = CHUNK) -> Report:
@@ -144,7 +116,7 @@ def export(src: Union[PathLike, Sequence[PathLike]], out: PathLike, *, jobs: int
     out = os.path.abspath(os.fspath(out))
     _check_paths(srcs, out)
     make_private_dirs(out)
-    _claim(out)
+    claim(out)
     host = socket.gethostname()
     found: List[Source] = []
     passed_over: List[FileResult] = []  # what the walk could not list or stat, or will not read
@@ -207,7 +179,8 @@ def export(src: Union[PathLike, Sequence[PathLike]], out: PathLike, *, jobs: int
         leaving = {s.key for s in changed} | set(removed)
         touched = dict.fromkeys(jobs_by_bucket)
         for key in leaving:
-            touched.update(dict.fromkeys(_buckets_of(sources.get(key))))
+            entry = sources.get(key)
+            touched.update(dict.fromkeys(entry.buckets if isinstance(entry, Exported) else []))
         touched.update(dict.fromkeys(bucket_key(h.date, APPENDIX) for _, h, _ in grown.values()))
         substitutes = _substitutes(grown)
         patches = {key: {s: grown[s][2].patches for s in rows if grown[s][2].patch_home}
@@ -222,26 +195,20 @@ def export(src: Union[PathLike, Sequence[PathLike]], out: PathLike, *, jobs: int
                 substitutes.get(key, {}),
                 [(s, h, _exported(snapshot, s.key), g) for s, h, g in grown.values() if bucket_key(date, APPENDIX) == key],
                 patches.get(key, {})))
-        built = run_jobs(bucket_jobs, jobs, done)
-        for r in built.values():
+        transaction = Transaction(out, staging, snapshot)
+        for key, r in run_jobs(bucket_jobs, jobs, done).items():
+            transaction.stage(key, Staged(r.files, r.kept, substitutes.get(key, {}), patches.get(key, {})))
             entries.update(r.entries)
-        for key in removed:
-            done(FileResult(sources[key].path, REMOVED))
-        exported = {s for s, e in entries.items() if isinstance(e, Exported)}
         # A changed file that could not be read keeps its published rows (and its old entry:
         # the next run tries it again).
-        leaving = set(entries) | set(removed)
-        if (not built and not removed and not entries and not snapshot.no_dataset_yet
-                and not snapshot.publishing and not _expired(snapshot)):
-            return Report(results, time.perf_counter() - started, out)
-        with out_lock(out, waiting):
-            _commit(out, staging, snapshot, bucket_jobs, built, entries, leaving, exported, substitutes, patches)
+        for key, entry in entries.items():
+            transaction.record(key, entry)
+        for key in removed:
+            done(FileResult(sources[key].path, REMOVED))
+            transaction.drop(key)
+        if transaction.needed():
+            transaction.commit(waiting)
     return Report(results, time.perf_counter() - started, out)
-
-
-def _buckets_of(entry: Optional[SourceEntry]) -> List[str]:
-    """The buckets a manifest entry's rows are in: its home bucket, and the appendix if it grew."""
-    return entry.buckets if isinstance(entry, Exported) else []
 
 
 def _exported(manifest: Manifest, key: str) -> Exported:
@@ -276,84 +243,6 @@ def _substitutes(grown: Dict[str, Tuple[Source, Head, Growth]]) -> Dict[str, Dic
     for s, head, growth in grown.values():
         out.setdefault(bucket_key(head.date, head.bucket), {})[s.key] = growth.session
     return out
-
-
-def _expired(manifest: Manifest) -> bool:
-    return any(time.time() - r.when >= GRACE for r in manifest.retired)
-
-
-def _commit(out: str, staging: str, snapshot: Manifest, bucket_jobs: List[BucketJob],
-            built: Dict[str, BucketResult], entries: Dict[str, SourceEntry], leaving: Set[str],
-            exported: Set[str], substitutes: Dict[str, Dict[str, SessionRow]],
-            patches: Dict[str, Dict[str, Dict[str, Dict[str, Any]]]]) -> None:
-    """Under OUT's lock: the manifest read again, the candidates checked against it (a bucket
-    another run published meanwhile is rebuilt from both), the commit."""
-    now = time.time()
-    manifest = read_manifest(out)
-    complete_publish(out, staging, manifest)
-    manifest.awaiting = False  # this commit is an export
-    remove_orphans(out, manifest)
-    collect_garbage(out, manifest, now)
-    sources = manifest.sources
-    # Where the leaving sources' rows are now (another run may have moved them).
-    affected = {bucket_key(j.date, j.k) for j in bucket_jobs}
-    for key in leaving:
-        affected.update(_buckets_of(sources.get(key)))
-    before = {key: published(manifest, key) for key in affected}  # read while the sources are still listed
-    superseded = [ids_name(sources.get(key)) for key in leaving]
-    for key in leaving:
-        sources.pop(key, None)
-    sources.update(entries)
-    still = {ids_name(e) for e in sources.values()}
-    retire(manifest, [os.path.join(IDS, n) for n in superseded if n and n not in still], now)
-    ready: Dict[str, BucketFiles] = {}
-    gone: List[str] = []
-    for key in sorted(affected):
-        date, k = split_key(key)
-        now_published = before[key]
-        keep = [s for s in now_published.sources if s not in leaving] if now_published else []
-        r = built.get(key)
-        ours = [s for s in (r.files.sources if r and r.files else []) if s in exported]
-        was, is_now = _tag(snapshot, key), _tag(manifest, key)
-        if r is not None and r.files is not None and r.kept == keep and was == is_now:
-            ready[key] = r.files  # nobody published this bucket meanwhile: the candidate holds
-        else:
-            # A grown transcript whose home candidate is missing: its published rows, its new sessions row.
-            substitute = {s: row for s, row in substitutes.get(key, {}).items() if s in exported and s not in ours}
-            carried = [s for s in now_published.sources if s not in leaving or s in substitute] if now_published else []
-            if carried or ours:
-                ready[key] = rebuild(out, staging, date, k, now_published, carried, r.files if r else None, ours,
-                                     substitute, {s: p for s, p in patches.get(key, {}).items() if s in substitute})
-        if key not in ready or not ready[key].sources:
-            ready.pop(key, None)
-            if key in manifest.buckets:
-                gone.append(key)
-    placeholder = bucket_key(*PLACEHOLDER)
-    left = set(manifest.buckets) - set(gone) | set(ready)
-    if not left:
-        ready[placeholder] = _empty_bucket(staging)
-    elif left != {placeholder} and placeholder in left and not _sources_of(manifest, ready, placeholder):
-        ready.pop(placeholder, None)
-        gone.append(placeholder)
-    publish(out, staging, manifest, ready, gone, now)
-
-
-def _tag(manifest: Manifest, key: str) -> Optional[str]:
-    bucket = manifest.buckets.get(key)
-    return bucket.tag if bucket is not None else None
-
-
-def _sources_of(manifest: Manifest, ready: Dict[str, BucketFiles], key: str) -> List[str]:
-    if key in ready:
-        return ready[key].sources
-    bucket = manifest.buckets.get(key)
-    return list(bucket.sources) if bucket is not None else []
-
-
-def _empty_bucket(staging: str) -> BucketFiles:
-    files = BucketFiles(staging, *PLACEHOLDER)
-    files.write(())
-    return files
 
 
 __all__ = ["export", "Report", "FileResult"]

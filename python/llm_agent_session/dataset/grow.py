@@ -16,7 +16,7 @@ are those of open operations (settled, answered: patched where they are). A new 
 would change another (a compaction, a rewind, an elision of an earlier message, grants
 after earlier ones, a first model) sends the transcript back to a whole export, as does
 growth past ``GROW_MAX`` since the last whole one. The new rows go to the partition's
-appendix bucket (``write.py``); the ``sessions`` row is replaced where it is.
+appendix bucket (``layout.py``); the ``sessions`` row is replaced where it is.
 """
 
 from __future__ import annotations

@@ -13,7 +13,6 @@ import functools
 from typing import Any, Dict, Iterable, Iterator, List, Optional, Sequence, Tuple
 
 from .._core import Buffer, Column
-from .manifest import SessionRow
 from .schema import DICTIONARY_COLUMNS, write_schema
 
 #: A row group closes once its batches hold this many bytes (uncompressed).
@@ -90,14 +89,6 @@ def chunk_batches(chunks: Iterable[Dict[str, Dict[str, Column]]], common: Tuple[
         for table, columns in chunk.items():
             if columns and next(iter(columns.values())).length:
                 yield table, record_batch(table, columns, common, live, dictionaries)
-
-
-def session_batch(row: SessionRow) -> Any:
-    """The ``sessions`` row of one transcript."""
-    import pyarrow as pa
-
-    schema = write_schema("sessions")
-    return pa.RecordBatch.from_arrays([pa.array([getattr(row, f.name)], f.type) for f in schema], schema=schema)
 
 
 def empty_batch(table: str) -> Any:

@@ -14,10 +14,10 @@ import uuid
 from dataclasses import dataclass, field
 from typing import Any, Dict, Iterable, Iterator, List, Optional, Sequence, Tuple
 
-from .batches import ROW_GROUP_BYTES, empty_batch, pieces, session_batch, size_of
-from . import grow
+from .batches import ROW_GROUP_BYTES, empty_batch, pieces, size_of
+from .grow import Amendment
 from .layout import APPENDIX, bucket_key, split_key, version_name
-from .manifest import Exported, Manifest, SessionRow
+from .manifest import Exported, Manifest
 from .schema import TABLE_NAMES, write_schema
 
 #: Snappy, the default of DuckDB, Spark and pyarrow (every engine reads it), and the fastest
@@ -174,16 +174,11 @@ class BucketFiles:
 
 
 def copied(out: str, files: BucketFiles, keys: Sequence[str], rows: Dict[str, Dict[str, int]],
-           substitute: Optional[Dict[str, Any]] = None, tables: Sequence[str] = TABLE_NAMES,
-           patches: Optional[Dict[str, Dict[str, Dict[str, Any]]]] = None) -> Iterator[Tuple[str, str, Any]]:
+           tables: Sequence[str] = TABLE_NAMES) -> Iterator[Tuple[str, str, Any]]:
     """The rows of the sources `keys` (in the order of `files`) read back from `files`
     (published ones: `out` is OUT; a run's own: `out` is ""), as ``BucketFiles.write`` takes
-    them; of `tables` only. A transcript that grew (``grow.py``): `substitute`, source key
-    -> the ``sessions`` row given instead of the one read back; `patches`, source key ->
-    its open operations' new tool_calls columns."""
+    them; of `tables` only. (What grown transcripts change in them: ``grow.Amendment``.)"""
     ranges = files.ranges(keys)
-    substitute = substitute or {}
-    patches = patches or {}
     for table in tables:  # sessions first: every source has its one row there
         batches = read_rows(os.path.join(out, files.path(table)), table, ranges[table])
         pending: Optional[Any] = None
@@ -195,12 +190,7 @@ def copied(out: str, files: BucketFiles, keys: Sequence[str], rows: Dict[str, Di
                 if pending is None:
                     pending = next(batches)
                 take = min(need, pending.num_rows)
-                if table == "sessions" and key in substitute:
-                    yield key, table, substitute[key]
-                elif table == "tool_calls" and patches.get(key):
-                    yield key, table, grow.patched(pending.slice(0, take), patches[key])
-                else:
-                    yield key, table, pending.slice(0, take)
+                yield key, table, pending.slice(0, take)
                 pending = pending.slice(take) if take < pending.num_rows else None
                 need -= take
 
@@ -225,19 +215,15 @@ def _rows_in(manifest: Manifest, key: str, k: int) -> Dict[str, int]:
 
 
 def rebuild(out: str, staging: str, date: str, k: int, old: Optional[BucketFiles], keep: Sequence[str],
-            ours: Optional[BucketFiles], our_keys: Sequence[str],
-            substitute: Optional[Dict[str, SessionRow]] = None,
-            patches: Optional[Dict[str, Dict[str, Dict[str, Any]]]] = None) -> BucketFiles:
-    """A bucket's files made again from what is published (`old`, its sources `keep`, with
-    the sessions rows of `substitute` given instead and `patches` applied) and from a
-    candidate this run built (`ours`, its sources `our_keys`), without reading any
-    transcript."""
+            ours: Optional[BucketFiles], our_keys: Sequence[str], amendment: Amendment) -> BucketFiles:
+    """A bucket's files made again from what is published (`old`, its sources `keep`, as
+    `amendment` amends them) and from a candidate this run built (`ours`, its sources
+    `our_keys`), without reading any transcript."""
     files = BucketFiles(staging, date, k)
 
     def rows() -> Iterator[Tuple[str, str, Any]]:
         if old is not None and keep:
-            yield from copied(out, old, keep, old.rows, {s: session_batch(r) for s, r in (substitute or {}).items()},
-                              patches=patches)
+            yield from amendment.applied(copied(out, old, keep, old.rows))
         if ours is not None and our_keys:
             yield from copied("", ours, our_keys, ours.rows)
 

@@ -18,14 +18,15 @@ from typing import Any, Callable, Dict, Iterator, List, Optional, Sequence, Tupl
 
 from .. import _backend, _platform
 from ..errors import CoreFailure
-from .batches import empty_batch, session_batch
+from .batches import empty_batch
 from .buckets import BucketFiles, copied
-from .grow import Growth, growth_batches
+from .grow import Amendment, Grown
 from .layout import bucket_key, ids_path, write_new
-from .manifest import Exported, SessionRow, Skipped, SourceEntry
+from .manifest import Exported, Skipped, SourceEntry
 from .report import EXPORTED, FAILED, SKIPPED, FileResult
 from .rows import CLEAN, NotATranscript, read_transcript
 from .schema import TABLE_NAMES
+from .sessions import session_batch
 from .sources import Head, Source
 
 
@@ -43,12 +44,9 @@ class BucketJob:
     extras: bool
     chunk: int
     backend: str
-    # Transcripts that grew (``grow.py``): in their home bucket, the sessions row to put in
-    # place of the published one; in the appendix bucket, (source, head, old entry, growth).
-    substitute: Dict[str, SessionRow] = field(default_factory=dict)
-    grown: List[Tuple[Source, Head, Exported, Growth]] = field(default_factory=list)
-    # In their home bucket: the open operations' rows a grown transcript's new lines change.
-    patches: Dict[str, Dict[str, Dict[str, Any]]] = field(default_factory=dict)
+    # What transcripts that grew (``grow.py``) change in it: their sessions rows and
+    # patches in their home bucket; their patches and new rows in the appendix.
+    amendment: Amendment = field(default_factory=Amendment)
 
 
 @dataclass
@@ -66,7 +64,8 @@ def build_bucket(job: BucketJob) -> BucketResult:
     _backend.use(job.backend)
     failed: Dict[str, FileResult] = {}
     stale = False
-    carried = job.keep + [k for k in job.substitute if job.old is not None and k in job.old.sources]
+    amendment = job.amendment
+    carried = job.keep + [k for k in amendment.sessions if job.old is not None and k in job.old.sources]
     while True:
         results: List[FileResult] = []
         entries: Dict[str, SourceEntry] = {}
@@ -75,16 +74,16 @@ def build_bucket(job: BucketJob) -> BucketResult:
         # published file, linked.
         linked = None
         written: Sequence[str] = TABLE_NAMES
-        if job.old is not None and not stale and not job.new and not job.grown and set(carried) == set(job.old.sources):
+        if job.old is not None and not stale and not job.new and not amendment.grown and \
+                set(carried) == set(job.old.sources):
             linked = dataclasses.replace(job.old, directory=job.out)
-            written = ("sessions", "tool_calls") if job.patches else ("sessions",)
+            written = amendment.tables
 
         def rows() -> Iterator[Tuple[str, str, Any]]:
             nonlocal stale
             if job.old is not None and carried and not stale:
-                substitute = {k: session_batch(row) for k, row in job.substitute.items()}
                 try:
-                    yield from copied(job.out, job.old, carried, job.old.rows, substitute, written, job.patches)
+                    yield from amendment.applied(copied(job.out, job.old, carried, job.old.rows, written))
                 except FileNotFoundError:  # superseded and collected meanwhile: rebuilt under the lock
                     stale = True
                     raise _Restart() from None
@@ -92,9 +91,9 @@ def build_bucket(job: BucketJob) -> BucketResult:
                 if source.key in failed:
                     continue
                 yield from _transcript_rows(source, head, job, results, entries, failed)
-            for source, head, entry, growth in job.grown:
-                if source.key not in failed:
-                    yield from _growth_rows(source, head, entry, growth, job, failed)
+            for grown in amendment.grown:
+                if grown.source.key not in failed:
+                    yield from _growth_rows(grown, job, failed)
 
         try:
             files.write(rows(), linked, [t for t in TABLE_NAMES if t not in written])
@@ -105,32 +104,31 @@ def build_bucket(job: BucketJob) -> BucketResult:
                 raise
             stale = True  # the published files were collected meanwhile: rebuilt under the lock
             continue
-        for source, head, entry, growth in job.grown:
+        for grown in amendment.grown:
+            source, growth = grown.source, grown.growth
             if source.key in failed:
                 continue
             results.append(FileResult(source.path, EXPORTED, None, CLEAN, dict(growth.rows, sessions=1),
                                       growth.stop - growth.start, grown=True))
-            state = dataclasses.replace(growth.state, ids=_write_ids(job.staging, head, growth.ids))
+            state = dataclasses.replace(growth.state, ids=_write_ids(job.staging, grown.head, growth.ids))
             entries[source.key] = dataclasses.replace(
-                entry, stamp=source.stamp, path=source.path, host=source.host, appended=files.rows[source.key],
+                grown.entry, stamp=source.stamp, path=source.path, host=source.host, appended=files.rows[source.key],
                 verdict=CLEAN, extras=job.extras, grow=state)
         results.extend(failed.values())
         return BucketResult(files if files.sources else None, None if stale else job.keep, results, entries)
 
 
-def _growth_rows(source: Source, head: Head, entry: Exported, growth: Growth, job: BucketJob,
-                 failed: Dict[str, FileResult]) -> Iterator[Tuple[str, str, Any]]:
-    """A grown transcript's rows in the appendix: those it had there, then the new ones."""
+def _growth_rows(grown: Grown, job: BucketJob, failed: Dict[str, FileResult]) -> Iterator[Tuple[str, str, Any]]:
+    """A grown transcript's rows in the appendix: those it had there (amended), then the new ones."""
+    source = grown.source
     yield source.key, "sessions", empty_batch("sessions")  # listed even with no row here
     if job.old is not None and source.key in job.old.sources:
         try:
-            yield from copied(job.out, job.old, [source.key], job.old.rows, patches={source.key: growth.patches})
+            yield from job.amendment.applied(copied(job.out, job.old, [source.key], job.old.rows))
         except FileNotFoundError:
             raise _Restart() from None
-    assert entry.grow is not None
-    common = (head.session_id, entry.grow.session.agent, entry.grow.session.model)
     try:
-        for table, batch in growth_batches(source, growth, entry.grow, common, job.extras, job.chunk):
+        for table, batch in grown.new_rows(job.extras, job.chunk):
             yield source.key, table, batch
     except (OSError, ValueError, CoreFailure) as e:
         failed[source.key] = FileResult(source.path, FAILED, f"it changed while it was read ({e}); run again")

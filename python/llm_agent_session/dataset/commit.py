@@ -24,17 +24,18 @@ import shutil
 import time
 import uuid
 from dataclasses import dataclass, field
-from typing import Any, Callable, Dict, Iterable, List, Optional, Sequence, Set
+from typing import Callable, Dict, Iterable, List, Optional, Sequence, Set
 
 from .._files import fsync_dir
 from .buckets import BucketFiles, published, rebuild
 from .errors import NotADataset
+from .grow import Amendment
 from .layout import (
     IDS, LOCK, MANIFEST, PLACEHOLDER, STAGING, VERSIONS, VIEWS, bucket_key, fsync_all, out_lock, split_key, staging_dir,
     version_name, view_name,
 )
 from .manifest import (
-    BucketEntry, Exported, Manifest, Retired, SessionRow, SourceEntry, ids_name, read_manifest, write_manifest,
+    BucketEntry, Exported, Manifest, Retired, SourceEntry, ids_name, read_manifest, write_manifest,
 )
 from .schema import TABLE_NAMES
 
@@ -213,10 +214,8 @@ class Staged:
 
     files: Optional[BucketFiles]  # None: nothing of it to publish (every transcript failed)
     kept: Optional[List[str]]  # the published sources it copied; None: it could not read them
-    # Grown transcripts whose home this is: the sessions rows they get, their open
-    # operations' new tool_calls columns (what a rebuild needs where the candidate fails).
-    substitute: Dict[str, SessionRow] = field(default_factory=dict)
-    patches: Dict[str, Dict[str, Dict[str, Any]]] = field(default_factory=dict)
+    # What grown transcripts change in it (what a rebuild needs where the candidate fails).
+    amendment: Amendment = field(default_factory=Amendment)
 
 
 class Transaction:
@@ -298,15 +297,13 @@ class Transaction:
         if staged is not None and candidate is not None and staged.kept == keep and \
                 _tag(self.snapshot, key) == _tag(manifest, key):
             return candidate  # nobody published this bucket meanwhile: the candidate holds
-        # A grown transcript whose home candidate is missing: its published rows, its new sessions row.
-        substitute = {s: row for s, row in (staged.substitute if staged else {}).items()
-                      if s in exported and s not in ours}
-        patches = {s: p for s, p in (staged.patches if staged else {}).items() if s in substitute}
-        carried = [s for s in now_published.sources if s not in self.leaving or s in substitute] if now_published else []
+        # A grown transcript whose home candidate is missing: its published rows, amended.
+        amendment = (staged.amendment if staged else Amendment()).only(s for s in exported if s not in ours)
+        carried = [s for s in now_published.sources if s not in self.leaving or s in amendment.sessions] \
+            if now_published else []
         if not carried and not ours:
             return None
-        return rebuild(self.out, self.staging, *split_key(key), now_published, carried, candidate, ours, substitute,
-                       patches)
+        return rebuild(self.out, self.staging, *split_key(key), now_published, carried, candidate, ours, amendment)
 
 
 def _buckets_of(entry: Optional[SourceEntry]) -> List[str]:

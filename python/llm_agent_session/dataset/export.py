@@ -25,9 +25,9 @@ from .build import BucketJob, run_jobs
 from .buckets import published
 from .commit import Staged, Transaction, claim
 from .errors import DatasetError, NotADataset
-from .grow import Growth, read_growth
-from .layout import APPENDIX, bucket_key, remove_abandoned_staging, split_key, staging_dir
-from .manifest import Exported, Manifest, SessionRow, Skipped, SourceEntry, read_manifest
+from .grow import Amendment, Grown, amendments, read_growth
+from .layout import bucket_key, remove_abandoned_staging, split_key, staging_dir
+from .manifest import Exported, Manifest, Skipped, SourceEntry, read_manifest
 from .report import FAILED, REMOVED, SKIPPED, UNCHANGED, FileResult, Report
 from .rows import CHUNK, NotATranscript, read_head
 from .sources import Head, Source
@@ -181,23 +181,18 @@ def export(src: Union[PathLike, Sequence[PathLike]], out: PathLike, *, jobs: int
         for key in leaving:
             entry = sources.get(key)
             touched.update(dict.fromkeys(entry.buckets if isinstance(entry, Exported) else []))
-        touched.update(dict.fromkeys(bucket_key(h.date, APPENDIX) for _, h, _ in grown.values()))
-        substitutes = _substitutes(grown)
-        patches = {key: {s: grown[s][2].patches for s in rows if grown[s][2].patch_home}
-                   for key, rows in substitutes.items()}
+        touched.update(dict.fromkeys(g.appendix for g in grown.values()))
+        amended = amendments(grown.values())
         bucket_jobs = []
         for key in touched:
             date, k = split_key(key)
             old = published(snapshot, key)
             keep = [s for s in old.sources if s not in leaving] if old else []
-            bucket_jobs.append(BucketJob(
-                out, staging, date, k, old, keep, jobs_by_bucket.get(key, []), extras, chunk, _backend.core.name,
-                substitutes.get(key, {}),
-                [(s, h, _exported(snapshot, s.key), g) for s, h, g in grown.values() if bucket_key(date, APPENDIX) == key],
-                patches.get(key, {})))
+            bucket_jobs.append(BucketJob(out, staging, date, k, old, keep, jobs_by_bucket.get(key, []), extras, chunk,
+                                         _backend.core.name, amended.get(key, Amendment())))
         transaction = Transaction(out, staging, snapshot)
         for key, r in run_jobs(bucket_jobs, jobs, done).items():
-            transaction.stage(key, Staged(r.files, r.kept, substitutes.get(key, {}), patches.get(key, {})))
+            transaction.stage(key, Staged(r.files, r.kept, amended.get(key, Amendment())))
             entries.update(r.entries)
         # A changed file that could not be read keeps its published rows (and its old entry:
         # the next run tries it again).
@@ -211,16 +206,10 @@ def export(src: Union[PathLike, Sequence[PathLike]], out: PathLike, *, jobs: int
     return Report(results, time.perf_counter() - started, out)
 
 
-def _exported(manifest: Manifest, key: str) -> Exported:
-    entry = manifest.exported(key)
-    assert entry is not None, key
-    return entry
-
-
 def _growths(out: str, snapshot: Manifest, changed: List[Source], host: str, extras: bool,
-             chunk: int) -> Dict[str, Tuple[Source, Head, Growth]]:
+             chunk: int) -> Dict[str, Grown]:
     """The changed transcripts that only grew (``grow.py``), read as far as the checks go."""
-    grown: Dict[str, Tuple[Source, Head, Growth]] = {}
+    grown: Dict[str, Grown] = {}
     for s in changed:
         entry = snapshot.exported(s.key)
         if entry is None or entry.grow is None or entry.host != host:
@@ -233,16 +222,8 @@ def _growths(out: str, snapshot: Manifest, changed: List[Source], host: str, ext
         except (OSError, ValueError, CoreFailure):
             growth = None  # it changed while it was read: exported whole, which decides
         if growth is not None:
-            grown[s.key] = (s, Head(entry.session_id, entry.date, entry.bucket), growth)
+            grown[s.key] = Grown(s, entry, growth)
     return grown
-
-
-def _substitutes(grown: Dict[str, Tuple[Source, Head, Growth]]) -> Dict[str, Dict[str, SessionRow]]:
-    """Per home bucket, the sessions rows its grown transcripts get."""
-    out: Dict[str, Dict[str, SessionRow]] = {}
-    for s, head, growth in grown.values():
-        out.setdefault(bucket_key(head.date, head.bucket), {})[s.key] = growth.session
-    return out
 
 
 __all__ = ["export", "Report", "FileResult"]

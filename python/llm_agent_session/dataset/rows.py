@@ -11,7 +11,6 @@ refuses); any other gets the exact verdict of ``llm-agent-session check``
 
 from __future__ import annotations
 
-import dataclasses
 import json
 import os
 import stat as stat_module
@@ -27,6 +26,7 @@ from ..errors import CoreFailure
 from . import grow
 from .batches import chunk_batches, grants_dictionary
 from .manifest import GrowState, OpenOperation, SessionRow
+from .sessions import Totals, with_totals
 from .sources import Head, Source, bucket_of, session_id_of
 
 #: Bytes of lines per chunk of rows: what bounds the memory an export holds at once.
@@ -145,48 +145,29 @@ class Transcript:
     ids: bytes = b""  # with `grow`: the envelope ids' digest
 
     def batches(self) -> Iterator[Tuple[str, Any]]:
-        import pyarrow.compute as pc
-
         common = (self.head.session_id, self.session.agent, self.session.model)
         snapshots = grants_dictionary(self._summary.grants)
-        rows = {t: 0 for t in ("messages", "tool_calls", "compactions", "rewinds", "grants")}
-        live = 0
-        outcomes: Dict[str, int] = {}
+        totals = Totals()
         keeps_state = self._loads and self.source.size >= grow.GROW_MIN  # what grow.new_state needs is gathered
         try:
             # A small transcript is one run of rows: nothing to overlap, no thread.
             chunks = read_ahead(self._pass) if self.source.size > 2 * CHUNK else self._pass
             for table, batch in chunk_batches(chunks, common, self._loads, snapshots):
-                rows[table] += batch.num_rows
-                if table in ("messages", "compactions") and self._loads:
-                    live += pc.sum(batch.column("live")).as_py() or 0
-                elif table == "tool_calls":
-                    for value in batch.column("outcome").to_pylist():
-                        outcomes[value] = outcomes.get(value, 0) + 1
-                    if keeps_state:
-                        self.open.extend(grow.open_operations(batch, home=True))
+                totals.add(table, batch)
+                if table == "tool_calls" and keeps_state:
+                    self.open.extend(grow.open_operations(batch, home=True))
                 elif table == "grants" and keeps_state:
                     self.in_force = grow.grants_in_force(batch, self._summary.grants) or self.in_force
                 yield table, batch
-            self._count(rows, live, outcomes)
+            self.lines = self._summary.lines
+            self.session = with_totals(self.session, totals)
+            self.counts = dict(totals.rows, sessions=1)
             if keeps_state:
                 self.grow = grow.new_state(self.session, self.lines, self.open, self.in_force, self._fd)
                 if self.grow is not None:
                     self.ids = self._pass.id_digest()
         finally:
             os.close(self._fd)
-
-    def _count(self, rows: Dict[str, int], live: int, outcomes: Dict[str, int]) -> None:
-        self.lines = self._summary.lines
-        pending = outcomes.get("dispatched", 0) + outcomes.get("result-recorded", 0)
-        self.session = dataclasses.replace(
-            self.session, messages=rows["messages"], live_messages=live if self._loads else None,
-            tool_calls=rows["tool_calls"], completed=outcomes.get("completed", 0),
-            failed=outcomes.get("failed", 0), outcome_unknown=outcomes.get("outcome-unknown", 0),
-            dispatched=outcomes.get("dispatched", 0), result_recorded=outcomes.get("result-recorded", 0),
-            pending_operations=pending, compactions=rows["compactions"], rewinds=rows["rewinds"],
-            grants=rows["grants"])
-        self.counts = dict(rows, sessions=1)
 
     def close(self) -> None:
         """Release the file without reading its rows (``batches`` closes it itself)."""
@@ -255,7 +236,7 @@ def read_transcript(source: Source, head: Head, *, extras: bool = True, chunk: i
         session_id=head.session_id, agent=agent, model=model, path=source.path, host=source.host,
         meta_id=summary.meta_id, meta=summary.meta, verdict=outcome, reason=reason, bytes=size,
         envelopes=summary.envelopes, skipped_lines=skipped if loads else summary.skipped, messages=0,
-        live_messages=None, tool_calls=0, completed=0, failed=0, outcome_unknown=0, dispatched=0, result_recorded=0,
+        live_messages=0 if loads else None, tool_calls=0, completed=0, failed=0, outcome_unknown=0, dispatched=0, result_recorded=0,
         pending_operations=0, compactions=0, rewinds=0, elisions=summary.elisions, grants=0,
         first_ts=summary.first_ts, last_ts=summary.last_ts)
     return Transcript(source, head, session, fd, found, summary, loads)

@@ -16,6 +16,7 @@ import os
 import socket
 import stat as stat_module
 import time
+from dataclasses import dataclass
 from typing import Callable, Dict, Iterator, List, Optional, Sequence, Tuple, Union
 
 from .. import _backend
@@ -27,7 +28,7 @@ from .commit import Staged, Transaction, claim
 from .errors import DatasetError, NotADataset
 from .grow import Amendment, Grown, amendments, read_growth
 from .layout import bucket_key, remove_abandoned_staging, split_key, staging_dir
-from .manifest import Exported, Manifest, Skipped, SourceEntry, read_manifest
+from .manifest import Exported, Manifest, Skipped, read_manifest
 from .report import FAILED, REMOVED, SKIPPED, UNCHANGED, FileResult, Report
 from .rows import CHUNK, NotATranscript, read_head
 from .sources import Head, Source
@@ -118,8 +119,44 @@ def export(src: Union[PathLike, Sequence[PathLike]], out: PathLike, *, jobs: int
     make_private_dirs(out)
     claim(out)
     host = socket.gethostname()
+    found, passed_over = _find(srcs, host)
+    total = len(found) + len(passed_over)
+    results: List[FileResult] = []
+
+    def done(result: FileResult) -> None:
+        results.append(result)
+        if on_file is not None:
+            on_file(result, len(results), total)
+
+    for result in passed_over:  # reported like every other file: a directory that cannot be listed is named
+        done(result)
+    with staging_dir(out) as staging:
+        remove_abandoned_staging(out)
+        run = _Run(out, staging, read_manifest(out), host, extras, chunk, done)
+        changed = _changed(run, found)
+        seen = {s.key for s in found}
+        removed = [k for k, e in run.snapshot.sources.items()
+                   if e.host == host and k not in seen and any(_inside(e.path, r) for r in srcs)]
+        transaction = Transaction(out, staging, run.snapshot)
+        bucket_jobs, amended = _bucket_jobs(run, changed, removed, transaction)
+        for key, r in run_jobs(bucket_jobs, jobs, done).items():
+            transaction.stage(key, Staged(r.files, r.kept, amended.get(key, Amendment())))
+            for source, entry in r.entries.items():
+                transaction.record(source, entry)
+        # A changed file that could not be read keeps its published rows (and its old entry:
+        # the next run tries it again): nothing of it is recorded.
+        for key in removed:
+            done(FileResult(run.snapshot.sources[key].path, REMOVED))
+            transaction.drop(key)
+        if transaction.needed():
+            transaction.commit(waiting)
+    return Report(results, time.perf_counter() - started, out)
+
+
+def _find(srcs: Sequence[str], host: str) -> Tuple[List[Source], List[FileResult]]:
+    """The regular files under `srcs`, and what the walk could not list or stat, or will not read."""
     found: List[Source] = []
-    passed_over: List[FileResult] = []  # what the walk could not list or stat, or will not read
+    passed_over: List[FileResult] = []
     for root in srcs:
         for path, st, why in _walk(root):
             if st is None:
@@ -133,92 +170,88 @@ def export(src: Union[PathLike, Sequence[PathLike]], out: PathLike, *, jobs: int
                 passed_over.append(FileResult(path, FAILED, NAME_NOT_UTF8))
             else:
                 found.append(Source.of(path, host, st))
-    total = len(found) + len(passed_over)
-    results: List[FileResult] = []
+    return found, passed_over
 
-    def done(result: FileResult) -> None:
-        results.append(result)
-        if on_file is not None:
-            on_file(result, len(results), total)
 
-    for result in passed_over:  # reported like every other file: a directory that cannot be listed is named
-        done(result)
+@dataclass(frozen=True)
+class _Run:
+    """One export: where, the manifest as it read it, its settings, where each file's result goes."""
 
-    with staging_dir(out) as staging:
-        remove_abandoned_staging(out)
-        snapshot = read_manifest(out)
-        sources = snapshot.sources
-        changed: List[Source] = []
-        for s in found:
-            entry = sources.get(s.key)
-            if entry is not None and entry.stamp == s.stamp and (isinstance(entry, Skipped) or entry.extras == extras):
-                done(FileResult(s.path, SKIPPED, entry.reason) if isinstance(entry, Skipped) else
+    out: str
+    staging: str
+    snapshot: Manifest
+    host: str
+    extras: bool
+    chunk: int
+    done: Callable[[FileResult], None]
+
+
+def _changed(run: _Run, found: List[Source]) -> List[Source]:
+    """The files of `found` not as the manifest recorded them (the others reported unchanged,
+    or skipped again)."""
+    changed: List[Source] = []
+    for s in found:
+        entry = run.snapshot.sources.get(s.key)
+        if entry is not None and entry.stamp == s.stamp and (isinstance(entry, Skipped) or entry.extras == run.extras):
+            run.done(FileResult(s.path, SKIPPED, entry.reason) if isinstance(entry, Skipped) else
                      FileResult(s.path, UNCHANGED))
-            else:
-                changed.append(s)
-        seen = {s.key for s in found}
-        removed = [k for k, e in sources.items()
-                   if e.host == host and k not in seen and any(_inside(e.path, r) for r in srcs)]
-        jobs_by_bucket: Dict[str, List[Tuple[Source, Head]]] = {}
-        entries: Dict[str, SourceEntry] = {}
-        grown = _growths(out, snapshot, changed, host, extras, chunk)
-        for s in changed:
-            if s.key in grown:
-                continue
-            try:
-                head = read_head(s)
-            except NotATranscript as e:
-                entries[s.key] = Skipped(s.stamp, s.path, host, str(e))
-                done(FileResult(s.path, SKIPPED, str(e)))
-                continue
-            except OSError as e:
-                done(FileResult(s.path, FAILED, f"cannot read it: {e.strerror or e}"))
-                continue
-            jobs_by_bucket.setdefault(bucket_key(head.date, head.bucket), []).append((s, head))
-        # Sources whose published rows go: changed (re-read now), removed, or now skipped.
-        leaving = {s.key for s in changed} | set(removed)
-        touched = dict.fromkeys(jobs_by_bucket)
-        for key in leaving:
-            entry = sources.get(key)
-            touched.update(dict.fromkeys(entry.buckets if isinstance(entry, Exported) else []))
-        touched.update(dict.fromkeys(g.appendix for g in grown.values()))
-        amended = amendments(grown.values())
-        bucket_jobs = []
-        for key in touched:
-            date, k = split_key(key)
-            old = published(snapshot, key)
-            keep = [s for s in old.sources if s not in leaving] if old else []
-            bucket_jobs.append(BucketJob(out, staging, date, k, old, keep, jobs_by_bucket.get(key, []), extras, chunk,
-                                         _backend.core.name, amended.get(key, Amendment())))
-        transaction = Transaction(out, staging, snapshot)
-        for key, r in run_jobs(bucket_jobs, jobs, done).items():
-            transaction.stage(key, Staged(r.files, r.kept, amended.get(key, Amendment())))
-            entries.update(r.entries)
-        # A changed file that could not be read keeps its published rows (and its old entry:
-        # the next run tries it again).
-        for key, entry in entries.items():
-            transaction.record(key, entry)
-        for key in removed:
-            done(FileResult(sources[key].path, REMOVED))
-            transaction.drop(key)
-        if transaction.needed():
-            transaction.commit(waiting)
-    return Report(results, time.perf_counter() - started, out)
+        else:
+            changed.append(s)
+    return changed
 
 
-def _growths(out: str, snapshot: Manifest, changed: List[Source], host: str, extras: bool,
-             chunk: int) -> Dict[str, Grown]:
+def _bucket_jobs(run: _Run, changed: List[Source], removed: List[str], transaction: Transaction
+                 ) -> Tuple[List[BucketJob], Dict[str, Amendment]]:
+    """The buckets to build: those the changed transcripts go to (their first line read),
+    those the changed and removed ones leave, the appendix of those that only grew; and
+    what the grown ones change in each (``grow.amendments``). A changed file that is no
+    transcript now is recorded skipped at once."""
+    sources = run.snapshot.sources
+    grown = _growths(run, changed)
+    by_bucket: Dict[str, List[Tuple[Source, Head]]] = {}
+    for s in changed:
+        if s.key in grown:
+            continue
+        try:
+            head = read_head(s)
+        except NotATranscript as e:
+            transaction.record(s.key, Skipped(s.stamp, s.path, run.host, str(e)))
+            run.done(FileResult(s.path, SKIPPED, str(e)))
+            continue
+        except OSError as e:
+            run.done(FileResult(s.path, FAILED, f"cannot read it: {e.strerror or e}"))
+            continue
+        by_bucket.setdefault(bucket_key(head.date, head.bucket), []).append((s, head))
+    # Sources whose published rows go: changed (re-read now), removed, or now skipped.
+    leaving = {s.key for s in changed} | set(removed)
+    touched = dict.fromkeys(by_bucket)
+    for key in leaving:
+        entry = sources.get(key)
+        touched.update(dict.fromkeys(entry.buckets if isinstance(entry, Exported) else []))
+    touched.update(dict.fromkeys(g.appendix for g in grown.values()))
+    amended = amendments(grown.values())
+    bucket_jobs = []
+    for key in touched:
+        date, k = split_key(key)
+        old = published(run.snapshot, key)
+        keep = [s for s in old.sources if s not in leaving] if old else []
+        bucket_jobs.append(BucketJob(run.out, run.staging, date, k, old, keep, by_bucket.get(key, []), run.extras,
+                                     run.chunk, _backend.core.name, amended.get(key, Amendment())))
+    return bucket_jobs, amended
+
+
+def _growths(run: _Run, changed: List[Source]) -> Dict[str, Grown]:
     """The changed transcripts that only grew (``grow.py``), read as far as the checks go."""
     grown: Dict[str, Grown] = {}
     for s in changed:
-        entry = snapshot.exported(s.key)
-        if entry is None or entry.grow is None or entry.host != host:
+        entry = run.snapshot.exported(s.key)
+        if entry is None or entry.grow is None or entry.host != run.host:
             continue
-        home = published(snapshot, entry.home)
+        home = published(run.snapshot, entry.home)
         if home is None or s.key not in home.sources:
             continue
         try:
-            growth = read_growth(s, entry, out, extras, chunk)
+            growth = read_growth(s, entry, run.out, run.extras, run.chunk)
         except (OSError, ValueError, CoreFailure):
             growth = None  # it changed while it was read: exported whole, which decides
         if growth is not None:

@@ -179,8 +179,8 @@ def _transcript_rows(source: Source, head: Head, job: BucketJob, results: List[F
                                    rows, t.session.verdict, job.extras, grow)
 
 
-def run_jobs(bucket_jobs: List[BucketJob], jobs: int, done: Callable[[FileResult], None]
-              ) -> Dict[str, BucketResult]:
+def run_jobs(bucket_jobs: List[BucketJob], jobs: int, done: Callable[[FileResult], None]) -> Dict[str, BucketResult]:
+    """Every bucket built, by key (`jobs` processes side by side); `done` after each file."""
     built: Dict[str, BucketResult] = {}
     if jobs <= 1 or len(bucket_jobs) <= 1:
         for job in bucket_jobs:

@@ -401,14 +401,14 @@ class Manifest:
         f = Fields(value, ())
         sources, buckets = f.record("sources"), f.record("buckets")
         retired, at = f.items("retired") if f.has("retired") else ([], ())
+        publishing = f.values.get("publishing") is not None and f.flag("publishing")
+        view = f.whole("view") if f.has("view") or publishing else None  # a publish names its view
         return cls(
             f.whole("version") if f.has("version") else 0,
             {k: entry_from_json(sources.record(k)) for k in sources.values},
             {k: BucketEntry.from_json(buckets.record(k)) for k in buckets.values},
             [Retired.from_json(r, at + (i,)) for i, r in enumerate(retired)],
-            bool(f.values.get("publishing") is not None and f.flag("publishing")),
-            f.optional_whole("view") if f.has("view") else None,
-            bool(f.values.get(AWAITING) is not None and f.flag(AWAITING)))
+            publishing, view, f.values.get(AWAITING) is not None and f.flag(AWAITING))
 
 
 # -- reading and writing it -----------------------------------------------------------------------

@@ -48,6 +48,10 @@ class BucketJob:
     # patches in their home bucket; their patches and new rows in the appendix.
     amendment: Amendment = field(default_factory=Amendment)
 
+    @property
+    def key(self) -> str:
+        return bucket_key(self.date, self.k)
+
 
 @dataclass
 class BucketResult:
@@ -185,7 +189,7 @@ def run_jobs(bucket_jobs: List[BucketJob], jobs: int, done: Callable[[FileResult
     if jobs <= 1 or len(bucket_jobs) <= 1:
         for job in bucket_jobs:
             r = build_bucket(job)
-            built[bucket_key(job.date, job.k)] = r
+            built[job.key] = r
             for f in r.results:
                 done(f)
         return built
@@ -198,13 +202,12 @@ def run_jobs(bucket_jobs: List[BucketJob], jobs: int, done: Callable[[FileResult
                              initargs=(parent,)) as pool:
         futures = {pool.submit(build_bucket, job): job for job in bucket_jobs}
         for future, job in futures.items():
-            key = bucket_key(job.date, job.k)
             try:
                 r = future.result()
             except Exception as e:  # noqa: BLE001 - a worker killed: its files fail, not the run
                 r = BucketResult(None, None, [FileResult(s.path, FAILED, f"the worker reading it failed ({e})")
                                               for s, _ in job.new], {})
-            built[key] = r
+            built[job.key] = r
             for f in r.results:
                 done(f)
     return built

@@ -16,22 +16,18 @@ import os
 import socket
 import stat as stat_module
 import time
-from dataclasses import dataclass
-from typing import Callable, Dict, Iterator, List, Optional, Sequence, Tuple, Union
+from typing import Callable, Iterator, List, Optional, Sequence, Tuple, Union
 
-from .. import _backend
 from .._files import make_private_dirs, name_as_text
-from ..errors import CoreFailure
-from .build import BucketJob, run_jobs
-from .buckets import published
+from .build import run_jobs
 from .commit import Staged, Transaction, claim
 from .errors import DatasetError, NotADataset
-from .grow import Amendment, Grown, amendments, read_growth
-from .layout import bucket_key, remove_abandoned_staging, split_key, staging_dir
-from .manifest import Exported, Manifest, Skipped, read_manifest
-from .report import FAILED, REMOVED, SKIPPED, UNCHANGED, FileResult, Report
-from .rows import CHUNK, NotATranscript, read_head
-from .sources import Head, Source
+from .layout import remove_abandoned_staging, staging_dir
+from .manifest import read_manifest
+from .plan import Run, bucket_jobs, changed_sources
+from .report import FAILED, REMOVED, SKIPPED, FileResult, Report
+from .rows import CHUNK
+from .sources import Source
 
 PathLike = Union[str, "os.PathLike[str]"]
 #: Why a transcript whose name is not UTF-8 (on Linux a name is any bytes) is not exported.
@@ -132,15 +128,17 @@ def export(src: Union[PathLike, Sequence[PathLike]], out: PathLike, *, jobs: int
         done(result)
     with staging_dir(out) as staging:
         remove_abandoned_staging(out)
-        run = _Run(out, staging, read_manifest(out), host, extras, chunk, done)
-        changed = _changed(run, found)
+        run = Run(out, staging, read_manifest(out), host, extras, chunk, done)
+        changed = changed_sources(run, found)
         seen = {s.key for s in found}
         removed = [k for k, e in run.snapshot.sources.items()
                    if e.host == host and k not in seen and any(_inside(e.path, r) for r in srcs)]
         transaction = Transaction(out, staging, run.snapshot)
-        bucket_jobs, amended = _bucket_jobs(run, changed, removed, transaction)
-        for key, r in run_jobs(bucket_jobs, jobs, done).items():
-            transaction.stage(key, Staged(r.files, r.kept, amended.get(key, Amendment())))
+        planned = bucket_jobs(run, changed, removed, transaction)
+        built = run_jobs(planned, jobs, done)
+        for job in planned:
+            r = built[job.key]
+            transaction.stage(job.key, Staged(r.files, r.kept, job.amendment))
             for source, entry in r.entries.items():
                 transaction.record(source, entry)
         # A changed file that could not be read keeps its published rows (and its old entry:
@@ -171,92 +169,6 @@ def _find(srcs: Sequence[str], host: str) -> Tuple[List[Source], List[FileResult
             else:
                 found.append(Source.of(path, host, st))
     return found, passed_over
-
-
-@dataclass(frozen=True)
-class _Run:
-    """One export: where, the manifest as it read it, its settings, where each file's result goes."""
-
-    out: str
-    staging: str
-    snapshot: Manifest
-    host: str
-    extras: bool
-    chunk: int
-    done: Callable[[FileResult], None]
-
-
-def _changed(run: _Run, found: List[Source]) -> List[Source]:
-    """The files of `found` not as the manifest recorded them (the others reported unchanged,
-    or skipped again)."""
-    changed: List[Source] = []
-    for s in found:
-        entry = run.snapshot.sources.get(s.key)
-        if entry is not None and entry.stamp == s.stamp and (isinstance(entry, Skipped) or entry.extras == run.extras):
-            run.done(FileResult(s.path, SKIPPED, entry.reason) if isinstance(entry, Skipped) else
-                     FileResult(s.path, UNCHANGED))
-        else:
-            changed.append(s)
-    return changed
-
-
-def _bucket_jobs(run: _Run, changed: List[Source], removed: List[str], transaction: Transaction
-                 ) -> Tuple[List[BucketJob], Dict[str, Amendment]]:
-    """The buckets to build: those the changed transcripts go to (their first line read),
-    those the changed and removed ones leave, the appendix of those that only grew; and
-    what the grown ones change in each (``grow.amendments``). A changed file that is no
-    transcript now is recorded skipped at once."""
-    sources = run.snapshot.sources
-    grown = _growths(run, changed)
-    by_bucket: Dict[str, List[Tuple[Source, Head]]] = {}
-    for s in changed:
-        if s.key in grown:
-            continue
-        try:
-            head = read_head(s)
-        except NotATranscript as e:
-            transaction.record(s.key, Skipped(s.stamp, s.path, run.host, str(e)))
-            run.done(FileResult(s.path, SKIPPED, str(e)))
-            continue
-        except OSError as e:
-            run.done(FileResult(s.path, FAILED, f"cannot read it: {e.strerror or e}"))
-            continue
-        by_bucket.setdefault(bucket_key(head.date, head.bucket), []).append((s, head))
-    # Sources whose published rows go: changed (re-read now), removed, or now skipped.
-    leaving = {s.key for s in changed} | set(removed)
-    touched = dict.fromkeys(by_bucket)
-    for key in leaving:
-        entry = sources.get(key)
-        touched.update(dict.fromkeys(entry.buckets if isinstance(entry, Exported) else []))
-    touched.update(dict.fromkeys(g.appendix for g in grown.values()))
-    amended = amendments(grown.values())
-    bucket_jobs = []
-    for key in touched:
-        date, k = split_key(key)
-        old = published(run.snapshot, key)
-        keep = [s for s in old.sources if s not in leaving] if old else []
-        bucket_jobs.append(BucketJob(run.out, run.staging, date, k, old, keep, by_bucket.get(key, []), run.extras,
-                                     run.chunk, _backend.core.name, amended.get(key, Amendment())))
-    return bucket_jobs, amended
-
-
-def _growths(run: _Run, changed: List[Source]) -> Dict[str, Grown]:
-    """The changed transcripts that only grew (``grow.py``), read as far as the checks go."""
-    grown: Dict[str, Grown] = {}
-    for s in changed:
-        entry = run.snapshot.exported(s.key)
-        if entry is None or entry.grow is None or entry.host != run.host:
-            continue
-        home = published(run.snapshot, entry.home)
-        if home is None or s.key not in home.sources:
-            continue
-        try:
-            growth = read_growth(s, entry, run.out, run.extras, run.chunk)
-        except (OSError, ValueError, CoreFailure):
-            growth = None  # it changed while it was read: exported whole, which decides
-        if growth is not None:
-            grown[s.key] = Grown(s, entry, growth)
-    return grown
 
 
 __all__ = ["export", "Report", "FileResult"]

@@ -264,10 +264,11 @@ class Transaction:
                 affected.update(_buckets_of(manifest.sources.get(key)))
             before = {key: published(manifest, key) for key in affected}  # read while the sources are still listed
             self._enter(manifest, now)
+            exported = {s for s, e in self.entries.items() if isinstance(e, Exported)}
             ready: Dict[str, BucketFiles] = {}
             gone: List[str] = []
             for key in sorted(affected):
-                files = self._bucket(manifest, key, before[key])
+                files = self._bucket(manifest, key, before[key], exported)
                 if files is not None and files.sources:
                     ready[key] = files
                 elif key in manifest.buckets:
@@ -286,13 +287,14 @@ class Transaction:
         still = {ids_name(e) for e in sources.values()}
         retire(manifest, [os.path.join(IDS, n) for n in superseded if n and n not in still], now)
 
-    def _bucket(self, manifest: Manifest, key: str, now_published: Optional[BucketFiles]) -> Optional[BucketFiles]:
+    def _bucket(self, manifest: Manifest, key: str, now_published: Optional[BucketFiles],
+                exported: Set[str]) -> Optional[BucketFiles]:
         """The files bucket `key` gets: its candidate where nobody published the bucket since
-        the run read the manifest, else made again from what is published and the candidate."""
+        the run read the manifest, else made again from what is published and the candidate
+        (`exported`: the sources this run exported)."""
         keep = [s for s in now_published.sources if s not in self.leaving] if now_published else []
         staged = self.staged.get(key)
         candidate = staged.files if staged is not None else None
-        exported = {s for s, e in self.entries.items() if isinstance(e, Exported)}
         ours = [s for s in (candidate.sources if candidate else []) if s in exported]
         if staged is not None and candidate is not None and staged.kept == keep and \
                 _tag(self.snapshot, key) == _tag(manifest, key):

@@ -14,7 +14,7 @@ from llm_agent_session import Session, assistant_message, tool_message, user_mes
 from llm_agent_session.cli.stats import compute
 from llm_agent_session.dataset import query
 from llm_agent_session.dataset.grow import PENDING
-from llm_agent_session.dataset.write import MANIFEST
+from llm_agent_session.dataset.layout import MANIFEST
 from llm_agent_session.history import History
 from llm_agent_session.messages import message_extras
 from cli_support import build_transcript, call, child_env

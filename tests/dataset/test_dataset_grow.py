@@ -270,8 +270,9 @@ def test_growth_beside_new_removed_and_rewritten_transcripts(tmp_path: Any) -> N
     others gone, new, or read whole; their buckets are built from all of it."""
     import socket
 
-    from llm_agent_session.dataset.rows import Source, bucket_of, session_id_of
-    from llm_agent_session.dataset.write import published, read_manifest
+    from llm_agent_session.dataset.manifest import read_manifest
+    from llm_agent_session.dataset.sources import Source, bucket_of, session_id_of
+    from llm_agent_session.dataset.buckets import published
 
     def bucket(path: str) -> int:
         return bucket_of(session_id_of(Source.of(path, socket.gethostname(), os.stat(path))))
@@ -286,8 +287,8 @@ def test_growth_beside_new_removed_and_rewritten_transcripts(tmp_path: Any) -> N
     others.sort(key=lambda p: bucket(p) != bucket(grower))
     export(str(src), out)
     manifest = read_manifest(out)
-    home = manifest["sources"][next(k for k in manifest["sources"] if k.endswith(grower))]
-    assert len(published(manifest, f"{home['date']}/{home['bucket']}").sources) > 2
+    home = manifest.sources[next(k for k in manifest.sources if k.endswith(grower))]
+    assert len(published(manifest, f"{home.date}/{home.bucket}").sources) > 2
     appended(grower, lambda s: (turn(s, 1), settle_pending(s)))
     appended(others[0], lambda s: turn(s, 2))
     appended(others[1], lambda s: s.append_rewind(None))

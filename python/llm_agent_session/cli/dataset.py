@@ -55,9 +55,10 @@ def add_parser(add: Callable[..., argparse.ArgumentParser], common: argparse.Arg
 
 def run(args: argparse.Namespace, out: Out) -> int:
     try:
-        from ..dataset.export import EXPORTED, SKIPPED, FileResult, export
-        from ..dataset.export import FAILED as FAILED_FILE
-        from ..dataset.write import DatasetError, NotADataset
+        from ..dataset.export import export
+        from ..dataset.report import EXPORTED, SKIPPED, FileResult
+        from ..dataset.report import FAILED as FAILED_FILE
+        from ..dataset.errors import DatasetError, NotADataset
     except ImportError as e:
         raise CliError(f"the dataset command needs pyarrow ({e}): pip install 'llm-agent-session[dataset]'",
                        FAILED) from None

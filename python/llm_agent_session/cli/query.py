@@ -112,7 +112,7 @@ def _csv_cell(value: Any) -> str:
 def run(args: argparse.Namespace, out: Out) -> int:
     try:
         from ..dataset.query import QueryRefused, check_statements, connect, refusals
-        from ..dataset.write import DatasetError, NotADataset
+        from ..dataset.errors import DatasetError, NotADataset
     except ImportError as e:
         raise CliError(f"the query command needs pyarrow and duckdb ({e}): pip install 'llm-agent-session[dataset]'",
                        FAILED) from None

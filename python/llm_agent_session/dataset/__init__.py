@@ -16,7 +16,7 @@ from __future__ import annotations
 from .export import FileResult, Report, export
 from .query import QueryRefused, check_statements, connect, query
 from .schema import TABLE_NAMES, TABLES
-from .write import DatasetError, NoDatasetYet, NotADataset
+from .errors import DatasetError, NoDatasetYet, NotADataset
 
 __all__ = ["export", "query", "connect", "Report", "FileResult", "DatasetError", "NotADataset", "NoDatasetYet",
            "QueryRefused", "check_statements", "TABLES", "TABLE_NAMES"]

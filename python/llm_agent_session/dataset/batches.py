@@ -91,14 +91,6 @@ def chunk_batches(chunks: Iterable[Dict[str, Dict[str, Column]]], common: Tuple[
                 yield table, record_batch(table, columns, common, live, dictionaries)
 
 
-def session_batch(row: Dict[str, Any]) -> Any:
-    """The ``sessions`` row of one transcript (its columns by name; times in microseconds)."""
-    import pyarrow as pa
-
-    schema = write_schema("sessions")
-    return pa.RecordBatch.from_arrays([pa.array([row[f.name]], f.type) for f in schema], schema=schema)
-
-
 def empty_batch(table: str) -> Any:
     import pyarrow as pa
 

@@ -2,99 +2,37 @@
 
 A run compares each file under SRC with what the manifest recorded of it (size, mtime,
 ctime, device, inode: a ``stat``, nothing read); only new and changed transcripts are read,
-and only the buckets they (or transcripts gone from SRC) touch are rewritten
-(``write.py``). A changed transcript is read whole again and its rows replaced, whatever
-changed in it (a repair, a rewrite), unless it only grew in a way that leaves every row
-written before as it is: then only its new bytes are read (``grow.py``).
+and only the buckets they (or transcripts gone from SRC) touch are rewritten (``build.py``),
+then committed in one transaction (``commit.py``). A changed transcript is read whole again
+and its rows replaced, whatever changed in it (a repair, a rewrite), unless it only grew in
+a way that leaves every row written before as it is: then only its new bytes are read
+(``grow.py``).
 """
 
 from __future__ import annotations
 
-import dataclasses
 import errno
-import multiprocessing
 import os
 import socket
 import stat as stat_module
 import time
-import uuid
-from concurrent.futures import ProcessPoolExecutor
-from dataclasses import dataclass, field
-from typing import Any, Callable, Dict, Iterator, List, Optional, Sequence, Set, Tuple, Union
+from typing import Callable, Iterator, List, Optional, Sequence, Tuple, Union
 
-from .. import _backend, _platform
 from .._files import make_private_dirs, name_as_text
-from ..errors import CoreFailure
-from .batches import empty_batch, session_batch
-from .grow import Growth, growth_batches, ids_path, read_growth
-from .rows import BUCKETS, CHUNK, CLEAN, FAILS, Head, NotATranscript, Source, read_head, read_transcript
-from .schema import TABLE_NAMES
-from .write import (
-    APPENDIX, AWAITING, IDS, LOCK, MANIFEST, PLACEHOLDER, STAGING, BucketFiles, DatasetError, NotADataset, bucket_key,
-    collect_garbage, complete_publish, copied, empty_manifest, ids_name, no_dataset_yet, out_lock, publish, published,
-    read_manifest, rebuild, remove_abandoned_staging, remove_orphans, retire, split_key, staging_dir, write_manifest,
-    write_new,
-)
+from .build import run_jobs
+from .commit import Staged, Transaction, claim
+from .errors import DatasetError, NotADataset
+from .layout import remove_abandoned_staging, staging_dir
+from .manifest import read_manifest
+from .plan import Run, bucket_jobs, changed_sources
+from .report import FAILED, REMOVED, SKIPPED, FileResult, Report
+from .rows import CHUNK
+from .sources import Source
 
 PathLike = Union[str, "os.PathLike[str]"]
 #: Why a transcript whose name is not UTF-8 (on Linux a name is any bytes) is not exported.
 NAME_NOT_UTF8 = ("its name is not UTF-8, which sessions.path (a Parquet string) cannot hold: rename it to "
                  "export it")
-EXPORTED, UNCHANGED, REMOVED, FAILED, SKIPPED = "exported", "unchanged", "removed", "failed", "skipped"
-
-
-@dataclass
-class FileResult:
-    """What became of one file: ``exported`` (its rows written; `verdict` says whether it
-    loads; `grown`: only the bytes it grew by were read, their rows added), ``unchanged``,
-    ``removed`` (gone from SRC: its rows deleted), ``skipped`` (not a transcript) or
-    ``failed`` (it could not be read, or its name is not UTF-8; its earlier rows, if any,
-    stay). `path` is the name as found, to open (a name that is not UTF-8 holds lone
-    surrogates, as ``os.fsdecode`` makes them; the command line writes it with
-    ``_files.name_as_text``)."""
-
-    path: str
-    status: str
-    reason: Optional[str] = None
-    verdict: Optional[str] = None
-    rows: Dict[str, int] = field(default_factory=dict)
-    bytes: int = 0
-    grown: bool = False
-
-
-@dataclass
-class Report:
-    files: List[FileResult]
-    seconds: float
-    out: str
-
-    def count(self, status: str) -> int:
-        return sum(1 for f in self.files if f.status == status)
-
-    @property
-    def rows(self) -> Dict[str, int]:
-        """Rows written this run, per table (for the transcripts exported)."""
-        return {t: sum(f.rows.get(t, 0) for f in self.files) for t in TABLE_NAMES}
-
-    @property
-    def bytes_read(self) -> int:
-        return sum(f.bytes for f in self.files if f.status == EXPORTED)
-
-    @property
-    def would_fail(self) -> int:
-        return sum(1 for f in self.files if f.verdict == FAILS)
-
-    def summary(self) -> str:
-        """The final line: files by what became of them, rows per table, MB/s."""
-        files = ", ".join(f"{self.count(s)} {s}" for s in (EXPORTED, UNCHANGED, REMOVED, FAILED, SKIPPED))
-        rows = ", ".join(f"{n:,} {t}" for t, n in self.rows.items())
-        rate = self.bytes_read / 1e6 / self.seconds if self.seconds > 0 else 0.0
-        note = f" ({self.would_fail} would not load: see sessions.verdict)" if self.would_fail else ""
-        grown = sum(1 for f in self.files if f.grown)
-        if grown:
-            note += f" ({grown} read only where {'it' if grown == 1 else 'they'} grew)"
-        return (f"{files}{note}; rows written: {rows}; {self.bytes_read / 1e6:,.1f} MB read in "
-                f"{self.seconds:.2f} s ({rate:,.0f} MB/s)")
 
 
 # -- finding the files ------------------------------------------------------------------------
@@ -144,162 +82,6 @@ def _stat(path: str) -> Tuple[str, Optional[os.stat_result], Optional[str]]:
         return path, None, f"cannot stat it: {e.strerror}"
 
 
-# -- building one bucket (in this process or a worker) -----------------------------------------
-
-
-@dataclass
-class BucketJob:
-    """A bucket to build: the published sources it keeps, the transcripts it gains."""
-
-    out: str
-    staging: str
-    date: str
-    k: int
-    old: Optional[BucketFiles]  # as the manifest named it when the run started
-    keep: List[str]
-    new: List[Tuple[Source, Head]]
-    extras: bool
-    chunk: int
-    backend: str
-    # Transcripts that grew (``grow.py``): in their home bucket, the sessions row to put in
-    # place of the published one; in the appendix bucket, (source, head, old entry, growth).
-    substitute: Dict[str, Dict[str, Any]] = field(default_factory=dict)
-    grown: List[Tuple[Source, Head, Dict[str, Any], Growth]] = field(default_factory=list)
-    # In their home bucket: the open operations' rows a grown transcript's new lines change.
-    patches: Dict[str, Dict[str, Dict[str, Any]]] = field(default_factory=dict)
-
-
-@dataclass
-class BucketResult:
-    files: Optional[BucketFiles]
-    kept: Optional[List[str]]  # the published sources it copied; None: it could not read them
-    results: List[FileResult]
-    entries: Dict[str, Dict[str, Any]]  # source key -> its manifest entry (exported ones)
-
-
-def build_bucket(job: BucketJob) -> BucketResult:
-    """The candidate files of one bucket: its kept rows copied, its new transcripts read. A
-    transcript that fails before its first row is left out (failed, or skipped); one that
-    fails midway makes the bucket start again without it."""
-    _backend.use(job.backend)
-    failed: Dict[str, FileResult] = {}
-    stale = False
-    carried = job.keep + [k for k in job.substitute if job.old is not None and k in job.old.sources]
-    while True:
-        results: List[FileResult] = []
-        entries: Dict[str, Dict[str, Any]] = {}
-        files = BucketFiles(job.staging, job.date, job.k)
-        # Only sessions rows (and open operations' rows) replaced: every other table is the
-        # published file, linked.
-        linked = None
-        written: Sequence[str] = TABLE_NAMES
-        if job.old is not None and not stale and not job.new and not job.grown and set(carried) == set(job.old.sources):
-            linked = dataclasses.replace(job.old, directory=job.out)
-            written = ("sessions", "tool_calls") if job.patches else ("sessions",)
-
-        def rows() -> Iterator[Tuple[str, str, Any]]:
-            nonlocal stale
-            if job.old is not None and carried and not stale:
-                substitute = {k: session_batch(row) for k, row in job.substitute.items()}
-                try:
-                    yield from copied(job.out, job.old, carried, job.old.rows, substitute, written, job.patches)
-                except FileNotFoundError:  # superseded and collected meanwhile: rebuilt under the lock
-                    stale = True
-                    raise _Restart() from None
-            for source, head in job.new:
-                if source.key in failed:
-                    continue
-                yield from _transcript_rows(source, head, job, results, entries, failed)
-            for source, head, entry, growth in job.grown:
-                if source.key not in failed:
-                    yield from _growth_rows(source, head, entry, growth, job, failed)
-
-        try:
-            files.write(rows(), linked, [t for t in TABLE_NAMES if t not in written])
-        except _Restart:
-            continue
-        except FileNotFoundError:
-            if linked is None:
-                raise
-            stale = True  # the published files were collected meanwhile: rebuilt under the lock
-            continue
-        for source, head, entry, growth in job.grown:
-            if source.key in failed:
-                continue
-            results.append(FileResult(source.path, EXPORTED, None, CLEAN, dict(growth.rows, sessions=1),
-                                      growth.stop - growth.start, grown=True))
-            state = dict(growth.state, ids=_write_ids(job.staging, head, growth.ids))
-            entries[source.key] = dict(entry, **source.stamp(), path=source.path, host=source.host,
-                                       appended=files.rows[source.key], verdict=CLEAN, extras=job.extras, grow=state)
-        results.extend(failed.values())
-        return BucketResult(files if files.sources else None, None if stale else job.keep, results, entries)
-
-
-def _growth_rows(source: Source, head: Head, entry: Dict[str, Any], growth: Growth, job: BucketJob,
-                 failed: Dict[str, FileResult]) -> Iterator[Tuple[str, str, Any]]:
-    """A grown transcript's rows in the appendix: those it had there, then the new ones."""
-    yield source.key, "sessions", empty_batch("sessions")  # listed even with no row here
-    if job.old is not None and source.key in job.old.sources:
-        try:
-            yield from copied(job.out, job.old, [source.key], job.old.rows, patches={source.key: growth.patches})
-        except FileNotFoundError:
-            raise _Restart() from None
-    session = entry["grow"]["session"]
-    common = (head.session_id, session["agent"], session["model"])
-    try:
-        for table, batch in growth_batches(source, growth, entry["grow"], common, job.extras, job.chunk):
-            yield source.key, table, batch
-    except (OSError, ValueError, CoreFailure) as e:
-        failed[source.key] = FileResult(source.path, FAILED, f"it changed while it was read ({e}); run again")
-        raise _Restart() from None
-
-
-def _write_ids(staging: str, head: Head, ids: bytes) -> str:
-    """A new id side file (``grow.py``) in the staging directory; its name. The publish
-    fsyncs it with the bucket files, many at once."""
-    name = f"{head.session_id}-{uuid.uuid4().hex[:16]}.ids"
-    path = ids_path(staging, name)
-    os.makedirs(os.path.dirname(path), exist_ok=True)
-    write_new(path, ids, sync=False)
-    return name
-
-
-class _Restart(Exception):
-    pass
-
-
-def _transcript_rows(source: Source, head: Head, job: BucketJob, results: List[FileResult],
-                     entries: Dict[str, Dict[str, Any]], failed: Dict[str, FileResult]
-                     ) -> Iterator[Tuple[str, str, Any]]:
-    try:
-        t = read_transcript(source, head, extras=job.extras, chunk=job.chunk)
-    except NotATranscript as e:
-        results.append(FileResult(source.path, SKIPPED, str(e)))
-        entries[source.key] = dict(source.stamp(), path=source.path, host=source.host, skipped=str(e))
-        return
-    except OSError as e:
-        failed[source.key] = FileResult(source.path, FAILED, f"cannot read it: {e.strerror or e}")
-        return
-    started = False
-    try:
-        for table, batch in t.batches():
-            started = True
-            yield source.key, table, batch
-    except (OSError, ValueError) as e:  # it changed under the read, or vanished
-        failed[source.key] = FileResult(source.path, FAILED, f"it changed while it was read ({e}); run again")
-        if started:
-            raise _Restart() from None
-        return
-    yield source.key, "sessions", session_batch(t.session)
-    rows = dict(t.counts)
-    results.append(FileResult(source.path, EXPORTED, t.session["reason"], t.session["verdict"], rows, source.size))
-    entries[source.key] = dict(source.stamp(), path=source.path, host=source.host, session_id=head.session_id,
-                               date=head.date, bucket=head.bucket, rows=rows, verdict=t.session["verdict"],
-                               extras=job.extras)
-    if t.grow is not None:
-        entries[source.key]["grow"] = dict(t.grow, ids=_write_ids(job.staging, head, t.ids))
-
-
 # -- the run -------------------------------------------------------------------------------------
 
 
@@ -319,32 +101,6 @@ def _check_paths(srcs: Sequence[str], out: str) -> None:
                            "and DuckDB cannot take: choose an OUT whose path is UTF-8")
 
 
-def _claim(out: str) -> None:
-    """Make `out` a dataset directory unless it is one: an empty manifest marked as awaiting
-    its first export, then every table published empty (a file with its schema), so that
-    from then on, whatever stops the export, OUT reads as "no dataset yet" and a reader
-    that globs a table finds it, empty. Refuse a directory that holds anything else. Under
-    the lock, so that a second run starting while the first publishes for the first time
-    sees the manifest, not a stranger's files."""
-    def refuse_strangers() -> None:
-        if any(not n.startswith(STAGING) and n != LOCK for n in os.listdir(out)):
-            raise NotADataset(f"OUT ({out}) is a directory with other files in it: give a new or empty "
-                               "directory, or one this command made")
-
-    if os.path.exists(os.path.join(out, MANIFEST)) and read_manifest(out)["buckets"]:
-        return
-    if not os.path.exists(os.path.join(out, MANIFEST)):
-        refuse_strangers()  # before the lock file is made: nothing is written into a stranger's directory
-    with out_lock(out):
-        with staging_dir(out) as staging:
-            if not os.path.exists(os.path.join(out, MANIFEST)):
-                refuse_strangers()
-                write_manifest(out, staging, empty_manifest())
-            manifest = read_manifest(out)
-            if not manifest["buckets"]:  # (also where a run was stopped between the two)
-                publish(out, staging, manifest, {bucket_key(*PLACEHOLDER): _empty_bucket(staging)}, [], time.time())
-
-
 def export(src: Union[PathLike, Sequence[PathLike]], out: PathLike, *, jobs: int = 1, extras: bool = True,
            on_file: Optional[Callable[[FileResult, int, int], None]] = None,
            waiting: Optional[Callable[[], None]] = None, chunk: int = CHUNK) -> Report:
@@ -357,10 +113,48 @@ def export(src: Union[PathLike, Sequence[PathLike]], out: PathLike, *, jobs: int
     out = os.path.abspath(os.fspath(out))
     _check_paths(srcs, out)
     make_private_dirs(out)
-    _claim(out)
+    claim(out)
     host = socket.gethostname()
+    found, passed_over = _find(srcs, host)
+    total = len(found) + len(passed_over)
+    results: List[FileResult] = []
+
+    def done(result: FileResult) -> None:
+        results.append(result)
+        if on_file is not None:
+            on_file(result, len(results), total)
+
+    for result in passed_over:  # reported like every other file: a directory that cannot be listed is named
+        done(result)
+    with staging_dir(out) as staging:
+        remove_abandoned_staging(out)
+        run = Run(out, staging, read_manifest(out), host, extras, chunk, done)
+        changed = changed_sources(run, found)
+        seen = {s.key for s in found}
+        removed = [k for k, e in run.snapshot.sources.items()
+                   if e.host == host and k not in seen and any(_inside(e.path, r) for r in srcs)]
+        transaction = Transaction(out, staging, run.snapshot)
+        planned = bucket_jobs(run, changed, removed, transaction)
+        built = run_jobs(planned, jobs, done)
+        for job in planned:
+            r = built[job.key]
+            transaction.stage(job.key, Staged(r.files, r.kept, job.amendment))
+            for source, entry in r.entries.items():
+                transaction.record(source, entry)
+        # A changed file that could not be read keeps its published rows (and its old entry:
+        # the next run tries it again): nothing of it is recorded.
+        for key in removed:
+            done(FileResult(run.snapshot.sources[key].path, REMOVED))
+            transaction.drop(key)
+        if transaction.needed():
+            transaction.commit(waiting)
+    return Report(results, time.perf_counter() - started, out)
+
+
+def _find(srcs: Sequence[str], host: str) -> Tuple[List[Source], List[FileResult]]:
+    """The regular files under `srcs`, and what the walk could not list or stat, or will not read."""
     found: List[Source] = []
-    passed_over: List[FileResult] = []  # what the walk could not list or stat, or will not read
+    passed_over: List[FileResult] = []
     for root in srcs:
         for path, st, why in _walk(root):
             if st is None:
@@ -374,224 +168,7 @@ def export(src: Union[PathLike, Sequence[PathLike]], out: PathLike, *, jobs: int
                 passed_over.append(FileResult(path, FAILED, NAME_NOT_UTF8))
             else:
                 found.append(Source.of(path, host, st))
-    total = len(found) + len(passed_over)
-    results: List[FileResult] = []
-
-    def done(result: FileResult) -> None:
-        results.append(result)
-        if on_file is not None:
-            on_file(result, len(results), total)
-
-    for result in passed_over:  # reported like every other file: a directory that cannot be listed is named
-        done(result)
-
-    with staging_dir(out) as staging:
-        remove_abandoned_staging(out)
-        snapshot = read_manifest(out)
-        sources = snapshot["sources"]
-        changed: List[Source] = []
-        for s in found:
-            entry = sources.get(s.key)
-            if entry is not None and all(entry.get(k) == v for k, v in s.stamp().items()) and (
-                    "skipped" in entry or entry.get("extras") == extras):
-                done(FileResult(s.path, SKIPPED if "skipped" in entry else UNCHANGED, entry.get("skipped")))
-            else:
-                changed.append(s)
-        seen = {s.key for s in found}
-        removed = [k for k, e in sources.items()
-                   if e.get("host") == host and k not in seen and any(_inside(e["path"], r) for r in srcs)]
-        jobs_by_bucket: Dict[str, List[Tuple[Source, Head]]] = {}
-        entries: Dict[str, Dict[str, Any]] = {}
-        grown = _growths(out, snapshot, changed, host, extras, chunk)
-        for s in changed:
-            if s.key in grown:
-                continue
-            try:
-                head = read_head(s)
-            except NotATranscript as e:
-                entries[s.key] = dict(s.stamp(), path=s.path, host=host, skipped=str(e))
-                done(FileResult(s.path, SKIPPED, str(e)))
-                continue
-            except OSError as e:
-                done(FileResult(s.path, FAILED, f"cannot read it: {e.strerror or e}"))
-                continue
-            jobs_by_bucket.setdefault(bucket_key(head.date, head.bucket), []).append((s, head))
-        # Sources whose published rows go: changed (re-read now), removed, or now skipped.
-        leaving = {s.key for s in changed} | set(removed)
-        touched = dict.fromkeys(jobs_by_bucket)
-        for key in leaving:
-            touched.update(dict.fromkeys(_buckets_of(sources.get(key))))
-        touched.update(dict.fromkeys(bucket_key(h.date, APPENDIX) for _, h, _ in grown.values()))
-        substitutes = _substitutes(grown)
-        patches = {key: {s: grown[s][2].patches for s in rows if grown[s][2].patch_home}
-                   for key, rows in substitutes.items()}
-        bucket_jobs = []
-        for key in touched:
-            date, k = split_key(key)
-            old = published(snapshot, key)
-            keep = [s for s in old.sources if s not in leaving] if old else []
-            bucket_jobs.append(BucketJob(
-                out, staging, date, k, old, keep, jobs_by_bucket.get(key, []), extras, chunk, _backend.core.name,
-                substitutes.get(key, {}),
-                [(s, h, sources[s.key], g) for s, h, g in grown.values() if bucket_key(date, APPENDIX) == key],
-                patches.get(key, {})))
-        built = _run_jobs(bucket_jobs, jobs, done)
-        for r in built.values():
-            entries.update(r.entries)
-        for key in removed:
-            done(FileResult(sources[key]["path"], REMOVED))
-        exported = {s for s, e in entries.items() if "skipped" not in e}
-        # A changed file that could not be read keeps its published rows (and its old entry:
-        # the next run tries it again).
-        leaving = set(entries) | set(removed)
-        if (not built and not removed and not entries and not no_dataset_yet(snapshot)
-                and not snapshot.get("publishing") and not _expired(snapshot)):
-            return Report(results, time.perf_counter() - started, out)
-        with out_lock(out, waiting):
-            _commit(out, staging, snapshot, bucket_jobs, built, entries, leaving, exported, substitutes, patches)
-    return Report(results, time.perf_counter() - started, out)
+    return found, passed_over
 
 
-def _buckets_of(entry: Optional[Dict[str, Any]]) -> List[str]:
-    """The buckets a manifest entry's rows are in: its home bucket, and the appendix if it grew."""
-    if entry is None or "bucket" not in entry:
-        return []
-    home = [bucket_key(entry["date"], entry["bucket"])]
-    return home + [bucket_key(entry["date"], APPENDIX)] if "appended" in entry else home
-
-
-def _growths(out: str, snapshot: Dict[str, Any], changed: List[Source], host: str, extras: bool,
-             chunk: int) -> Dict[str, Tuple[Source, Head, Growth]]:
-    """The changed transcripts that only grew (``grow.py``), read as far as the checks go."""
-    grown: Dict[str, Tuple[Source, Head, Growth]] = {}
-    for s in changed:
-        entry = snapshot["sources"].get(s.key)
-        if entry is None or not entry.get("grow") or entry.get("host") != host:
-            continue
-        home = published(snapshot, bucket_key(entry["date"], entry["bucket"]))
-        if home is None or s.key not in home.sources:
-            continue
-        try:
-            growth = read_growth(s, entry, out, extras, chunk)
-        except (OSError, ValueError, CoreFailure):
-            growth = None  # it changed while it was read: exported whole, which decides
-        if growth is not None:
-            grown[s.key] = (s, Head(entry["session_id"], entry["date"], entry["bucket"]), growth)
-    return grown
-
-
-def _substitutes(grown: Dict[str, Tuple[Source, Head, Growth]]) -> Dict[str, Dict[str, Dict[str, Any]]]:
-    """Per home bucket, the sessions rows its grown transcripts get."""
-    out: Dict[str, Dict[str, Dict[str, Any]]] = {}
-    for s, head, growth in grown.values():
-        out.setdefault(bucket_key(head.date, head.bucket), {})[s.key] = growth.session
-    return out
-
-
-def _expired(manifest: Dict[str, Any]) -> bool:
-    from .write import GRACE
-
-    return any(time.time() - when >= GRACE for _, when in manifest.get("retired", []))
-
-
-def _run_jobs(bucket_jobs: List[BucketJob], jobs: int, done: Callable[[FileResult], None]
-              ) -> Dict[str, BucketResult]:
-    built: Dict[str, BucketResult] = {}
-    if jobs <= 1 or len(bucket_jobs) <= 1:
-        for job in bucket_jobs:
-            r = build_bucket(job)
-            built[bucket_key(job.date, job.k)] = r
-            for f in r.results:
-                done(f)
-        return built
-    # Processes: an export is CPU-bound, and the GIL would serialise threads. The platform's
-    # way of starting them (as `import --jobs` does); pyarrow re-creates its thread pools
-    # in a forked child. Each ends with this process, even killed (_platform.die_with_parent).
-    context = multiprocessing.get_context()
-    parent = None if context.get_start_method() == "forkserver" else os.getpid()
-    with ProcessPoolExecutor(min(jobs, len(bucket_jobs)), mp_context=context, initializer=_platform.die_with_parent,
-                             initargs=(parent,)) as pool:
-        futures = {pool.submit(build_bucket, job): job for job in bucket_jobs}
-        for future, job in futures.items():
-            key = bucket_key(job.date, job.k)
-            try:
-                r = future.result()
-            except Exception as e:  # noqa: BLE001 - a worker killed: its files fail, not the run
-                r = BucketResult(None, None, [FileResult(s.path, FAILED, f"the worker reading it failed ({e})")
-                                              for s, _ in job.new], {})
-            built[key] = r
-            for f in r.results:
-                done(f)
-    return built
-
-
-def _commit(out: str, staging: str, snapshot: Dict[str, Any], bucket_jobs: List[BucketJob],
-            built: Dict[str, BucketResult], entries: Dict[str, Dict[str, Any]], leaving: Set[str],
-            exported: Set[str], substitutes: Dict[str, Dict[str, Dict[str, Any]]],
-            patches: Dict[str, Dict[str, Dict[str, Dict[str, Any]]]]) -> None:
-    """Under OUT's lock: the manifest read again, the candidates checked against it (a bucket
-    another run published meanwhile is rebuilt from both), the commit."""
-    now = time.time()
-    manifest = read_manifest(out)
-    complete_publish(out, staging, manifest)
-    manifest.pop(AWAITING, None)  # this commit is an export
-    remove_orphans(out, manifest)
-    collect_garbage(out, manifest, now)
-    sources = manifest["sources"]
-    # Where the leaving sources' rows are now (another run may have moved them).
-    affected = {bucket_key(j.date, j.k) for j in bucket_jobs}
-    for key in leaving:
-        affected.update(_buckets_of(sources.get(key)))
-    before = {key: published(manifest, key) for key in affected}  # read while the sources are still listed
-    superseded = [ids_name(sources.get(key)) for key in leaving]
-    for key in leaving:
-        sources.pop(key, None)
-    sources.update(entries)
-    still = {ids_name(e) for e in sources.values()}
-    retire(manifest, [os.path.join(IDS, n) for n in superseded if n and n not in still], now)
-    ready: Dict[str, BucketFiles] = {}
-    gone: List[str] = []
-    for key in sorted(affected):
-        date, k = split_key(key)
-        now_published = before[key]
-        keep = [s for s in now_published.sources if s not in leaving] if now_published else []
-        r = built.get(key)
-        ours = [s for s in (r.files.sources if r and r.files else []) if s in exported]
-        was = snapshot["buckets"].get(key, {}).get("tag")
-        is_now = manifest["buckets"].get(key, {}).get("tag")
-        if r is not None and r.files is not None and r.kept == keep and was == is_now:
-            ready[key] = r.files  # nobody published this bucket meanwhile: the candidate holds
-        else:
-            # A grown transcript whose home candidate is missing: its published rows, its new sessions row.
-            substitute = {s: row for s, row in substitutes.get(key, {}).items() if s in exported and s not in ours}
-            carried = [s for s in now_published.sources if s not in leaving or s in substitute] if now_published else []
-            if carried or ours:
-                ready[key] = rebuild(out, staging, date, k, now_published, carried, r.files if r else None, ours,
-                                     substitute, {s: p for s, p in patches.get(key, {}).items() if s in substitute})
-        if key not in ready or not ready[key].sources:
-            ready.pop(key, None)
-            if key in manifest["buckets"]:
-                gone.append(key)
-    placeholder = bucket_key(*PLACEHOLDER)
-    left = set(manifest["buckets"]) - set(gone) | set(ready)
-    if not left:
-        ready[placeholder] = _empty_bucket(staging)
-    elif left != {placeholder} and placeholder in left and not _sources_of(manifest, ready, placeholder):
-        ready.pop(placeholder, None)
-        gone.append(placeholder)
-    publish(out, staging, manifest, ready, gone, now)
-
-
-def _sources_of(manifest: Dict[str, Any], ready: Dict[str, BucketFiles], key: str) -> List[str]:
-    if key in ready:
-        return ready[key].sources
-    return list(manifest["buckets"].get(key, {}).get("sources", []))
-
-
-def _empty_bucket(staging: str) -> BucketFiles:
-    files = BucketFiles(staging, *PLACEHOLDER)
-    files.write(())
-    return files
-
-
-__all__ = ["export", "Report", "FileResult", "BUCKETS", "empty_batch"]
+__all__ = ["export", "Report", "FileResult"]

@@ -22,7 +22,9 @@ from typing import Any, Dict, Iterator, List, Union
 
 from .._files import name_as_text
 from .schema import TABLE_NAMES
-from .write import DatasetError, NoDatasetYet, NotADataset, no_dataset_yet, read_manifest, split_key, version_name
+from .errors import DatasetError, NoDatasetYet, NotADataset
+from .layout import MANIFEST, split_key, version_name
+from .manifest import read_manifest
 
 PathLike = Union[str, "os.PathLike[str]"]
 
@@ -64,15 +66,15 @@ def connect(out: PathLike, *, unrestricted: bool = False) -> Any:
     if name_as_text(out) != out:
         raise NotADataset(f"{name_as_text(out)} is not a dataset: its name is not UTF-8, where the dataset "
                           "command makes none (DuckDB takes only UTF-8 paths)")
-    if not os.path.isfile(os.path.join(out, "_dataset.json")):
-        raise NotADataset(f"{out} is not a dataset (no _dataset.json): make one with `llm-agent-session dataset SRC {out}`")
+    if not os.path.isfile(os.path.join(out, MANIFEST)):
+        raise NotADataset(f"{out} is not a dataset (no {MANIFEST}): make one with `llm-agent-session dataset SRC {out}`")
     manifest = read_manifest(out)
-    if no_dataset_yet(manifest):
+    if manifest.no_dataset_yet:
         raise NoDatasetYet(f"{out} holds no dataset yet: no export into it has finished (the first was stopped "
                            f"before its commit, or is still running); run `llm-agent-session dataset SRC {out}`")
     files: Dict[str, List[str]] = {
-        table: [os.path.join(out, version_name(table, *split_key(key), bucket["tag"]))
-                for key, bucket in sorted(manifest["buckets"].items())] for table in TABLE_NAMES}
+        table: [os.path.join(out, version_name(table, *split_key(key), bucket.tag))
+                for key, bucket in sorted(manifest.buckets.items())] for table in TABLE_NAMES}
     config: Dict[str, Any] = {} if unrestricted else {"autoinstall_known_extensions": False,
                                                       "autoload_known_extensions": False}
     con = duckdb.connect(config=config)

@@ -11,7 +11,6 @@ refuses); any other gets the exact verdict of ``llm-agent-session check``
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import stat as stat_module
@@ -27,12 +26,12 @@ from ..errors import CoreFailure
 from ..verdict import Kind, verdict
 from . import grow
 from .batches import chunk_batches, grants_dictionary
+from .manifest import GrowState, OpenOperation, SessionRow
+from .sessions import Totals, with_totals
+from .sources import Head, Source, bucket_of, session_id_of
 
 #: Bytes of lines per chunk of rows: what bounds the memory an export holds at once.
 CHUNK = 8 << 20
-#: Home buckets per partition: a session's rows of a table are in one of this many files
-#: (and what it grew by in one more, the partition's appendix: 8 files at most).
-BUCKETS = 7
 #: A first line longer than this is not read as a session-meta line.
 HEAD_LIMIT = 64 << 20
 NO_DATE = "1970-01-01"
@@ -43,46 +42,6 @@ CLEAN, TORN, FAILS = Kind.CLEAN.value, Kind.WOULD_REPAIR.value, Kind.WOULD_FAIL.
 
 class NotATranscript(Exception):
     """A file under SRC that is not a transcript: skipped, and counted."""
-
-
-@dataclass(frozen=True)
-class Source:
-    """A file as found under SRC: where, and what a re-run compares to see it unchanged."""
-
-    key: str  # host:path, the manifest's key
-    path: str
-    host: str
-    size: int
-    mtime_ns: int
-    ctime_ns: int
-    dev: int
-    ino: int
-
-    @classmethod
-    def of(cls, path: str, host: str, st: os.stat_result) -> "Source":
-        return cls(f"{host}:{path}", path, host, st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_dev, st.st_ino)
-
-    def stamp(self) -> Dict[str, int]:
-        return {"size": self.size, "mtime_ns": self.mtime_ns, "ctime_ns": self.ctime_ns, "dev": self.dev,
-                "ino": self.ino}
-
-
-@dataclass(frozen=True)
-class Head:
-    """Where a transcript's rows go: its session id, and the date its first line says."""
-
-    session_id: str
-    date: str
-    bucket: int
-
-
-def bucket_of(session_id: str) -> int:
-    return int.from_bytes(hashlib.sha256(session_id.encode("utf-8", "surrogatepass")).digest()[:4], "big") % BUCKETS
-
-
-def session_id_of(source: Source) -> str:
-    """A transcript file's id in the dataset: its host and path, hashed."""
-    return hashlib.sha256(source.key.encode("utf-8", "surrogateescape")).hexdigest()[:32]
 
 
 def _open(path: str) -> Tuple[int, os.stat_result]:
@@ -170,7 +129,7 @@ class Transcript:
 
     source: Source
     head: Head
-    session: Dict[str, Any]
+    session: SessionRow
     _fd: int
     # The pass's rows are made on a thread of their own (`read_ahead`): what this object
     # needs besides them is its summary, taken once before, never the pass meanwhile.
@@ -178,58 +137,39 @@ class Transcript:
     _summary: DatasetSummary
     _loads: bool
     counts: Dict[str, int] = field(default_factory=dict)
-    # What a later run needs to go on from the end (``grow.py``), gathered from the rows.
-    # [op id, call id, outcome, answered, True (in the home bucket)] of each operation not
-    # settled or not answered: what a later settle or tool message may change.
-    open: List[List[Any]] = field(default_factory=list)
-    in_force: Optional[List[str]] = None  # [id, snapshot] of the grants line in force
+    # What a later run needs to go on from the end (``grow.py``), gathered from the rows:
+    # each operation not settled or not answered (what a later settle or tool message may
+    # change; its row in the home bucket), and the grants line in force.
+    open: List[OpenOperation] = field(default_factory=list)
+    in_force: Optional[Tuple[str, str]] = None  # (id, snapshot)
     lines: int = 0
-    grow: Optional[Dict[str, Any]] = None  # grow.new_state, once read to the end (big clean ones)
+    grow: Optional[GrowState] = None  # grow.new_state, once read to the end (big clean ones)
     ids: bytes = b""  # with `grow`: the envelope ids' digest
 
     def batches(self) -> Iterator[Tuple[str, Any]]:
-        import pyarrow.compute as pc
-
-        common = (self.head.session_id, self.session["agent"], self.session["model"])
+        common = (self.head.session_id, self.session.agent, self.session.model)
         snapshots = grants_dictionary(self._summary.grants)
-        rows = {t: 0 for t in ("messages", "tool_calls", "compactions", "rewinds", "grants")}
-        live = 0
-        outcomes: Dict[str, int] = {}
+        totals = Totals()
         keeps_state = self._loads and self.source.size >= grow.GROW_MIN  # what grow.new_state needs is gathered
         try:
             # A small transcript is one run of rows: nothing to overlap, no thread.
             chunks = read_ahead(self._pass) if self.source.size > 2 * CHUNK else self._pass
             for table, batch in chunk_batches(chunks, common, self._loads, snapshots):
-                rows[table] += batch.num_rows
-                if table in ("messages", "compactions") and self._loads:
-                    live += pc.sum(batch.column("live")).as_py() or 0
-                elif table == "tool_calls":
-                    for value in batch.column("outcome").to_pylist():
-                        outcomes[value] = outcomes.get(value, 0) + 1
-                    if keeps_state:
-                        self.open.extend(grow.open_operations(batch, home=True))
+                totals.add(table, batch)
+                if table == "tool_calls" and keeps_state:
+                    self.open.extend(grow.open_operations(batch, home=True))
                 elif table == "grants" and keeps_state:
                     self.in_force = grow.grants_in_force(batch, self._summary.grants) or self.in_force
                 yield table, batch
-            self._count(rows, live, outcomes)
+            self.lines = self._summary.lines
+            self.session = with_totals(self.session, totals)
+            self.counts = dict(totals.rows, sessions=1)
             if keeps_state:
-                self.grow = grow.new_state(self, self._fd)
+                self.grow = grow.new_state(self.session, self.lines, self.open, self.in_force, self._fd)
                 if self.grow is not None:
                     self.ids = self._pass.id_digest()
         finally:
             os.close(self._fd)
-
-    def _count(self, rows: Dict[str, int], live: int, outcomes: Dict[str, int]) -> None:
-        self.lines = self._summary.lines
-        s = self.session
-        pending = outcomes.get("dispatched", 0) + outcomes.get("result-recorded", 0)
-        s.update(messages=rows["messages"], live_messages=live if self._loads else None,
-                 tool_calls=rows["tool_calls"], completed=outcomes.get("completed", 0),
-                 failed=outcomes.get("failed", 0), outcome_unknown=outcomes.get("outcome-unknown", 0),
-                 dispatched=outcomes.get("dispatched", 0), result_recorded=outcomes.get("result-recorded", 0),
-                 pending_operations=pending, compactions=rows["compactions"], rewinds=rows["rewinds"],
-                 grants=rows["grants"])
-        self.counts = dict(rows, sessions=1)
 
     def close(self) -> None:
         """Release the file without reading its rows (``batches`` closes it itself)."""
@@ -292,12 +232,12 @@ def read_transcript(source: Source, head: Head, *, extras: bool = True, chunk: i
             meta = {}
     agent = next((meta[k] for k in ("agent", "imported-from", "app") if isinstance(meta.get(k), str)), None)
     model = meta["model"] if isinstance(meta.get("model"), str) else summary.model
-    session: Dict[str, Any] = {
-        "session_id": head.session_id, "agent": agent, "model": model,
-        "path": source.path, "host": source.host, "meta_id": summary.meta_id, "meta": summary.meta,
-        "verdict": outcome, "reason": reason, "bytes": size, "envelopes": summary.envelopes,
-        "skipped_lines": skipped if loads else summary.skipped, "elisions": summary.elisions,
-        "first_ts": summary.first_ts, "last_ts": summary.last_ts,
-    }
+    session = SessionRow(
+        session_id=head.session_id, agent=agent, model=model, path=source.path, host=source.host,
+        meta_id=summary.meta_id, meta=summary.meta, verdict=outcome, reason=reason, bytes=size,
+        envelopes=summary.envelopes, skipped_lines=skipped if loads else summary.skipped, messages=0,
+        live_messages=0 if loads else None, tool_calls=0, completed=0, failed=0, outcome_unknown=0, dispatched=0, result_recorded=0,
+        pending_operations=0, compactions=0, rewinds=0, elisions=summary.elisions, grants=0,
+        first_ts=summary.first_ts, last_ts=summary.last_ts)
     return Transcript(source, head, session, fd, found, summary, loads)
 

@@ -1,8 +1,9 @@
-"""No circles among the project's modules: the Python package, the benches and the
-Rust crate each read downward (a module never reaches, through any chain of imports,
-back to itself), and so do the package's folders. Function-level imports count too: a
-lazy import hides a circle from the interpreter, not from a reader. The library's
-services stand below every surface: no module outside ``cli/`` imports ``cli/``."""
+"""No circles among the project's modules: the Python package, the benches, the Rust
+crate and the viewer's page (its JavaScript modules) each read downward (a module never
+reaches, through any chain of imports, back to itself), and so do the package's folders.
+Function-level imports count too: a lazy import hides a circle from the interpreter, not
+from a reader. The library's services stand below every surface: no module outside
+``cli/`` imports ``cli/``."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ import re
 from typing import Dict, Iterable, List, Set
 
 import pytest
+from js_scan import imports as js_imports
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 PACKAGE_DIR = os.path.join(ROOT, "python", "llm_agent_session")
@@ -215,6 +217,25 @@ def test_the_rust_crate_has_no_module_circle(backend_name):
     graph = _rust_graph(_rust_modules())
     # A parent module declaring its children (`mod x;`) and re-exporting them is how
     # Rust lays files out; a child reaching back into its parent's own items is a circle.
+    assert _circles(graph) == []
+
+
+def test_the_viewers_page_has_no_module_circle(backend_name):
+    """The page's modules (view/static/) import downward too: the virtual list never reaches
+    back into what is built on it (search, jumps, follow); a window that arrives redraws the
+    list through the callback the list hands it."""
+    if backend_name != "pure":
+        pytest.skip("backend-independent: checked once, in the pure run")
+    static = os.path.join(PACKAGE_DIR, "view", "static")
+    graph: Dict[str, Set[str]] = {}
+    for dirpath, _, filenames in os.walk(static):
+        for name in filenames:
+            if name.endswith(".js"):
+                module = os.path.relpath(os.path.join(dirpath, name), static).replace(os.sep, "/")
+                with open(os.path.join(dirpath, name), encoding="utf-8") as f:
+                    graph[module] = {os.path.normpath(os.path.join(os.path.dirname(module), spec)).replace(os.sep, "/")
+                                     for spec in js_imports(f.read())}
+    assert len(graph) > 10 and all(target in graph for targets in graph.values() for target in targets)
     assert _circles(graph) == []
 
 

@@ -372,6 +372,17 @@ def api_search(request: Request) -> Any:
     return StreamingResponse(stream(), media_type="application/x-ndjson", headers={"cache-control": "no-store"})
 
 
+class _PageFiles(StaticFiles):
+    """The page's files, asked for again on every load (``no-cache``: a 304 by the ETag
+    while unchanged). Left to a browser's own guess, each file would be kept for a time of
+    its own: after an upgrade, one module of the new page beside another of the old."""
+
+    def file_response(self, *args: Any, **kwargs: Any) -> Response:
+        response = super().file_response(*args, **kwargs)
+        response.headers["cache-control"] = "no-cache"
+        return response
+
+
 def app(viewer: Viewer, policy: Policy) -> Guard:
     """The ASGI application: the routes inside the security wrapper."""
     routes = [
@@ -384,7 +395,7 @@ def app(viewer: Viewer, policy: Policy) -> Guard:
         Route("/api/locate", api_locate),
         Route("/api/search", api_search),
         Route("/api/follow", api_follow),
-        Mount("/static", StaticFiles(directory=STATIC), name="static"),
+        Mount("/static", _PageFiles(directory=STATIC), name="static"),
     ]
     inner = Starlette(routes=routes)
     inner.state.viewer = viewer

@@ -1,0 +1,23 @@
+// The page's small helpers: an element made with its text (set as text, never as markup),
+// the status line, and numbers and sizes as the page writes them.
+
+export const $ = (id) => document.getElementById(id);
+
+export function el(tag, cls, text) {
+  const e = document.createElement(tag);
+  if (cls) e.className = cls;
+  if (text !== undefined && text !== null) e.textContent = String(text);
+  return e;
+}
+
+export function status(text) { $("status").textContent = text || ""; }
+
+export function fmtBytes(n) {
+  if (n < 1000) return n + " B";
+  const units = ["KB", "MB", "GB", "TB"];
+  let v = n, u = -1;
+  while (v >= 1000 && u < units.length - 1) { v /= 1000; u++; }
+  return v.toFixed(1) + " " + units[u];
+}
+
+export const fmtInt = (n) => (n === null || n === undefined) ? "?" : Number(n).toLocaleString("en");

@@ -1,0 +1,125 @@
+// A transcript's page, the wiring: the state started, the list's and the tool bar's events
+// bound to the modules that act on them, the transcript's summary asked for, a deep link's
+// place (?at=ID) gone to, and the follow started.
+import { getJSON } from "./api.js";
+import { $, el, status } from "./dom.js";
+import { FOLLOW_MS, follow } from "./follow.js";
+import { goToId, goToKind, goToTime } from "./jumps.js";
+import { apiURL } from "./links.js";
+import { jumpTo, onScroll, render, syncScrollbar, toEnd } from "./list.js";
+import { setMode, showInfo } from "./modes.js";
+import { nextHit, search } from "./search.js";
+import { T, startState } from "./state.js";
+import { key } from "./windows.js";
+
+export function openReader(link) {
+  $("shelf").remove();
+  $("reader").hidden = false;
+  startState(link);
+  const params = new URLSearchParams(location.search);
+  if (params.get("mode") === "live") { T.mode = "live"; $("mode-live").checked = true; }
+  listenToTheList();
+  listenToTheTools();
+  start(params);
+}
+
+// The wheel, touch and keys (which move the list by pixels), the scrollbar, and the
+// buttons inside envelopes.
+function listenToTheList() {
+  const items = $("items");
+  window.addEventListener("wheel", () => { T.input = performance.now(); }, { passive: true, capture: true });
+  window.addEventListener("touchmove", () => { T.input = performance.now(); }, { passive: true, capture: true });
+  window.addEventListener("keydown", (e) => {
+    if (e.target !== document.body) return;
+    if (["PageDown", "PageUp", "ArrowDown", "ArrowUp", " "].includes(e.key)) T.input = performance.now();
+    if (e.altKey || e.metaKey || e.shiftKey) return;
+    // Home and End go to the list's ends, not to where the scrollbar's ends were when the
+    // key was pressed (the bar's length changes as heights are measured on the way).
+    if (e.key === "End") { e.preventDefault(); toEnd(); }
+    if (e.key === "Home") { e.preventDefault(); jumpTo(0, false); }
+  }, { capture: true });
+  window.addEventListener("scroll", onScroll, { passive: true });
+  window.addEventListener("resize", () => { render(); syncScrollbar(); });
+  items.addEventListener("click", async (e) => {
+    const b = e.target.closest("button");
+    if (!b) return;
+    if (b.dataset.to) { goToId(b.dataset.to); return; }
+    const art = b.closest("article");
+    if (b.dataset.fold) {
+      const unfolded = art.classList.toggle("unfolded");
+      T.folds.set(Number(art.dataset.i), unfolded);
+      b.textContent = unfolded ? "fold" : "show";
+      render();
+      return;
+    }
+    if (b.dataset.more) {
+      const i = Number(b.dataset.more);
+      const full = await getJSON(apiURL("envelope", { t: T.link, i, full: 1 }));
+      T.cache.set(key(i), full);
+      const node = T.nodes.get(i);
+      if (node) { node.remove(); T.nodes.delete(i); }
+      render();
+      return;
+    }
+    if (b.dataset.raw) {
+      const old = art.querySelector(".rawline");
+      if (old) { old.remove(); render(); return; }
+      const got = await getJSON(apiURL("envelope", { t: T.link, i: Number(b.dataset.raw), raw: 1 }));
+      art.append(el("pre", "code rawline", got.raw));
+      render();
+    }
+  });
+  items.addEventListener("toggle", () => render(), true);
+}
+
+// The tool bar: modes, search, jumps, the ends.
+function listenToTheTools() {
+  const items = $("items");
+  $("unfold").addEventListener("change", () => { items.classList.toggle("unfold-all", $("unfold").checked); render(); });
+  $("mode-live").addEventListener("change", () => setMode($("mode-live").checked ? "live" : "history"));
+  $("search").addEventListener("keydown", (e) => {
+    if (e.key !== "Enter") return;
+    e.preventDefault();
+    if ($("search").value === T.query && T.hits.length) nextHit(e.shiftKey ? -1 : 1);
+    else search();
+  });
+  $("search").addEventListener("search", () => { if (!$("search").value) search(); });
+  $("search-case").addEventListener("change", () => { if (T.query) search(); });
+  $("search-extras").addEventListener("change", () => { if (T.query) search(); });
+  $("search-next").addEventListener("click", () => nextHit(1));
+  $("search-prev").addEventListener("click", () => nextHit(-1));
+  const go = () => {
+    const id = $("jump-id").value.trim(), time = $("jump-time").value.trim();
+    if (id) goToId(id); else if (time) goToTime(time);
+  };
+  $("jump-go").addEventListener("click", go);
+  $("jump-id").addEventListener("keydown", (e) => { if (e.key === "Enter") goToId($("jump-id").value.trim()); });
+  $("jump-time").addEventListener("keydown", (e) => { if (e.key === "Enter") goToTime($("jump-time").value.trim()); });
+  $("kind-next").addEventListener("click", () => goToKind("forward"));
+  $("kind-prev").addEventListener("click", () => goToKind("back"));
+  $("to-start").addEventListener("click", () => jumpTo(0, false));
+  $("to-end").addEventListener("click", toEnd);
+}
+
+function layout() {   // the list sits under the tool bars
+  const top = $("bar").offsetHeight + $("tools").offsetHeight;
+  $("layer").style.top = top + "px";
+}
+
+// The transcript's summary, the list at its start (or at ?at=ID), then the follow.
+async function start(params) {
+  layout();
+  window.addEventListener("resize", layout);
+  try {
+    const info = await getJSON(apiURL("transcript", { t: T.link }));
+    T.generation = info.generation;
+    T.ready = info.ready;
+    showInfo(info);
+    setMode(T.mode);
+    const at = params.get("at");
+    if (at) await goToId(at);
+    setTimeout(follow, FOLLOW_MS);
+  } catch (e) {
+    status(e.message);
+  }
+}

@@ -1,0 +1,46 @@
+// The window cache: envelopes as /api/window renders them, fetched WINDOW at a time (one
+// request a window at once), kept KEEP on either side of the place shown, and marked stale
+// when the follow says they changed (new badges): shown until fetched again.
+import { getJSON } from "./api.js";
+import { status } from "./dom.js";
+import { apiURL } from "./links.js";
+import { T } from "./state.js";
+
+export const WINDOW = 24;     // envelopes a fetch asks for
+export const KEEP = 600;      // envelopes kept in the cache around the place shown
+
+export function key(i) { return T.mode + ":" + i; }
+
+// The window holding envelope i; once it is in, `redraw()` (and `resize()` first, when
+// the live conversation's length changed).
+export function fetchWindow(i, redraw, resize) {
+  const start = Math.max(0, Math.floor(i / WINDOW) * WINDOW);
+  const k = T.mode + ":" + T.generation + ":" + start;
+  if (T.loading.has(k)) return;
+  T.loading.add(k);
+  const mode = T.mode, gen = T.generation;
+  getJSON(apiURL("window", { t: T.link, from: start, count: WINDOW, mode }))
+    .then((got) => {
+      if (mode !== T.mode || gen !== T.generation) return;
+      if (mode === "live" && !got.ready) { status("computing the live conversation…"); setTimeout(() => { T.loading.delete(k); redraw(); }, 500); return; }
+      for (const item of got.items) { T.cache.set(key(item.i), item); T.stale.delete(item.i); }
+      if (got.count !== null && got.count !== undefined && got.count !== T.count && mode === "live") { T.count = got.count; resize(); }
+      T.loading.delete(k);
+      redraw();
+    })
+    .catch((e) => { T.loading.delete(k); status(e.message); });
+}
+
+export function trimCache() {
+  if (T.cache.size <= KEEP * 2) return;
+  const a = T.anchor.index;
+  for (const k of T.cache.keys()) {
+    const i = Number(k.slice(k.indexOf(":") + 1));
+    if (Math.abs(i - a) > KEEP) T.cache.delete(k);
+  }
+}
+
+export function forget(from) {   // fetch again what was fetched from `from` on (new badges); shown until then
+  for (const k of T.cache.keys()) { const i = Number(k.slice(k.indexOf(":") + 1)); if (i >= from) T.stale.add(i); }
+  T.loading.clear();
+}

@@ -68,7 +68,8 @@ def missing_packages() -> List[str]:
 def _check(paths: List[str]) -> Optional[str]:
     """The one transcript to open straight into, or None for the shelf; CliError(3) when a
     PATH cannot be read or holds no transcript."""
-    from ..view.shelf import Found, Roots, is_transcript
+    from ..verdict import is_transcript
+    from ..view.shelf import Found, Roots
 
     for path in paths:
         if not os.path.exists(path):

@@ -29,10 +29,9 @@ from array import array
 from typing import Any, Dict, Iterable, List, Optional, Sequence, Tuple
 
 from .. import search
-from .._history_fold import passing_items
-from .._peek import peek, read_history
 from ..history import History
 from ..messages import Event
+from ..session import Session
 from ..verdict import Verdict, verdict
 
 # The kinds of envelope a reader jumps to ("next tool call" ...): from their types at
@@ -99,7 +98,7 @@ class Transcript:
         self.verdict: Optional[Verdict] = None
 
     def _read_all(self) -> None:
-        found = peek(self.path, spans=True)
+        found = Session.peek(self.path, spans=True)
         with self.lock:
             self.error = found.get("error")
             self.meta = found["meta"]
@@ -125,13 +124,13 @@ class Transcript:
                 return False
             if self.identity == (st.st_dev, st.st_ino) and st.st_size == self.size:
                 return False
-            found = peek(self.path, offset=self.end, identity=self.identity, spans=True)
+            found = Session.peek(self.path, offset=self.end, identity=self.identity, spans=True)
             if found["restarted"] or found.get("error"):
                 self.generation += 1
                 self._reset()
                 self.error = found.get("error")
                 if not found["restarted"]:
-                    found = peek(self.path, spans=True)
+                    found = Session.peek(self.path, spans=True)
                     self.error = found.get("error")
                 self.meta = found["meta"]
                 self._add(found)
@@ -215,16 +214,14 @@ class Transcript:
             if generation != self.generation:
                 return
             count, end, identity = self.count, self.end, self.identity
-        found = read_history(self.path, False, end=end, identity=identity) if count else None
-        if found is not None and found.fed == count:
-            history, fed = History._of_read(found, False), count
-        else:  # another file by now (or peek listed nothing): fold what peek holds
+        history = read_history(self.path, end, identity) if count else None
+        fed = count
+        if history is None or history.count != count:  # another file by now: fold what peek holds
             history, fed = History(keep_payloads=False), 0
-        del found
-        # The failed ones once, each operation built for this pass alone (a native read
+        # The failed ones once, each operation built for this look alone (a native read
         # builds one when asked for: all kept, they were 90 MB at 1 GB); _feed notes the
         # ones settled later.
-        failed = [op.index for _, op in passing_items(history.operations) if op.state == "failed"]
+        failed = [op.index for op in history.each_operation() if op.state == "failed"]
         while True:
             with self.lock:
                 if generation != self.generation:
@@ -370,6 +367,12 @@ class Transcript:
     def ready(self) -> Dict[str, bool]:
         return {"index": self.indexed >= self.count, "verdict": self.verdict is not None,
                 "history": self.history is not None}
+
+
+def read_history(path: str, end: int, identity: Optional[Tuple[int, int]]) -> History:
+    """The history, without payloads, of what the peek that ended at `end` read from the
+    file `identity` (empty where the path names another file by now)."""
+    return History.read(path, keep_payloads=False, end=end, identity=identity)
 
 
 def _release_freed_memory() -> None:

@@ -29,7 +29,8 @@ from view_support import ALIGNED_TABLE, SPOOFED_OUTCOMES, build_shelf, write_spo
 
 from llm_agent_session import Session, assistant_message, tool_message, user_message  # noqa: E402
 from llm_agent_session.visible import visible  # noqa: E402
-from llm_agent_session.view.app import Viewer, app  # noqa: E402
+from llm_agent_session.view.app import app  # noqa: E402
+from llm_agent_session.view.model import Viewer  # noqa: E402
 from llm_agent_session.view.security import Policy  # noqa: E402
 from llm_agent_session.view.server import bind  # noqa: E402
 from llm_agent_session.view.shelf import Roots  # noqa: E402

@@ -63,7 +63,8 @@ def client_for(paths, host: str = f"127.0.0.1:{PORT}", token: Optional[str] = TO
     `token` as the page does (None: no token)."""
     from starlette.testclient import TestClient
 
-    from llm_agent_session.view.app import Viewer, app
+    from llm_agent_session.view.app import app
+    from llm_agent_session.view.model import Viewer
     from llm_agent_session.view.security import Policy
     from llm_agent_session.view.shelf import Roots
 

@@ -27,7 +27,7 @@ from . import model
 from .links import TRANSCRIPT_PAGE, link
 from .model import Viewer
 from .problems import Problem
-from .security import Guard, Policy
+from .security import Guard, NetworkPolicy
 from .transcript import Transcript
 from .transcript_search import Reports
 
@@ -148,7 +148,7 @@ API = {"shelf": api_shelf, "transcript": api_transcript, "window": api_window, "
        "locate": api_locate, "search": api_search, "follow": api_follow}
 
 
-def app(viewer: Viewer, policy: Policy) -> Guard:
+def app(viewer: Viewer, policy: NetworkPolicy) -> Guard:
     """The ASGI application: the routes inside the security wrapper."""
     routes = [
         Route(link("page"), page),

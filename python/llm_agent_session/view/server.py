@@ -2,7 +2,8 @@
 
 uvicorn serves the application on a socket bound here (loopback unless ``--host``; port 0
 asks the system for a free one), so the URL, token included, is known and printed before
-anything is served. The token is the URL's fragment (``#token=``): a browser sends it to
+anything is served. The network policy is resolved once the port is bound
+(``security.resolve_policy``) and holds every request from the first. The token is the URL's fragment (``#token=``): a browser sends it to
 no server (security.py). The browser is opened through a file only this user can read
 that redirects to the URL, so the token never appears in the browser's command line
 (``ps``).
@@ -20,7 +21,7 @@ from typing import List, Optional, TextIO
 
 from ..visible import visible
 from .links import link
-from .security import Policy
+from .security import resolve_policy
 from .shelf import Roots, Shelf
 
 
@@ -80,15 +81,17 @@ def _remove(folder: str) -> None:
 
 def serve(paths: List[str], host: str, port: int, browser: bool, single: Optional[str],
           out: TextIO = sys.stdout, token: Optional[str] = None) -> int:
-    """Serve `paths` on `host` and `port` (0: a free one) until Ctrl-C; `single`: the one
-    transcript to open straight into."""
+    """Serve `paths` on `host` (``security.listening_host``'s) and `port` (0: a free one)
+    until Ctrl-C; `single`: the one transcript to open straight into."""
     sock = bind(host, port)
-    port = sock.getsockname()[1]
-    policy = Policy(port, token=token, host=host)
-    origin = f"http://[{host}]:{port}" if ":" in host else f"http://{host}:{port}"
+    try:
+        policy = resolve_policy(host, sock.getsockname()[1], token)
+    except BaseException:
+        sock.close()
+        raise
     shelf = Shelf(Roots(paths))
     first = page_name(shelf, single)
-    url = link("page", first, origin=origin, token=policy.token)
+    url = link("page", first, origin=policy.origin, token=policy.token)
     out.write(url + "\n")  # first, before the server's packages are imported
     out.flush()
     if first is None:

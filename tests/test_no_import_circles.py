@@ -3,7 +3,7 @@ crate and the viewer's page (its JavaScript modules) each read downward (a modul
 reaches, through any chain of imports, back to itself), and so do the package's folders.
 Function-level imports count too: a lazy import hides a circle from the interpreter, not
 from a reader. The library's services stand below every surface: no module outside
-``cli/`` imports ``cli/``."""
+``cli/`` imports ``cli/``, and the viewer reads through the library's public names only."""
 
 from __future__ import annotations
 
@@ -153,6 +153,71 @@ def test_no_module_outside_cli_imports_cli(backend_name):
                       if _folder_of(module) != cli and module != "llm_agent_session.__main__"
                       for target in edges if _folder_of(target) == cli)
     assert reaching == []
+
+
+def _private_uses(module: str, path: str, folder: str) -> List[str]:
+    """What `module` (of `folder`) takes from the package outside `folder` that is private:
+    a module or a name that starts with ``_`` (``__dunder__`` aside), imported, or read
+    as an attribute of a name imported from there (``History._of_read``)."""
+    package = "llm_agent_session"
+    is_package = path.endswith("__init__.py")
+    tree = ast.parse(open(path, encoding="utf-8").read(), path)
+    private = lambda name: name.startswith("_") and not name.startswith("__")  # noqa: E731
+    outside: Set[str] = set()  # local names bound to something from outside `folder`
+    found: List[str] = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = module.split(".")
+                base = base[: len(base) - node.level + (1 if is_package else 0)]
+                origin = ".".join(base + ([node.module] if node.module else []))
+            else:
+                origin = node.module or ""
+            if origin != package and not origin.startswith(package + "."):
+                continue
+            if origin == folder or origin.startswith(folder + "."):
+                continue
+            for alias in node.names:
+                dotted = f"{origin}.{alias.name}"
+                if any(private(part) for part in dotted.split(".")):
+                    found.append(f"{module}: from {origin} import {alias.name}")
+                outside.add(alias.asname or alias.name)
+        elif isinstance(node, ast.Import):
+            for alias in node.names:
+                if alias.name.startswith(package + ".") and any(private(p) for p in alias.name.split(".")):
+                    found.append(f"{module}: import {alias.name}")
+    for node in ast.walk(tree):
+        if (isinstance(node, ast.Attribute) and private(node.attr) and isinstance(node.value, ast.Name)
+                and node.value.id in outside):
+            found.append(f"{module}: {node.value.id}.{node.attr}")
+    return sorted(set(found))
+
+
+def test_the_viewer_reads_only_the_librarys_public_names(backend_name):
+    """``view/`` is a surface over the library like any program: it reads through public
+    calls (``Session.peek``, ``History.read``, ``verdict``, ``search``, ``visible``), not
+    the private modules and names behind them (it called ``History._of_read``,
+    ``_peek.read_history`` and ``_history_fold.passing_items``)."""
+    if backend_name != "pure":
+        pytest.skip("backend-independent: checked once, in the pure run")
+    folder = "llm_agent_session.view"
+    modules = _python_modules(PACKAGE_DIR, "llm_agent_session")
+    found = [use for module, path in sorted(modules.items()) if module == folder or module.startswith(folder + ".")
+             for use in _private_uses(module, path, folder)]
+    assert found == []
+
+
+def test_the_private_use_finder_finds_them(tmp_path):
+    module = tmp_path / "reader.py"
+    module.write_text("from .. import _backend, search\nfrom .._peek import peek\nfrom ..history import History\n"
+                      "from . import _own\nimport llm_agent_session._files\n"
+                      "History._of_read(None)\nHistory.read('x')\nsearch.__name__\n")
+    assert _private_uses("llm_agent_session.view.reader", str(module), "llm_agent_session.view") == [
+        "llm_agent_session.view.reader: History._of_read",
+        "llm_agent_session.view.reader: from llm_agent_session import _backend",
+        "llm_agent_session.view.reader: from llm_agent_session._peek import peek",
+        "llm_agent_session.view.reader: import llm_agent_session._files",
+    ]
 
 
 def test_the_benches_have_no_import_circle(backend_name):

@@ -15,12 +15,14 @@ of a file, ``live_ids`` equals ``Session.load(path).message_ids`` and ``pending(
 its ``pending_tool_operations()`` (a differential test holds them together).
 
     history = History.read(path)            # or: History(); history.feed(event) per Event
+    History.read(path, end=seen["end"], identity=seen["identity"])  # what a peek `seen` listed
     history.removed.get(message_id)         # Removal(by, kind, ts), or None while live
     history.elided.get(message_id)          # ids of the elisions that stubbed it, in order
     history.operations[op_id].state         # dispatched, result-recorded, completed, ...
     history.answers.get(message_id)         # the operation a tool message answered, or None
     history.calls.get(call_id)              # the operations dispatched for a call id, in order
     history.index_of(envelope_id)           # its position among the envelopes fed
+    history.each_operation()                # every operation, for one look (see below)
 
 ``History(keep_payloads=False)`` keeps the facts and leaves the values in the file: no tool
 arguments, no settle payloads and no run-context texts (on a 1 GB transcript those are about
@@ -29,17 +31,23 @@ half a GB in memory; a viewer reads them from the lines it shows).
 On the native core ``read`` folds the file in Rust, at about the cost of a load, and
 ``removed``, ``operations``, ``answers`` and ``calls`` are mappings that build an entry
 when it is first asked for (equal to the dicts the pure core gives, in the same order;
-``feed`` adds to them).
+``feed`` adds to them). An entry built is kept; ``each_operation`` looks at every
+operation without keeping those it builds.
+
+A follower (the viewer) peeks first and then reads the history of what the peek listed:
+``History.read(path, end=seen["end"], identity=seen["identity"])`` reads the bytes the
+peek read and only from the file it read (an empty history where the path names another
+file by now), and ``feed`` takes each envelope a later peek lists.
 """
 
 from __future__ import annotations
 
 import os
-from typing import Any, Dict, List, Optional, Union
+from typing import Any, Dict, Iterator, List, Optional, Tuple, Union
 
 from . import _peek
 from ._core import HistoryRead
-from ._history_fold import OPERATION_STATES, HistoryFold, Operation, Problem, ReadMapping, Removal
+from ._history_fold import OPERATION_STATES, HistoryFold, Operation, Problem, ReadMapping, Removal, passing_items
 from .messages import PendingToolOperation
 
 __all__ = ["History", "Removal", "Problem", "Operation", "OPERATION_STATES"]
@@ -49,12 +57,25 @@ class History(HistoryFold):
     """The fold of a transcript's envelopes, fed in file order, with what became of each."""
 
     @classmethod
-    def read(cls, path: Union[str, "os.PathLike[str]"], keep_payloads: bool = True) -> "History":
+    def read(
+        cls, path: Union[str, "os.PathLike[str]"], keep_payloads: bool = True, *, end: Optional[int] = None,
+        identity: Optional[Tuple[int, int]] = None,
+    ) -> "History":
         """The history of every envelope of the file at `path` that parses, read as peek
         reads it (no lock, nothing written; malformed lines are skipped and are in peek's
         warnings, not here). On the native core the file is folded in Rust, at about the
-        cost of a load; ``feed`` goes on from there."""
-        return cls._of_read(_peek.read_history(os.fspath(path), keep_payloads), keep_payloads)
+        cost of a load; ``feed`` goes on from there.
+
+        A follower that peeked (``Session.peek``) reads the history of what it saw: with
+        `end` (the peek's ``end``) only the lines before that byte are read, and with
+        `identity` (the peek's ``identity``) only that file: where the path names another
+        one by now (a repair renamed a new file over it), nothing is read and the history
+        is empty (``count`` 0; a follower compares ``count`` with its peek's envelopes).
+        Raises ValueError for an `end` that is not an int >= 0."""
+        if end is not None and (not isinstance(end, int) or isinstance(end, bool) or end < 0):
+            raise ValueError(f"end must be an int >= 0 or None, not {end!r}")
+        found = _peek.read_history(os.fspath(path), keep_payloads, end=end, identity=identity)
+        return cls._of_read(found, keep_payloads)
 
     @classmethod
     def _of_read(cls, found: Optional[HistoryRead], keep_payloads: bool) -> "History":
@@ -93,6 +114,14 @@ class History(HistoryFold):
     def is_live(self, entry_id: str) -> bool:
         """Whether the message (or compaction summary) `entry_id` is in the live conversation."""
         return self.state.position(entry_id) is not None
+
+    def each_operation(self) -> Iterator[Operation]:
+        """Every tool operation in file order, as ``operations.values()`` gives them, for
+        one look at them all: after a native read, an operation not asked for before is
+        built for this look alone and not kept (``operations`` keeps each one it builds:
+        all 124,771 of a 1 GB transcript held 90 MB). One asked for before is the one kept."""
+        for _, op in passing_items(self.operations):
+            yield op
 
     def pending(self) -> List[PendingToolOperation]:
         """The operations without a settle, as ``Session.pending_tool_operations()``."""

@@ -279,7 +279,8 @@ class Session:
 
     @staticmethod
     def peek(
-        path: Any, *, offset: int = 0, identity: Optional[Tuple[int, int]] = None, survey: bool = False
+        path: Any, *, offset: int = 0, identity: Optional[Tuple[int, int]] = None, survey: bool = False,
+        spans: bool = False,
     ) -> Dict[str, Any]:
         """What the file says, without writing, locking or repairing.
 
@@ -296,11 +297,15 @@ class Session:
         ``survey=True`` (only with ``offset=0``) adds ``survey``: lines and bytes by
         type, messages by role, how many messages replay would give, and the tool
         operations left open with their state, computed in the same pass.
+        ``spans=True`` adds ``spans``: for each envelope, ``(line, offset, length)`` of its
+        line in the file (the line counted from where the peek read, the byte offset from
+        the file's start, the length up to its ``\\n``), so a follower can read one
+        line again (its raw text) or place a byte offset (a search hit) on its envelope.
         Raises ValueError for a negative or non-int `offset`, or a survey with one.
         """
         from ._peek import peek
 
-        return peek(os.fspath(path), offset=offset, identity=identity, survey=survey)
+        return peek(os.fspath(path), offset=offset, identity=identity, survey=survey, spans=spans)
 
     @staticmethod
     def salvage(path: Any, out: Any) -> Dict[str, Any]:

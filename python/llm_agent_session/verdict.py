@@ -8,6 +8,9 @@ check (which only looks) and the replay over the bytes a repair would keep
 verdict, the error (class, line, byte offset) and the size of the repair are exactly
 load's.
 
+:func:`is_transcript` is the cheap look before it: does a file start as a transcript at
+all (the shelf of the viewer and ``view FILE`` ask it of every ``*.jsonl`` file).
+
 :class:`Kind` is the answer's one vocabulary, for every surface: ``check`` and ``peek``
 (which turn its number into their exit code), the viewer's shelf and transcript page,
 and the dataset's ``sessions.verdict`` column.
@@ -21,9 +24,11 @@ import stat
 from dataclasses import dataclass, field
 from typing import Any, List, Optional, Sequence, Tuple
 
-from . import _backend
+from . import _backend, _platform
 from ._files import open_to_read
 from ._load import repair_path_of
+from ._peek import _first_line_error
+from ._pure.lines import BLANK_BYTES
 from .errors import CoreFailure, NotATranscript, public_error
 from .messages import PendingToolOperation
 
@@ -137,6 +142,33 @@ def verdict(path: str) -> Verdict:
     if torn and st.st_nlink > 1:
         result.notes.append(f"it has {st.st_nlink - 1} other hard link(s); they would keep the torn version")
     return result
+
+
+#: How much of a file ``is_transcript`` reads at most.
+FIRST_LINE_LIMIT = 1 << 20
+
+
+def is_transcript(path: str) -> bool:
+    """Whether the file at `path` starts as a transcript: its first line that is not
+    blank (blank lines are skipped on every read) is a ``session-meta`` envelope, as the
+    core reads it. A cheap look, the first MiB at most, to tell transcripts from other
+    files in a directory; :func:`verdict` says whether one loads. A first line longer
+    than that MiB counts as a transcript where it starts as a JSON object, and a first
+    MiB of blank lines counts too (the verdict then says what a load would make of it).
+    OSError where the file cannot be read."""
+    fd = open_to_read(path)
+    try:
+        head = _platform.pread(fd, FIRST_LINE_LIMIT, 0)
+        body = head.lstrip(BLANK_BYTES + b"\n")
+        if not body:  # empty, or only blank lines (or a first MiB of them: the verdict will say)
+            return len(head) == FIRST_LINE_LIMIT
+        newline = head.find(b"\n", len(head) - len(body))
+        if newline < 0 and len(head) == FIRST_LINE_LIMIT:
+            return body.startswith(b"{")  # too long to look at cheaply: the verdict will say
+        end = len(head) if newline < 0 else newline + 1
+        return _first_line_error(_backend.core.scan(fd, 0, end, True), end) is None
+    finally:
+        os.close(fd)
 
 
 def lock_holder(st: os.stat_result) -> Optional[int]:

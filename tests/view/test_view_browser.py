@@ -29,8 +29,9 @@ from view_support import ALIGNED_TABLE, SPOOFED_OUTCOMES, build_shelf, write_spo
 
 from llm_agent_session import Session, assistant_message, tool_message, user_message  # noqa: E402
 from llm_agent_session.visible import visible  # noqa: E402
-from llm_agent_session.view.app import Viewer, app  # noqa: E402
-from llm_agent_session.view.security import Policy  # noqa: E402
+from llm_agent_session.view.app import app  # noqa: E402
+from llm_agent_session.view.model import Viewer  # noqa: E402
+from llm_agent_session.view.security import resolve_policy  # noqa: E402
 from llm_agent_session.view.server import bind  # noqa: E402
 from llm_agent_session.view.shelf import Roots  # noqa: E402
 
@@ -69,7 +70,7 @@ def served(tmp_path_factory):
         s.append_message(user_message(HOSTILE_HTML))
     sock = bind("127.0.0.1", 0)
     port = sock.getsockname()[1]
-    policy = Policy(port)
+    policy = resolve_policy("127.0.0.1", port)
     server = uvicorn.Server(uvicorn.Config(app(Viewer(Roots([root])), policy), log_level="warning", lifespan="off"))
     thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
     thread.start()

@@ -18,9 +18,9 @@ pytestmark = pytest.mark.slow  # whole processes
 from llm_agent_session import Session, user_message
 
 
-def _run(*args: str, **kw) -> subprocess.CompletedProcess:
+def _run(*args: str, timeout: float = 60, **kw) -> subprocess.CompletedProcess:
     return subprocess.run([sys.executable, "-m", "llm_agent_session", *args], capture_output=True, text=True,
-                          timeout=60, **kw)
+                          timeout=timeout, **kw)
 
 
 def test_exit_codes_without_a_transcript_and_in_help(tmp_path):
@@ -140,6 +140,21 @@ def test_a_wildcard_host_is_refused_with_the_reason(tmp_path, host, backend_name
     r = _run("view", str(path), "--no-browser", "--host", host)
     assert r.returncode == 2 and r.stdout == "", r.stdout + r.stderr
     assert "is a wildcard (every interface)" in r.stderr and "Give that address" in r.stderr
+
+
+@pytest.mark.parametrize("host,says", [("", "is empty"), ("http://127.0.0.1", "no URL, path or user"),
+                                       ("127.0.0.1:8000", "a port goes in --port"), ("my host", "holds a space"),
+                                       ("fe80::1%eth0", "interface scope"), ("host.", "ends with a dot")])
+def test_a_host_no_browser_can_name_is_refused_with_the_reason(tmp_path, host, says, backend_name):
+    """Each was bound (or served on 127.0.0.1, for the empty one) and every page got 403,
+    or binding failed with exit 1 and the system's words."""
+    if backend_name != "pure":
+        pytest.skip("backend-independent: checked once, in the pure run")
+    path = tmp_path / "run.jsonl"
+    Session.create(path, {}).close()
+    r = _run("view", str(path), "--no-browser", "--host", host, timeout=10)
+    assert r.returncode == 2 and r.stdout == "", r.stdout + r.stderr
+    assert says in r.stderr and "--host" in r.stderr
 
 
 def _network_address():

@@ -3,13 +3,12 @@ peek's envelopes one by one), and what it asks of it without building every entr
 
 from __future__ import annotations
 
-import threading
 import time
 
 from llm_agent_session import Session
 from llm_agent_session._peek import peek, read_history
 from llm_agent_session.history import History
-from llm_agent_session.view.app import Viewer, _info
+from llm_agent_session.view.model import info, renderer
 from llm_agent_session.view.transcript import Transcript
 
 
@@ -45,7 +44,7 @@ def test_the_viewers_history_is_the_files_and_follows_appends(shelf):
     assert t.verdict is not None and t.verdict.replayed is None  # load's copy of the live conversation: let go
     for kind in ("failed", "pending"):
         assert _positions(t, kind) == _want(shelf.run, kind) != []
-    assert _info(t)["pending"] == len(_want(shelf.run, "pending"))
+    assert info(t)["pending"] == len(_want(shelf.run, "pending"))
     with Session.load(shelf.run) as s:  # settle a pending one as failed; a new one fails too
         s.append_tool_settled(shelf.ids["op4"], "failed", duration=0.1, error="no")
         op = s.append_tool_dispatched("call_9", "bash", '{"cmd": "false"}')
@@ -53,7 +52,7 @@ def test_the_viewers_history_is_the_files_and_follows_appends(shelf):
     assert t.refresh()
     for kind in ("failed", "pending"):
         assert _positions(t, kind) == _want(shelf.run, kind)
-    assert _info(t)["pending"] == len(_want(shelf.run, "pending"))
+    assert info(t)["pending"] == len(_want(shelf.run, "pending"))
 
 
 def test_the_viewers_answers_build_no_entry_of_a_native_read(shelf, backend_name):
@@ -63,10 +62,8 @@ def test_the_viewers_answers_build_no_entry_of_a_native_read(shelf, backend_name
     t = _opened(shelf.run)
     history = t.history
     assert history is not None
-    viewer = Viewer.__new__(Viewer)  # just its renderer's cache
-    viewer.lock, viewer.removals = threading.Lock(), {}
-    viewer.renderer(t)  # the removals counted
-    _info(t)
+    renderer(t)  # the removals counted
+    info(t)
     for kind in ("failed", "pending"):
         _positions(t, kind)
     if backend_name != "native":

@@ -63,11 +63,12 @@ def client_for(paths, host: str = f"127.0.0.1:{PORT}", token: Optional[str] = TO
     `token` as the page does (None: no token)."""
     from starlette.testclient import TestClient
 
-    from llm_agent_session.view.app import Viewer, app
-    from llm_agent_session.view.security import Policy
+    from llm_agent_session.view.app import app
+    from llm_agent_session.view.model import Viewer
+    from llm_agent_session.view.security import resolve_policy
     from llm_agent_session.view.shelf import Roots
 
-    policy = Policy(PORT, token=TOKEN)
+    policy = resolve_policy("127.0.0.1", PORT, TOKEN)
     headers = {"authorization": f"Bearer {token}"} if token is not None else {}
     return TestClient(app(Viewer(Roots(paths)), policy), base_url=f"http://{host}", follow_redirects=False,
                       headers=headers)

@@ -7,7 +7,6 @@ The viewer's packages are the ``view`` extra, imported only here, when the comma
 from __future__ import annotations
 
 import argparse
-import ipaddress
 import os
 import sys
 from typing import Callable, Dict, List, Optional
@@ -50,7 +49,8 @@ def add_parser(add: Callable[..., argparse.ArgumentParser], common: argparse.Arg
     p.add_argument("--host", default=None, metavar="ADDRESS",
                    help="listen on this address instead of 127.0.0.1, one a browser can name: this machine's "
                         "address on a network (a warning: others on it can then reach the viewer; they still need "
-                        "the token); a wildcard (0.0.0.0, ::) is refused")
+                        "the token); a wildcard (0.0.0.0, ::), or anything else a browser cannot name as given "
+                        "(a port, a path, a space), is refused with the reason")
     p.add_argument("--no-browser", action="store_true", help="print the URL only; do not open a browser")
 
 
@@ -68,7 +68,8 @@ def missing_packages() -> List[str]:
 def _check(paths: List[str]) -> Optional[str]:
     """The one transcript to open straight into, or None for the shelf; CliError(3) when a
     PATH cannot be read or holds no transcript."""
-    from ..view.shelf import Found, Roots, is_transcript
+    from ..verdict import is_transcript
+    from ..view.shelf import Found, Roots
 
     for path in paths:
         if not os.path.exists(path):
@@ -98,41 +99,20 @@ def _check(paths: List[str]) -> Optional[str]:
     return None
 
 
-def _check_host(host: str) -> None:
-    """CliError(2) for a --host no browser can name: a wildcard address listens on every
-    interface, but a browser reaches the viewer at one of them, whose name the Host check
-    cannot know in advance (every page got 403)."""
-    import socket
-
-    try:
-        found = socket.getaddrinfo(host, None, proto=socket.IPPROTO_TCP)
-    except (OSError, UnicodeError):
-        return  # binding it says what is wrong (exit 1)
-    if any(ipaddress.ip_address(str(address[4][0]).split("%")[0]).is_unspecified
-                                   for address in found):
-        raise CliError(visible(f"--host {host!r} is a wildcard (every interface): a browser reaches the viewer at "
-                               "one address, which is what the viewer must be told to check. Give that address "
-                               "(this machine's address on the network), or leave --host out for 127.0.0.1"),
-                       USAGE)
-
-
-def _loopback(host: str) -> bool:
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return host == "localhost"
-
-
 def run(args: argparse.Namespace, out: Out) -> int:
     missing = missing_packages()
     if missing:
         raise CliError("the viewer needs the view extra, which is not installed here (missing: "
                        + ", ".join(missing) + "): pip install 'llm-agent-session[view]'", 1)
-    host = (args.host or "127.0.0.1").strip("[]")  # [::1] as a URL writes it
-    _check_host(host)
+    from ..view.security import PolicyRefused, listening_host, only_this_machine
+
+    try:  # before anything is bound: an address no browser can name is a usage error
+        host = listening_host(args.host)
+    except PolicyRefused as e:
+        raise CliError(visible(str(e)), USAGE)
     paths = [os.path.expanduser(p) for p in args.paths]
     single = _check(paths)
-    if not _loopback(host):
+    if not only_this_machine(host):
         print(visible(f"warning: listening on {host}: anyone who can reach this address and has the URL's "
                       "token can read these transcripts"), file=sys.stderr)
     from ..view.server import serve

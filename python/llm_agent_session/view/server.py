@@ -2,7 +2,8 @@
 
 uvicorn serves the application on a socket bound here (loopback unless ``--host``; port 0
 asks the system for a free one), so the URL, token included, is known and printed before
-anything is served. The token is the URL's fragment (``#token=``): a browser sends it to
+anything is served. The network policy is resolved once the port is bound
+(``security.resolve_policy``) and holds every request from the first. The token is the URL's fragment (``#token=``): a browser sends it to
 no server (security.py). The browser is opened through a file only this user can read
 that redirects to the URL, so the token never appears in the browser's command line
 (``ps``).
@@ -17,10 +18,10 @@ import tempfile
 import threading
 import webbrowser
 from typing import List, Optional, TextIO
-from urllib.parse import quote
 
 from ..visible import visible
-from .security import Policy
+from .links import link
+from .security import resolve_policy
 from .shelf import Roots, Shelf
 
 
@@ -39,17 +40,12 @@ def bind(host: str, port: int) -> socket.socket:
     return sock
 
 
-def url_of(host: str, port: int, path: str, token: str) -> str:
-    shown = f"[{host}]" if ":" in host else host
-    return f"http://{shown}:{port}{path}#token={token}"
-
-
-def start_path(shelf: Shelf, single: Optional[str]) -> str:
-    """The page to open first: the transcript itself when there is one, else the shelf."""
+def page_name(shelf: Shelf, single: Optional[str]) -> Optional[str]:
+    """The transcript to open first, as the page names it (an alias where its name holds
+    what the page cannot carry); None for the shelf."""
     if single is None:
-        return "/"
-    link = single if visible(single) == single else shelf.alias(single)
-    return "/t/" + quote(link, safe="/~")
+        return None
+    return single if visible(single) == single else shelf.alias(single)
 
 
 def open_browser(url: str, made: List[str]) -> None:
@@ -85,24 +81,30 @@ def _remove(folder: str) -> None:
 
 def serve(paths: List[str], host: str, port: int, browser: bool, single: Optional[str],
           out: TextIO = sys.stdout, token: Optional[str] = None) -> int:
+    """Serve `paths` on `host` (``security.listening_host``'s) and `port` (0: a free one)
+    until Ctrl-C; `single`: the one transcript to open straight into."""
     sock = bind(host, port)
-    port = sock.getsockname()[1]
-    policy = Policy(port, token=token, host=host)
+    try:
+        policy = resolve_policy(host, sock.getsockname()[1], token)
+    except BaseException:
+        sock.close()
+        raise
     shelf = Shelf(Roots(paths))
-    url = url_of(host, port, start_path(shelf, single), policy.token)
+    first = page_name(shelf, single)
+    url = link("page", first, origin=policy.origin, token=policy.token)
     out.write(url + "\n")  # first, before the server's packages are imported
     out.flush()
-    if single is None:
+    if first is None:
         shelf.start()  # rows are read while the browser starts
     import uvicorn
 
-    from .app import Viewer, app
+    from .app import app
     from .limits import ACCEPT_BATCH, bounded_protocol, descriptor_limit, max_connections
+    from .model import Viewer
 
     viewer = Viewer(shelf.roots, shelf)
-    if single is not None:  # read it while the browser starts
-        link = single if visible(single) == single else next(k for k, v in shelf.aliases.items() if v == single)
-        threading.Thread(target=viewer.transcript, args=(link,), daemon=True).start()
+    if first is not None:  # read it while the browser starts
+        threading.Thread(target=viewer.transcript, args=(first,), daemon=True).start()
     # h11 with bounds on header time and connections (limits.py); no WebSocket: none is served.
     config = uvicorn.Config(app(viewer, policy), log_level="warning", lifespan="off", ws="none",
                             http=bounded_protocol(max_connections(descriptor_limit())), backlog=ACCEPT_BATCH,

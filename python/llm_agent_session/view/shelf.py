@@ -13,7 +13,7 @@ are skipped). Each directory is walked once, known by its device and inode: a li
 already walked (a loop, a link to an ancestor) is not followed, and links come after the
 real directories, so a transcript is listed under its own path. A file or directory that
 cannot be read is a row that says why (``unreadable``). The shelf's rows are made in a background thread, in walk order, and the page reads them as
-they come: ``peek(survey=True)`` for the counts and load's read-only verdict
+they come: ``Session.peek(survey=True)`` for the counts and load's read-only verdict
 (``llm_agent_session.verdict``) for whether it loads.
 """
 
@@ -25,16 +25,12 @@ import threading
 from dataclasses import dataclass
 from typing import Any, Dict, Iterator, List, Optional, Set, Tuple
 
-from .. import _backend, _platform
-from .._files import open_to_read
-from .._peek import _first_line_error, peek
-from .._pure.lines import BLANK_BYTES
 from ..messages import model_named
-from ..verdict import Verdict, verdict
+from ..session import Session
+from ..verdict import Verdict, is_transcript, verdict
 from ..visible import visible
 
 SUFFIX = ".jsonl"
-FIRST_LINE_LIMIT = 1 << 20
 
 
 class NameRefused(ValueError):
@@ -178,25 +174,6 @@ def _inside(path: str, top: str) -> bool:
     return os.path.commonpath([real, top]) == top and (real != top or not os.path.isdir(real))
 
 
-def is_transcript(path: str) -> bool:
-    """Whether the first line that is not blank (blank lines are skipped on every read) is
-    a ``session-meta`` envelope, as the core reads it: a cheap look, the first MiB at most.
-    OSError where the file cannot be read."""
-    fd = open_to_read(path)
-    try:
-        head = _platform.pread(fd, FIRST_LINE_LIMIT, 0)
-        body = head.lstrip(BLANK_BYTES + b"\n")
-        if not body:  # empty, or only blank lines (or a first MiB of them: the verdict will say)
-            return len(head) == FIRST_LINE_LIMIT
-        newline = head.find(b"\n", len(head) - len(body))
-        if newline < 0 and len(head) == FIRST_LINE_LIMIT:
-            return body.startswith(b"{")  # too long to look at cheaply: the verdict will say
-        end = len(head) if newline < 0 else newline + 1
-        return _first_line_error(_backend.core.scan(fd, 0, end, True), end) is None
-    finally:
-        os.close(fd)
-
-
 def verdict_words(judged: Verdict) -> Tuple[str, str]:
     """The words for load's verdict, and why (the error, or the torn tail a load cuts)."""
     why = ""
@@ -209,7 +186,7 @@ def verdict_words(judged: Verdict) -> Tuple[str, str]:
 
 def describe(path: str) -> Dict[str, Any]:
     """One shelf row: what the meta says, the times, size and counts, and load's verdict."""
-    found = peek(path, survey=True)
+    found = Session.peek(path, survey=True)
     survey = found["survey"]
     meta = found["meta"] if isinstance(found["meta"], dict) else {}
     first = last = None

@@ -29,11 +29,12 @@ from array import array
 from typing import Any, Dict, Iterable, List, Optional, Sequence, Tuple
 
 from .. import search
-from .._history_fold import passing_items
-from .._peek import peek, read_history
 from ..history import History
 from ..messages import Event
+from ..session import Session
 from ..verdict import Verdict, verdict
+from . import transcript_search
+from .problems import Problem
 
 # The kinds of envelope a reader jumps to ("next tool call" ...): from their types at
 # once, and from the history once it is there.
@@ -97,9 +98,11 @@ class Transcript:
         self.history: Optional[History] = None
         self.failed: List[int] = []  # positions of the failed operations' dispatches, in order
         self.verdict: Optional[Verdict] = None
+        # What each compaction and rewind removed, counted for the history as it was then.
+        self._removals: Tuple[Any, Dict[str, Tuple[int, str]]] = (None, {})
 
     def _read_all(self) -> None:
-        found = peek(self.path, spans=True)
+        found = Session.peek(self.path, spans=True)
         with self.lock:
             self.error = found.get("error")
             self.meta = found["meta"]
@@ -125,13 +128,13 @@ class Transcript:
                 return False
             if self.identity == (st.st_dev, st.st_ino) and st.st_size == self.size:
                 return False
-            found = peek(self.path, offset=self.end, identity=self.identity, spans=True)
+            found = Session.peek(self.path, offset=self.end, identity=self.identity, spans=True)
             if found["restarted"] or found.get("error"):
                 self.generation += 1
                 self._reset()
                 self.error = found.get("error")
                 if not found["restarted"]:
-                    found = peek(self.path, spans=True)
+                    found = Session.peek(self.path, spans=True)
                     self.error = found.get("error")
                 self.meta = found["meta"]
                 self._add(found)
@@ -215,16 +218,14 @@ class Transcript:
             if generation != self.generation:
                 return
             count, end, identity = self.count, self.end, self.identity
-        found = read_history(self.path, False, end=end, identity=identity) if count else None
-        if found is not None and found.fed == count:
-            history, fed = History._of_read(found, False), count
-        else:  # another file by now (or peek listed nothing): fold what peek holds
+        history = read_history(self.path, end, identity) if count else None
+        fed = count
+        if history is None or history.count != count:  # another file by now: fold what peek holds
             history, fed = History(keep_payloads=False), 0
-        del found
-        # The failed ones once, each operation built for this pass alone (a native read
+        # The failed ones once, each operation built for this look alone (a native read
         # builds one when asked for: all kept, they were 90 MB at 1 GB); _feed notes the
         # ones settled later.
-        failed = [op.index for _, op in passing_items(history.operations) if op.state == "failed"]
+        failed = [op.index for op in history.each_operation() if op.state == "failed"]
         while True:
             with self.lock:
                 if generation != self.generation:
@@ -361,6 +362,71 @@ class Transcript:
         found = (history.index_of(op_id) for op_id in history.state.pending)  # the pending ones
         return sorted(i for i in found if i is not None)
 
+    def removals(self) -> Dict[str, Tuple[int, str]]:
+        """For each compaction and rewind: how many messages it removed, and the first of
+        them (where its badge links); empty until the history is read. Counted once for
+        each length of the history (a follow that adds envelopes counts again)."""
+        with self.lock:
+            history = self.history
+            if history is None:
+                return {}
+            key = (id(history), history.count)
+            if self._removals[0] != key:
+                counted: Dict[str, Tuple[int, str]] = {}
+                for message_id, removal in list(history.removed.items()):
+                    n, first = counted.get(removal.by, (0, message_id))
+                    counted[removal.by] = (n + 1, first)
+                self._removals = (key, counted)
+            return self._removals[1]
+
+    # -- locate and search: the jumps and the search box ----------------------------------
+
+    def locate_id(self, envelope_id: str) -> Dict[str, Any]:
+        """Where the envelope `envelope_id` is, live or not: ``{"i", "live"}`` (``live``:
+        its position in the live conversation), or ``{"wait": true}`` while the offsets
+        its line is placed by are being read (a moment)."""
+        if self.history is None and not self.ready["index"]:
+            return {"i": None, "wait": True}
+        i = self.index_of_id(envelope_id)
+        live = None
+        state = self.live()
+        if state is not None and i is not None:
+            with self.lock:
+                live = state.position(envelope_id)
+        return {"i": i, "live": live}
+
+    def locate_time(self, text: str) -> Dict[str, Any]:
+        """``{"i"}``: the first envelope in file order at or after the time `text` (UTC,
+        ``YYYY-MM-DD[THH:MM[:SS[.ffffff]]][Z]``; Problem 400 otherwise), or ``{"wait": true}``."""
+        key = time_key(_normal_time(text))
+        if key < 0:
+            raise Problem(400, "time is YYYY-MM-DDTHH:MM[:SS[.ffffff]][Z] (UTC)")
+        if not self.ready["index"]:
+            return {"i": None, "wait": True}
+        return {"i": self.index_of_time(key)}
+
+    def locate_kind(self, kind: str, after: int, backwards: bool = False) -> Dict[str, Any]:
+        """``{"i"}``: the first envelope of `kind` (one of ``JUMPS``; Problem 400 otherwise)
+        after position `after` (the last before it, `backwards`), or ``{"wait": true}``
+        while the index (or, for failed and pending calls, the history) is being read."""
+        if kind not in JUMPS:
+            raise Problem(400, f"kind is one of {', '.join(JUMPS)}")
+        if kind not in TYPE_JUMPS and self.history is None or not self.ready["index"]:
+            return {"i": None, "wait": True}
+        return {"i": self.next_of(kind, after, backwards)}
+
+    def search(self, text: str, ignore_case: bool = True, extras: bool = False,
+               start: int = 0) -> Optional[transcript_search.Reports]:
+        """The streamed reports of a search of the whole file from byte `start`
+        (``transcript_search.stream``); None while the index that places the hits is
+        being read (ask again in a moment). Problem 400 for a text no line can hold."""
+        needle = transcript_search.needle_of(text, ignore_case)
+        if not self.ready["index"]:
+            return None
+        want = transcript_search.WITH_EXTRAS if extras else transcript_search.WITHOUT_EXTRAS
+        return transcript_search.stream(self.path, self.end, self.indexes_of_offsets, needle, ignore_case, want,
+                                        max(start, 0))
+
     def live(self) -> Optional[Any]:
         """The live conversation's fold state (``.ids``, ``.messages``): the history's;
         None until the history is read."""
@@ -370,6 +436,22 @@ class Transcript:
     def ready(self) -> Dict[str, bool]:
         return {"index": self.indexed >= self.count, "verdict": self.verdict is not None,
                 "history": self.history is not None}
+
+
+def _normal_time(text: str) -> str:
+    """A time as a person types it (a date alone, no seconds, a space) as an envelope's."""
+    text = text.strip().replace(" ", "T")
+    if len(text) == 10:
+        text += "T00:00"
+    if len(text) == 16:
+        text += ":00"
+    return text
+
+
+def read_history(path: str, end: int, identity: Optional[Tuple[int, int]]) -> History:
+    """The history, without payloads, of what the peek that ended at `end` read from the
+    file `identity` (empty where the path names another file by now)."""
+    return History.read(path, keep_payloads=False, end=end, identity=identity)
 
 
 def _release_freed_memory() -> None:

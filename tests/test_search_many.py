@@ -117,11 +117,15 @@ def test_hits_are_the_reference_s_in_walk_order(shelf):
 
 
 def test_the_walk_passes_over_what_the_shelf_passes_over(shelf):
-    founds = run(TEXT, [shelf["root"]])
-    assert [f.path for f in founds if f.done] == shelf["order"]
-    assert all(f.problem is None for f in founds)
-    relative = [f.relative for f in founds if f.done]
-    assert relative == ["a.jsonl", "z.jsonl", "sub1/c.jsonl", "sub1/deep/d.jsonl", "sub2/e.jsonl"]
+    """Only transcripts are searched; one without a hit yields nothing (c.jsonl); the
+    progress counts every file the walk found."""
+    search = search_many(TEXT, [shelf["root"]])
+    founds = list(search)
+    assert [f.path for f in founds] == [shelf[k] for k in ("a", "z", "d", "e")]
+    assert all(f.problem is None and f.done and f.hits for f in founds)
+    assert [f.relative for f in founds] == ["a.jsonl", "z.jsonl", "sub1/deep/d.jsonl", "sub2/e.jsonl"]
+    assert search.progress()[:5] == (6, 6, sum(os.path.getsize(p) for p in shelf["order"]) + os.path.getsize(
+        os.path.join(shelf["root"], "notes.jsonl")), len(found_hits(founds)), True)
 
 
 def test_every_transcript_is_searched_once_through_links(tmp_path):
@@ -288,15 +292,27 @@ def reads(founds: List[Found]) -> List[Tuple[str, str]]:
     return [(os.path.basename(f.path), f.read) for f in founds if f.done]
 
 
+def read_how(text: str, paths: List[str], **kw: Any) -> Tuple[int, int, int]:
+    """How many transcripts were searched, of them answered by the cache, and read grown."""
+    search = search_many(text, paths, **kw)
+    list(search)
+    progress = search.progress()
+    return progress.searched, progress.cached, progress.grown
+
+
 def test_a_repeated_search_reads_no_transcript_unchanged(shelf):
     cache = SearchCache(settle=0)
     first = run(TEXT, [shelf["root"]], cache=cache)
     again = run(TEXT, [shelf["root"]], cache=cache)
     assert {r for _, r in reads(first)} == {"whole"} and {r for _, r in reads(again)} == {"cached"}
     assert [h for f in again for h in f.hits] == [h for f in first for h in f.hits]
+    every = len(shelf["order"]) + 1  # and notes.jsonl, which is not a transcript
+    assert read_how(TEXT, [shelf["root"]], cache=cache) == (every, every, 0)
     # Another text, or another case rule, is another query; the groups are not.
-    assert {r for _, r in reads(run(TEXT, [shelf["root"]], cache=cache, ignore_case=True))} == {"whole"}
-    assert {r for _, r in reads(run(TEXT, [shelf["root"]], cache=cache, groups=("extras",)))} == {"cached"}
+    assert read_how(TEXT, [shelf["root"]], cache=cache, ignore_case=True) == (every, 0, 0)
+    assert read_how(TEXT, [shelf["root"]], cache=cache, groups=("extras",)) == (every, every, 0)
+    assert found_hits(run(TEXT, [shelf["root"]], cache=cache, groups=("extras",))) == \
+        reference(shelf["order"], TEXT, False, ("extras",))
 
 
 def test_a_file_given_that_is_not_a_transcript_stays_a_problem_from_the_cache(tmp_path):

@@ -33,6 +33,7 @@ import os
 import stat
 import sys
 import threading
+import zlib
 from array import array
 from collections import OrderedDict
 from dataclasses import dataclass, field
@@ -79,7 +80,9 @@ def identity(st: os.stat_result) -> Identity:
 
 
 def digest(data: bytes) -> str:
-    return hashlib.blake2b(data, digest_size=16).hexdigest()
+    """A change detector for a file's ends (CRC-32 and the length: a few microseconds
+    for 4 KiB, where a cryptographic digest took a tenth of a search of small files)."""
+    return f"{zlib.crc32(data):08x}{len(data):x}"
 
 
 @dataclass

@@ -13,8 +13,10 @@ sequence on every run over the same files, whatever finished first.
 What it yields is :class:`Found`: the hits of one transcript, or of the next part of a
 big one (read in parts of growing size, so the first hits come early), with how far
 that transcript has been read; or why a file or directory could not be searched
-(``problem``). A :class:`Search` is cancelled from any thread (:meth:`Search.cancel`) and
-says how far it got (:meth:`Search.progress`), so a page can stream it::
+(``problem``). A transcript without a hit (or a part of one) yields nothing: the
+progress counts it. A :class:`Search` is cancelled from any thread
+(:meth:`Search.cancel`) and says how far it got (:meth:`Search.progress`: files found,
+searched, their bytes, the hits, how many the cache answered), so a page can stream it::
 
     search = search_many("OPENSSL_DIR", ["transcripts/"], ignore_case=True, cache=cache)
     for found in search:          # in walk order, as found
@@ -44,7 +46,6 @@ import time
 from array import array
 from collections import deque
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
 from typing import Any, Callable, Collection, Deque, Iterator, List, NamedTuple, Optional, Sequence, Tuple, Union
 
 from . import _platform
@@ -53,6 +54,8 @@ from ._pure import search as _reference
 from ._search_cache import HEAD, Entry, SearchCache, Table, digest, identity, tail_digest, tail_start
 from .search import GROUPS, find_hits, needle
 from .walk import Walked, first_line_problem, walk
+
+__all__ = ["search_many", "Search", "Found", "Hit", "Progress", "SearchCache", "DEFAULT_GROUPS"]
 
 #: The groups searched unless asked otherwise: what was said, tool calls and tool results
 #: (the viewer's search box without *extras*).
@@ -88,17 +91,18 @@ class Hit(NamedTuple):
     match: Optional[Tuple[int, int]] = None
 
 
-@dataclass(frozen=True)
-class Found:
-    """The hits in one transcript, or in the next part of it (``done`` on its last), or
-    why it could not be searched (``problem``). ``scanned`` is how much of its ``size``
-    has been searched; ``read`` says how: ``whole``, ``grown`` (only what was appended
-    since a search the cache remembers) or ``cached`` (not read: unchanged since)."""
+class Found(NamedTuple):
+    """The hits in one transcript, or in the next part of it (``done`` once it has been
+    read to its end: a part after the last with hits is not handed over), or why it could
+    not be searched (``problem``; ``directory`` when that is a directory). ``scanned`` is
+    how much of its ``size`` has been searched; ``read`` says how: ``whole``, ``grown``
+    (only what was appended since a search the cache remembers) or ``cached`` (not read:
+    unchanged since)."""
 
     path: str
     root: int
     relative: str
-    hits: List[Hit] = field(default_factory=list)
+    hits: Sequence[Hit] = ()
     scanned: int = 0
     size: int = 0
     done: bool = True
@@ -110,13 +114,16 @@ class Found:
 class Progress(NamedTuple):
     """How far a search got: the files the walk found so far (and whether it is over), how
     many of them were searched (or passed over: not a transcript) and their bytes, and the
-    hits handed over."""
+    hits handed over; of the files searched, how many the cache answered without reading
+    them (``cached``) and how many were read only from where they had ended (``grown``)."""
 
     found: int
     searched: int
     bytes: int
     hits: int
     walked: bool
+    cached: int = 0
+    grown: int = 0
 
 
 class _Query(NamedTuple):
@@ -139,7 +146,7 @@ class Search:
         self._limit = limit
         self._workers = max(1, workers)
         self._stop = threading.Event()
-        self._found = self._searched = self._bytes = self._hits = 0
+        self._found = self._searched = self._bytes = self._hits = self._cached = self._grown = 0
         self._walked = False
         self._started = False
 
@@ -148,7 +155,7 @@ class Search:
         self._stop.set()
 
     def progress(self) -> Progress:
-        return Progress(self._found, self._searched, self._bytes, self._hits, self._walked)
+        return Progress(self._found, self._searched, self._bytes, self._hits, self._walked, self._cached, self._grown)
 
     def hits(self) -> Iterator[Hit]:
         """Only the hits, in order."""
@@ -188,11 +195,14 @@ class Search:
                     window.popleft()
                     continue
                 for found in parts:
-                    self._searched += found.done
+                    if found.done:
+                        self._searched += 1
+                        self._cached += found.read == "cached"
+                        self._grown += found.read == "grown"
                     self._bytes += found.scanned - scanned
                     scanned = 0 if found.done else found.scanned
-                    if found.read == _PASSED:
-                        continue
+                    if not found.hits and found.problem is None:
+                        continue  # nothing to hand over: counted in the progress
                     if self._limit is not None and len(found.hits) >= self._limit - self._hits:
                         found = _cut(found, self._limit - self._hits)
                         self._stop.set()
@@ -313,8 +323,7 @@ def _search_one(walked: Walked, query: _Query, stop: threading.Event, put: Calla
         # Not read, but for the details of its hits.
         size = cached.identity[2]
         if cached.problem is not None:
-            found([], size, size, _PASSED if not walked.given else "cached",
-                  problem=_not_a_transcript(cached.problem, walked))
+            found([], size, size, "cached", problem=_not_a_transcript(cached.problem, walked))
         else:
             found(_Hits(path, query, None).of(list(zip(cached.lines, cached.groups))), size, size, "cached")
         return
@@ -341,19 +350,32 @@ def _read_one(fd: int, walked: Walked, key: str, cached: Optional[Entry], query:
     size = st.st_size
     settled = before - max(st.st_mtime_ns, st.st_ctime_ns) > query.settle_ns
     head = _platform.pread(fd, HEAD, 0)
-    problem = first_line_problem(fd, head)
     table = query.table
-    if problem is not None:
+
+    def not_a_transcript() -> bool:
+        """Whether the file is not a transcript (then said so, and remembered)."""
+        problem = first_line_problem(fd, head)
+        if problem is None:
+            return False
         if table is not None:
             table.put(key, Entry(identity(st), settled, "", "", size, problem))
-        found([], size, size, _PASSED if not walked.given else "whole", problem=_not_a_transcript(problem, walked))
+        found([], size, size, "whole", problem=_not_a_transcript(problem, walked))
+        return True
+
+    # Whether it is a transcript at all is looked at before a part is handed over: at once
+    # for a file given (a problem if not) or one read in parts, else once the text is
+    # found in it (most files of a search hold no hit: they need not be looked at).
+    checked = walked.given or size > FIRST_CHUNK
+    if checked and not_a_transcript():
         return
     hits = _Hits(walked.path, query, fd)
     start, lines, read = 0, [], "whole"
     if cached is not None and _only_grew(cached, st, fd, head):
         start, read = cached.resume, "grown"
         lines = list(zip(cached.lines, cached.groups))
-        found(hits.of(lines), start, size, read, done=False)
+        checked = checked or bool(lines)  # an entry with lines was looked at
+        if lines:
+            found(hits.of(lines), start, size, read, done=False)
     at, chunk = start, FIRST_CHUNK
     while at < size:
         if stop.is_set():
@@ -362,9 +384,16 @@ def _read_one(fd: int, walked: Walked, key: str, cached: Optional[Entry], query:
         if after <= at:  # nothing more to read: the file was cut short while read
             raise OSError(f"it ends before byte {size:,}: truncated while it was read")
         at, chunk = after, min(chunk * 2, CHUNK_MAX)
-        new = list(zip(part, part_groups))
-        lines.extend(new)
-        found(hits.of(new), min(at, size), size, read, done=at >= size)
+        if part and not checked and max(part_groups) > 0:
+            if not_a_transcript():
+                return
+            checked = True
+        if part:
+            new = list(zip(part, part_groups))
+            lines.extend(new)
+            found(hits.of(new), min(at, size), size, read, done=at >= size)
+        else:
+            found([], min(at, size), size, read, done=at >= size)
     if table is not None:
         resume, tail = tail_start(fd, size)
         kept = [(line, bits) for line, bits in lines if line < resume]
@@ -381,11 +410,6 @@ def _unchanged(path: str, entry: Entry) -> bool:
 
 def _cannot_read(e: OSError) -> str:
     return f"cannot read it: {e.strerror or e}"
-
-
-#: The ``read`` of a file found in a directory that is not a transcript: counted in the
-#: progress, not handed over.
-_PASSED = "passed over"
 
 
 def _not_a_transcript(problem: str, walked: Walked) -> Optional[str]:
@@ -485,7 +509,7 @@ def _str(value: Any) -> Optional[str]:
 
 def _line_at(fd: int, offset: int) -> bytes:
     """The line starting at `offset`, without its newline."""
-    want = 64 << 10
+    want = 16 << 10
     while True:
         data = _platform.pread(fd, want, offset)
         nl = data.find(b"\n")

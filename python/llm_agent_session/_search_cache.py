@@ -36,16 +36,17 @@ import threading
 import zlib
 from array import array
 from collections import OrderedDict
-from dataclasses import dataclass, field
-from typing import Any, List, Optional, Tuple
+from typing import Any, List, Optional, Sequence, Tuple
 
 from . import _platform
 
 ENV_VAR = "LLM_AGENT_SESSION_CACHE"
 #: How long after its last change a file's identity alone vouches for its bytes.
 SETTLE_SECONDS = 2.0
-#: The queries a cache keeps (in memory, and on disk), the most recent first.
+#: The queries a cache keeps on disk, and in memory (about 0.4 KB a transcript each), the
+#: most recent first.
 QUERIES = 16
+QUERIES_IN_MEMORY = 4
 #: The files a query keeps entries for, those of the latest searches first.
 ENTRIES = 200_000
 #: The bytes each end's digest covers.
@@ -79,32 +80,37 @@ def identity(st: os.stat_result) -> Identity:
     return (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
 
 
-def digest(data: bytes) -> str:
-    """A change detector for a file's ends (CRC-32 and the length: a few microseconds
+def digest(data: bytes) -> int:
+    """A change detector for a file's ends: the CRC-32 and the length (a few microseconds
     for 4 KiB, where a cryptographic digest took a tenth of a search of small files)."""
-    return f"{zlib.crc32(data):08x}{len(data):x}"
+    return zlib.crc32(data) << 16 | len(data)
 
 
-@dataclass
 class Entry:
-    """One transcript, searched whole for one query."""
+    """One transcript, searched whole for one query. Compact (slots, digests as numbers,
+    no arrays where nothing was found): a viewer keeps one per transcript and query."""
 
-    identity: Identity
-    #: Its change time was :data:`SETTLE_SECONDS` before it was read.
-    settled: bool
-    head: str  # digest of its first min(HEAD, size) bytes
-    tail: str  # digest of its last min(TAIL, size) bytes
-    #: Where a search of it grown starts: the start of its last line when that line had
-    #: no newline yet, else its size. ``lines`` holds only lines before it.
-    resume: int
-    #: Why it is not a transcript (then ``lines`` is empty), or None.
-    problem: Optional[str] = None
-    lines: "array[int]" = field(default_factory=lambda: array("q"))
-    groups: "array[int]" = field(default_factory=lambda: array("b"))
+    __slots__ = ("identity", "settled", "head", "tail", "resume", "problem", "lines", "groups")
+
+    def __init__(self, identity: Identity, settled: bool, head: int, tail: int, resume: int,
+                 problem: Optional[str] = None, lines: Sequence[int] = (), groups: Sequence[int] = ()) -> None:
+        self.identity = identity
+        #: Its change time was :data:`SETTLE_SECONDS` before it was read.
+        self.settled = settled
+        self.head = head  # digest of its first min(HEAD, size) bytes
+        self.tail = tail  # digest of its last min(TAIL, size) bytes
+        #: Where a search of it grown starts: the start of its last line when that line had
+        #: no newline yet, else its size. ``lines`` holds only lines before it.
+        self.resume = resume
+        #: Why it is not a transcript (then ``lines`` is empty), or None.
+        self.problem = problem
+        #: The start of each line found, and its groups' bits (``search.find_hits``).
+        self.lines: Sequence[int] = array("q", lines) if lines else ()
+        self.groups: Sequence[int] = array("b", groups) if groups else ()
 
     def to_json(self) -> List[Any]:
         return [list(self.identity), self.settled, self.head, self.tail, self.resume, self.problem,
-                self.lines.tolist(), self.groups.tolist()]
+                list(self.lines), list(self.groups)]
 
     @classmethod
     def from_json(cls, value: Any) -> "Entry":
@@ -113,13 +119,13 @@ class Entry:
             raise ValueError("not an entry")
         ident, settled, head, tail, resume, problem, lines, groups = value
         if not (isinstance(ident, list) and len(ident) == 5 and all(_whole(n) for n in ident)
-                and isinstance(settled, bool) and isinstance(head, str) and isinstance(tail, str)
+                and isinstance(settled, bool) and _whole(head) and _whole(tail)
                 and _whole(resume) and resume <= ident[2] and (problem is None or isinstance(problem, str))
                 and isinstance(lines, list) and isinstance(groups, list) and len(lines) == len(groups)
                 and all(_whole(n) and n < resume for n in lines) and all(_whole(g, -1) and g < 16 for g in groups)):
             raise ValueError("not an entry")
         return cls((ident[0], ident[1], ident[2], ident[3], ident[4]), settled, head, tail, resume, problem,
-                   array("q", lines), array("b", groups))
+                   lines, groups)
 
 
 def _whole(n: Any, least: int = 0) -> bool:
@@ -149,13 +155,9 @@ class Table:
                 self.entries.popitem(last=False)
             self.changed = True
 
-    def touched(self) -> None:
-        """Entries were used (their order changed): worth writing back."""
-        self.changed = True
-
 
 class SearchCache:
-    """The entries of the recent queries (:data:`QUERIES`), in memory, and with a
+    """The entries of the recent queries (:data:`QUERIES_IN_MEMORY`) in memory, and with a
     `directory`, on disk between runs (:meth:`save` writes them). `settle` is
     :data:`SETTLE_SECONDS` (tests make it shorter)."""
 
@@ -179,7 +181,7 @@ class SearchCache:
                 table = self._read(key) or Table()
                 self._tables[key] = table
             self._tables.move_to_end(key)
-            while len(self._tables) > QUERIES:
+            while len(self._tables) > QUERIES_IN_MEMORY:
                 self._tables.popitem(last=False)
             return table
 
@@ -264,7 +266,7 @@ def _write_replacing(path: str, value: Any) -> None:
             pass
 
 
-def tail_start(fd: int, size: int) -> Tuple[int, str]:
+def tail_start(fd: int, size: int) -> Tuple[int, int]:
     """Where a search of the file grown past `size` starts (see :class:`Entry`), and the
     digest of its last min(TAIL, size) bytes."""
     start = max(0, size - TAIL)
@@ -281,7 +283,7 @@ def tail_start(fd: int, size: int) -> Tuple[int, str]:
     return at, digest(tail)
 
 
-def tail_digest(fd: int, size: int) -> str:
+def tail_digest(fd: int, size: int) -> int:
     """The digest of the last min(TAIL, size) bytes before `size`."""
     start = max(0, size - TAIL)
     return digest(_platform.pread(fd, size - start, start))

@@ -41,9 +41,9 @@ import json
 import os
 import queue
 import stat
+import sys
 import threading
 import time
-from array import array
 from collections import deque
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Callable, Collection, Deque, Iterator, List, NamedTuple, Optional, Sequence, Tuple, Union
@@ -311,7 +311,7 @@ def search_many(
 def _search_one(walked: Walked, query: _Query, stop: threading.Event, put: Callable[[Found], None]) -> None:
     """Search one transcript, handing each part's hits to `put`, the last with ``done``."""
     path = walked.path
-    key = os.path.abspath(path)
+    key = sys.intern(os.path.abspath(path))  # one string for the queries a cache keeps
     table = query.table
     cached = table.get(key) if table is not None else None
 
@@ -358,7 +358,7 @@ def _read_one(fd: int, walked: Walked, key: str, cached: Optional[Entry], query:
         if problem is None:
             return False
         if table is not None:
-            table.put(key, Entry(identity(st), settled, "", "", size, problem))
+            table.put(key, Entry(identity(st), settled, 0, 0, size, problem))
         found([], size, size, "whole", problem=_not_a_transcript(problem, walked))
         return True
 
@@ -398,7 +398,7 @@ def _read_one(fd: int, walked: Walked, key: str, cached: Optional[Entry], query:
         resume, tail = tail_start(fd, size)
         kept = [(line, bits) for line, bits in lines if line < resume]
         table.put(key, Entry(identity(st), settled, digest(head[:size]), tail, resume, None,
-                             array("q", [line for line, _ in kept]), array("b", [bits for _, bits in kept])))
+                             [line for line, _ in kept], [bits for _, bits in kept]))
 
 
 def _unchanged(path: str, entry: Entry) -> bool:

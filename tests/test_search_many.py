@@ -419,8 +419,21 @@ def test_the_cache_on_disk(tmp_path, shelf):
     again = run(TEXT, [shelf["root"]], cache=SearchCache(where, settle=0))
     assert {r for _, r in reads(again)} == {"cached"} and found_hits(again) == found_hits(first)
     # A file this module did not write is not believed: the search reads the transcripts.
-    for damage in (b"", b"{", b'{"format": 1}', b"[]", json.dumps({"format": 1, "key": name[:-5], "files": {
-            os.path.abspath(shelf["a"]): [[1, 2, 3, 4, 5], True, "", "", 9, None, [7], [99]]}}).encode()):
+    saved = json.loads(open(os.path.join(where, name), "rb").read())
+    key = os.path.abspath(shelf["a"])
+    good = saved["files"][key]
+    assert good[6]  # a.jsonl has lines: its entry is the one spoiled below
+
+    def spoiled(index: int, value: Any) -> bytes:
+        """The file as saved, but one field of a.jsonl's entry (its identity kept: trusted if read)."""
+        entry = list(good)
+        entry[index] = value
+        return json.dumps(dict(saved, files=dict(saved["files"], **{key: entry}))).encode()
+
+    resume = good[4]
+    for damage in (b"", b"{", b'{"format": 1}', b"[]", spoiled(6, [resume + 5] * len(good[6])),
+                   spoiled(7, [99] * len(good[7])), spoiled(6, ["7"] * len(good[6])), spoiled(2, "0"),
+                   spoiled(4, good[0][2] + 1), spoiled(6, good[6][:-1])):
         with open(os.path.join(where, name), "wb") as f:
             f.write(damage)
         again = run(TEXT, [shelf["root"]], cache=SearchCache(where, settle=0))

@@ -59,14 +59,15 @@ cache = SearchCache()
 out = {}
 for name in ("first", "repeated"):
     t = time.perf_counter()
-    first, hits, reads = None, 0, {}
-    for found in search_many(text, paths, cache=cache, details=0):
+    first, hits = None, 0
+    search = search_many(text, paths, cache=cache, details=0)
+    for found in search:
         if found.hits and first is None:
             first = time.perf_counter() - t
         hits += len(found.hits)
-        if found.done:
-            reads[found.read] = reads.get(found.read, 0) + 1
-    out[name] = {"first": first, "whole": time.perf_counter() - t, "hits": hits, "reads": reads}
+    progress = search.progress()
+    out[name] = {"first": first, "whole": time.perf_counter() - t, "hits": hits,
+                 "searched": progress.searched, "cached": progress.cached}
 t = time.perf_counter()
 search = search_many(text, paths, details=None)
 for found in search:
@@ -201,7 +202,7 @@ def main(argv: Optional[List[str]] = None) -> int:
             first_hit = lib["first"]["first"]
             say(f"  library: first hit {_ms(first_hit)}, with details {_ms(lib.get('first_detailed'))}; whole "
                 f"scan {lib['first']['whole']:.2f} s; again {lib['repeated']['whole']:.2f} s "
-                f"({', '.join(f'{v:,} {k}' for k, v in sorted(lib['repeated']['reads'].items()))})")
+                f"({lib['repeated']['cached']:,} of {lib['repeated']['searched']:,} files answered by the cache)")
             cli_first, cli_all = first_line_after(cli + [text, root], dict(env, LLM_AGENT_SESSION_CACHE=os.path.join(
                 scratch, f"cache-{kind}-lines")))
             say(f"  search (every hit printed), a new process: first line {_ms(cli_first)}, all {cli_all:.2f} s")

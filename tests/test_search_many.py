@@ -449,3 +449,30 @@ def test_the_cache_keeps_the_newest_queries(tmp_path, shelf):
         run(f"text {i}", [shelf["z"]], cache=cache)
         cache.save()
     assert len(os.listdir(where)) == _search_cache.QUERIES
+
+
+def test_the_walk_finds_what_the_viewer_s_shelf_lists(shelf, tmp_path):
+    """walk.py is the shelf's walk without its look at each file: the same transcripts,
+    by the same names, in the same order (and so is the search's)."""
+    from llm_agent_session.view.shelf import Roots
+    from llm_agent_session.walk import first_line_problem, walk
+
+    os.symlink(shelf["z"], os.path.join(shelf["root"], "sub2", "zz-link.jsonl"))  # a link to a file inside
+    single = transcript(tmp_path / "single.jsonl", msg_line("m", "user", TEXT))
+    paths = [shelf["root"], single, shelf["root"]]
+    roots = Roots(paths)
+    labels = list(roots.roots)
+    listed = [found.name for found in roots.walk() if found.unreadable is None]
+
+    def is_transcript(path: str) -> bool:
+        fd = os.open(path, os.O_RDONLY)
+        try:
+            return first_line_problem(fd, os.pread(fd, 4096, 0)) is None
+        finally:
+            os.close(fd)
+
+    walked = [labels[w.root] + ("/" + w.relative if w.relative else "") for w in walk(paths)
+              if w.problem is None and (w.given or is_transcript(w.path))]
+    assert walked == listed and len(listed) == 2 * len(shelf["order"]) + 3
+    hits = {labels[f.root] + ("/" + f.relative if f.relative else "") for f in run(TEXT, paths)}
+    assert hits <= set(listed) and len(hits) == 2 * 5 + 1

@@ -156,8 +156,9 @@ def build_parser() -> CommandParser:
     import_.add_parser(add_parser, common)
     dataset.add_parser(add_parser, common)
     query.add_parser(add_parser, common)
-    from . import view  # so does view
+    from . import search, view  # so do search and view
 
+    search.add_parser(add_parser, common)
     view.add_parser(add_parser, common)
     return parser
 
@@ -196,6 +197,7 @@ COMMANDS: Dict[str, Handler] = {
         ("export", "export"),
         ("import", "import_"),
         ("view", "view"),
+        ("search", "search"),
         ("dataset", "dataset"),
         ("query", "query"),
     )

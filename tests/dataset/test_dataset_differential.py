@@ -304,6 +304,7 @@ def test_the_id_digest_is_fnv1a_of_each_kept_id(tmp_path: Any) -> None:
     data = open(path, "rb").read()
     summary = agree(path)
     (_, _, digest), _ = passes(path, len(data), True, True, 1 << 12)
+    assert response_ids(data) == ["resp_every_1"]  # a response streamed over two lines: its id once
     assert digest == reference_digest(first_ids(data), response_ids(data))
     assert len(digest) == 8 * (summary.envelopes + len(response_ids(data)))
     lines = data.rstrip(b"\n").split(b"\n")

@@ -340,7 +340,9 @@ def test_imported_histories_export_with_their_models_and_usage(tmp_path: Any) ->
     assert attrs(root.attributes)[names.CONVERSATION_ID] == "sess-1"
     chats = [attrs(s.attributes) for s in spans if s.name.startswith("chat")]
     assert chats and all(c[names.RESPONSE_MODEL] == "claude-opus-4-1" for c in chats)
-    assert {c.get(names.USAGE_INPUT_TOKENS) for c in chats} >= {12} and {c.get(names.USAGE_OUTPUT_TOKENS) for c in chats} >= {7}
+    # Anthropic's input leaves the cache out; the conventions' count includes reads and writes.
+    assert {c.get(names.USAGE_INPUT_TOKENS) for c in chats} >= {12 + 14000 + 1500}
+    assert {c.get(names.USAGE_OUTPUT_TOKENS) for c in chats} >= {7}
     assert any(attrs(s.attributes).get(names.ERROR_TYPE) == "interrupted" for s in spans)  # the unanswered call
     events = {e.id: e for e in Session.peek(out)["envelopes"]}
     for s in spans:  # every chat span ends at its message's own time (the source's, once the importer writes it)

@@ -46,7 +46,7 @@ RESPONSE_ID = "response-id"
 MAX_TOTAL = (1 << 63) - 1
 
 
-def _figure(value: Any) -> Optional[int]:
+def figure(value: Any) -> Optional[int]:
     """A figure as the readers take it: an int from 0 to 2**63 - 1 (a bool is not one)."""
     if isinstance(value, int) and not isinstance(value, bool) and 0 <= value <= MAX_TOTAL:
         return value
@@ -101,7 +101,7 @@ class Usage:
         if not isinstance(value, dict):
             return None
         rid = value.get(RESPONSE_ID)
-        i, o, r, w = (_figure(value.get(key)) for key, _ in FIGURES)
+        i, o, r, w = (figure(value.get(key)) for key, _ in FIGURES)
         return cls(i, o, r, w, rid if isinstance(rid, str) and rid else None)
 
     @classmethod

@@ -34,6 +34,20 @@ def test_a_usage_holds_non_negative_ints_or_none_and_a_non_empty_id() -> None:
             Usage(**bad)
 
 
+def test_an_importers_quick_usage_is_what_the_readers_read() -> None:
+    """``stated`` (what the importers build, without a Usage each) keeps exactly what a
+    reader keeps of the same values."""
+    import itertools
+
+    from llm_agent_session._token_usage import stated
+
+    values = [None, 0, 5, -1, True, False, 1.0, "3", 1 << 63, (1 << 63) - 1, [1]]
+    for given, output in itertools.product(values, repeat=2):
+        for rid in (None, "", "r", 7):
+            raw = {"input": given, "output": output, "cache-write": 7, "response-id": rid}
+            assert stated(given, output, None, 7, rid) == Usage.from_json(raw).to_json(), raw  # type: ignore[union-attr]
+
+
 def _lines(path: str) -> List[Dict[str, Any]]:
     with open(path, encoding="utf-8") as f:
         return [json.loads(line) for line in f]

@@ -124,6 +124,23 @@ class Usage:
             raise type(e)(f"{what}: {e}") from None
 
 
+def stated(input: Any = None, output: Any = None, cache_read: Any = None, cache_write: Any = None,
+           response_id: Any = None) -> Dict[str, Any]:
+    """The ``token-usage`` extra of counts a source gives, each kept only where it is a
+    figure (the readers' rule), the id only where it is a non-empty string: what
+    ``Usage(...).to_json()`` gives for valid values, without building one (an importer
+    makes one per response)."""
+    out: Dict[str, Any] = {}
+    for (key, _), value in zip(FIGURES, (input, output, cache_read, cache_write)):
+        if type(value) is int and 0 <= value <= MAX_TOTAL:
+            out[key] = value
+        elif value is not None and figure(value) is not None:  # an int subclass
+            out[key] = int(value)
+    if isinstance(response_id, str) and response_id:
+        out[RESPONSE_ID] = response_id
+    return out
+
+
 def of_message(payload: Mapping[str, Any]) -> Optional[Usage]:
     """The usage a message line's payload records (its ``token-usage`` extra), or None."""
     return Usage.from_json(payload.get(TOKEN_USAGE))

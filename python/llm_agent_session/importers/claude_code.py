@@ -20,7 +20,7 @@ import hashlib
 import os
 from typing import Any, Dict, List, Optional, Set, cast
 
-from .._token_usage import TOKEN_USAGE, Usage, figure
+from .._token_usage import TOKEN_USAGE, stated
 from ._driver import Plan, mirror_files, refuse_out_inside, run_files, run_import
 from ._parts import as_dict, as_str, image_part, simplest, text_part
 from ._plan import Call, Planner
@@ -516,11 +516,9 @@ def _token_usage(usage: Any, message_id: Any) -> Dict[str, Any]:
     Anthropic's ``input_tokens`` already leaves the cache out, as ``input`` does;
     ``cache_read_input_tokens`` is ``cache-read``, ``cache_creation_input_tokens``
     ``cache-write``; a count that is not a non-negative integer is left out."""
-    usage = as_dict(usage)
-    counts = (usage.get(key) for key in ("input_tokens", "output_tokens", "cache_read_input_tokens",
-                                         "cache_creation_input_tokens"))
-    i, o, r, w = (figure(value) for value in counts)
-    return Usage(i, o, r, w, message_id if isinstance(message_id, str) and message_id else None).to_json()
+    get = as_dict(usage).get
+    return stated(get("input_tokens"), get("output_tokens"), get("cache_read_input_tokens"),
+                  get("cache_creation_input_tokens"), message_id)
 
 
 def _image(block: Dict[str, Any]) -> Optional[Dict[str, Any]]:

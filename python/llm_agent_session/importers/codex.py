@@ -24,7 +24,7 @@ import json
 import os
 from typing import Any, Dict, List, Optional, Tuple, cast
 
-from .._token_usage import TOKEN_USAGE, Usage, figure
+from .._token_usage import TOKEN_USAGE, figure, stated
 from ._driver import mirror_files, refuse_out_inside, run_files, run_import
 from ._parts import as_dict, as_str, image_part, simplest, text_part
 from ._plan import Planner
@@ -345,7 +345,7 @@ class _Job:
             return
         given, cached = figure(last.get("input_tokens")), figure(last.get("cached_input_tokens"))
         uncached = given - cached if given is not None and cached is not None and cached <= given else None
-        tokens = Usage(uncached, figure(last.get("output_tokens")), cached, None, response["id"]).to_json()
+        tokens = stated(uncached, last.get("output_tokens"), cached, None, response["id"])
         for at in response["messages"]:
             self.writer.set_extra(at, TOKEN_USAGE, tokens)
         if self.open is not None:

@@ -53,7 +53,7 @@ def state(path: str) -> Tuple[List[Dict[str, Any]], List[Tuple[Any, ...]], Dict[
         envelopes = {e.id: e for e in s.events}
         live = {envelopes[i].payload.get("token-usage", {}).get("response-id") for i in s.message_ids
                 if envelopes[i].type == "message"}  # (a compaction's summary is no response)
-    counted = {r[0]: r[1:] for r in usage.responses(path)}
+    counted = {c.usage.response_id: c.usage.figures for c in usage.read(path).counted.values()}
     assert None not in counted  # every response the importers write has an id
     return messages, pending, {rid: figures for rid, figures in counted.items() if rid in live}
 
@@ -62,7 +62,7 @@ def every_response(report: Any) -> Dict[str, Any]:
     """Every counted response of the transcripts an import made (sidechains, subagents too):
     a response the source abandoned after an import saw it (a rewound Claude Code branch)
     is still counted once there, rewound; one import of the whole source never sees it."""
-    out = {r[0]: r[1:] for r in usage.responses(report["out"])}
+    out = {c.usage.response_id: c.usage.figures for c in usage.read(report["out"]).counted.values()}
     for child in report["transcripts"]:
         out.update(every_response(child))
     return out

@@ -149,10 +149,18 @@ def test_every_reader_counts_odd_lines_alike(tpath: str) -> None:
     assert stated[1] == Usage(input=5) and stated[3] is stated[4] is None and stated[8] == Usage()
     assert stated[-4:] == [Usage(output=6, response_id="s3"), Usage(output=4, response_id="s3"), Usage(input=8),
                            Usage(input=0)]
-    assert usage.responses(tpath) == [(None, 5, None, None, None), (None, None, (1 << 63) - 1, None, None),
-                                      ("s", None, 9, 0, None), (None, None, None, None, None),
-                                      ("s2", None, 12, None, None), ("s3", None, 4, None, None),
-                                      (None, 8, None, None, None), (None, 0, None, None, None)]
+    reading = usage.read(tpath)
+    assert reading.totals == reference
+    # Each response where it is counted: the message line, its figures, its id.
+    ids = {e.payload["content"]: e.id for e in events if e.type == "message"}
+    assert [(m, c.usage) for m, c in reading.counted.items()] == [
+        (ids["a"], Usage(input=5)), (ids["b"], Usage(output=(1 << 63) - 1)),
+        (ids["f"], Usage(output=9, cache_read=0, response_id="s")), (ids["h"], Usage()),
+        (ids["i"], Usage(output=12, response_id="s2")), (ids["k"], Usage(output=4, response_id="s3")),
+        (ids["l"], Usage(input=8)), (ids["m"], Usage(input=0))]
+    assert all(m == c.message_id for m, c in reading.counted.items())
+    assert reading.counted_at() == {"s": ids["f"], "s2": ids["i"], "s3": ids["k"]}
+    assert ids["e"] not in reading.counted and ids["j"] not in reading.counted  # repeats, counted later
 
 
 def test_a_response_in_several_transcripts_counts_once(tmp_path: Any) -> None:
@@ -173,3 +181,4 @@ def test_a_response_in_several_transcripts_counts_once(tmp_path: Any) -> None:
     assert usage.of_transcripts([first, second]) == UsageTotals(input=60, output=10, responses=5, unmeasured=2)
     assert usage.of_transcripts([second, first]) == usage.of_transcripts([first, second])
     assert usage.of_transcripts([]) == UsageTotals()
+    assert usage.together([usage.read(second), usage.read(first)]) == usage.of_transcripts([second, first])

@@ -173,9 +173,10 @@ class DatasetPass(Protocol):
         ``b""`` for none. Before or after the rows are taken: whether a range repeats an
         id of an earlier one is told without holding the ids as text."""
 
-    def responses(self) -> List[Tuple[Optional[str], Optional[int], Optional[int], Optional[int], Optional[int]]]:
-        """The counted responses (``usage.py``'s rule), in file order of the lines they are
-        counted at: (response id or None, input, output, cache_read, cache_write)."""
+    def responses(self) -> List[Tuple[str, Optional[str], Optional[int], Optional[int], Optional[int], Optional[int]]]:
+        """The counted responses (``_token_usage.py``'s rule), in file order of the lines they
+        are counted at: (that line's envelope id, response id or None, input, output,
+        cache_read, cache_write)."""
 
 
 class Core(Protocol):

@@ -208,7 +208,7 @@ class DatasetPass:
         """The FNV-1a hashes of the kept envelopes' ids and of the response ids their
         token usage names, sorted, each once, 8 bytes little-endian each
         (``_core.DatasetPass.id_digest``)."""
-    def responses(self) -> List[Tuple[Optional[str], Optional[int], Optional[int], Optional[int], Optional[int]]]:
+    def responses(self) -> List[Tuple[str, Optional[str], Optional[int], Optional[int], Optional[int], Optional[int]]]:
         """The counted responses (``_core.DatasetPass.responses``)."""
     def __iter__(self) -> DatasetPass: ...
     def __next__(self) -> Dict[str, Dict[str, Column]]: ...

@@ -222,6 +222,6 @@ def of_events(events: Iterable[Any]) -> UsageTotals:
     return count_lines(lines)[1]
 
 
-#: A counted response as the core's dataset pass lists it: (response id or None, input,
-#: output, cache_read, cache_write).
-Response = Tuple[Optional[str], Optional[int], Optional[int], Optional[int], Optional[int]]
+#: A counted response as the core's dataset pass lists it: (the envelope id of the line
+#: it is counted at, its response id or None, input, output, cache_read, cache_write).
+Response = Tuple[str, Optional[str], Optional[int], Optional[int], Optional[int], Optional[int]]

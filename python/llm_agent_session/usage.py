@@ -12,12 +12,16 @@ of transcripts on disk, over the core's dataset pass (what ``stats`` and ``datas
     usage.of_transcript("run.jsonl")           # UsageTotals(input=..., output=..., ...)
     usage.of_transcripts(paths)                # a response found in several counted once
     usage.of_message(envelope.payload)         # one line's Usage, or None
+    reading = usage.read("run.jsonl")          # totals, and where each response is counted
+    reading.counted[message_id]                # the response counted at that line, if any
+    usage.together([reading, ...])             # several readings' totals, each response once
 """
 
 from __future__ import annotations
 
 import os
-from typing import Any, Iterable, List
+from dataclasses import dataclass
+from typing import Any, Dict, Iterable, Mapping, NamedTuple
 
 from . import _backend
 from ._files import open_to_read
@@ -25,7 +29,6 @@ from ._token_usage import FIGURES as FIGURES
 from ._token_usage import MAX_TOTAL as MAX_TOTAL
 from ._token_usage import RESPONSE_ID as RESPONSE_ID
 from ._token_usage import TOKEN_USAGE as TOKEN_USAGE
-from ._token_usage import Response as Response
 from ._token_usage import Usage as Usage
 from ._token_usage import UsageTotals as UsageTotals
 from ._token_usage import count_lines as count_lines
@@ -33,8 +36,8 @@ from ._token_usage import of_events as of_events
 from ._token_usage import of_message as of_message
 from ._token_usage import one_response
 
-__all__ = ["Usage", "UsageTotals", "of_message", "of_events", "of_transcript", "of_transcripts", "responses",
-           "count_lines", "TOKEN_USAGE"]
+__all__ = ["Usage", "UsageTotals", "TranscriptUsage", "Counted", "of_message", "of_events", "of_transcript",
+           "of_transcripts", "read", "together", "count_lines", "TOKEN_USAGE"]
 
 
 def _pass(path: Any) -> Any:
@@ -56,29 +59,58 @@ def of_transcript(path: Any) -> UsageTotals:
     return totals
 
 
-def responses(path: Any) -> List[Response]:
-    """The counted responses of the transcript at `path`, in file order of their counted
-    lines: (response id or None, input, output, cache_read, cache_write)."""
-    return list(_pass(path).responses())
+class Counted(NamedTuple):
+    """A response as counted: its usage (at the line it is counted at, ``message_id``)."""
+
+    message_id: str  # the envelope id of that message line
+    usage: Usage  # its response id and figures
 
 
-def of_transcripts(paths: Iterable[Any]) -> UsageTotals:
-    """The totals of several transcripts, a response found in more than one (a session
-    that copied another's lines, as a continued Claude Code session does) counted once,
-    with the figures of the first of `paths` that holds it."""
+@dataclass(frozen=True)
+class TranscriptUsage:
+    """A transcript's totals and its counted responses, by the message line each is counted
+    at (in file order): what a reader that shows each message's usage needs besides the
+    line's own ``of_message``. A message line whose usage names a response counted at
+    another line (``counted_at``) is a repeat of it."""
+
+    totals: UsageTotals
+    counted: Mapping[str, Counted]  # message id -> the response counted at that line
+
+    def counted_at(self) -> Dict[str, str]:
+        """Each response id -> the message id it is counted at."""
+        return {c.usage.response_id: m for m, c in self.counted.items() if c.usage.response_id is not None}
+
+
+def read(path: Any) -> TranscriptUsage:
+    """The totals and the counted responses of the transcript at `path` (one pass of the
+    core, as ``of_transcript``)."""
+    found = _pass(path)
+    counted = {m: Counted(m, Usage(i, o, r, w, rid)) for m, rid, i, o, r, w in found.responses()}
+    return TranscriptUsage(found.summary.usage, counted)
+
+
+def together(readings: Iterable[TranscriptUsage]) -> UsageTotals:
+    """The totals of several transcripts (``read``), a response found in more than one (a
+    session that copied another's lines, as a continued Claude Code session does) counted
+    once, with the figures of the first of `readings` that holds it."""
     seen = set()
     total = UsageTotals()
-    for path in paths:
-        found = _pass(path)
-        listed: List[Response] = found.responses()
+    for reading in readings:
+        listed = list(reading.counted.values())
         # Its assistant messages that record no usage (the rest of `unmeasured` is per response).
-        silent = found.summary.usage.unmeasured - sum(1 for r in listed if r[1:] == (None,) * 4)
+        silent = reading.totals.unmeasured - sum(1 for c in listed if c.usage.figures == (None,) * 4)
         part = UsageTotals(unmeasured=silent)
-        for rid, i, o, r, w in listed:
+        for c in listed:
+            rid = c.usage.response_id
             if rid is not None:
                 if rid in seen:
                     continue
                 seen.add(rid)
-            part = part + one_response(Usage(i, o, r, w))
+            part = part + one_response(c.usage)
         total = total + part
     return total
+
+
+def of_transcripts(paths: Iterable[Any]) -> UsageTotals:
+    """``together(read(p) for p in paths)``: several transcripts' totals, each response once."""
+    return together(read(p) for p in paths)

@@ -161,8 +161,9 @@ impl Pass {
         hashes.iter().flat_map(|h| h.to_le_bytes()).collect()
     }
 
-    /// The counted responses, in file order of their counted lines (`usage::responses`).
-    pub fn responses(&self) -> impl Iterator<Item = &usage::Stated> {
+    /// The counted responses and the lines they are counted at, in file order
+    /// (`usage::responses`).
+    pub fn responses(&self) -> impl Iterator<Item = (&Line, &usage::Stated)> {
         usage::responses(&self.lines)
     }
 }

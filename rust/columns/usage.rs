@@ -104,12 +104,12 @@ pub fn count(lines: &mut [Line]) -> Totals {
     totals
 }
 
-/// The counted responses, in file order of their counted lines.
-pub fn responses(lines: &[Line]) -> impl Iterator<Item = &Stated> {
+/// The counted responses and the lines they are counted at, in file order.
+pub fn responses(lines: &[Line]) -> impl Iterator<Item = (&Line, &Stated)> {
     lines
         .iter()
-        .filter_map(|l| l.usage.as_deref())
-        .filter(|s| s.counted)
+        .filter_map(|l| Some((l, l.usage.as_deref()?)))
+        .filter(|(_, s)| s.counted)
 }
 
 /// The stable hash a response id is kept under beside the envelope ids (`Pass::id_digest`):

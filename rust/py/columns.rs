@@ -128,11 +128,14 @@ impl DatasetPass {
         PyBytes::new(py, &digest)
     }
 
-    /// The counted responses, in file order of their counted lines: (response id or
-    /// None, input, output, cache_read, cache_write) each (`usage.responses`).
+    /// The counted responses, in file order of the lines they are counted at: (that
+    /// line's envelope id, response id or None, input, output, cache_read, cache_write)
+    /// each (`_core.DatasetPass.responses`).
+    #[allow(clippy::type_complexity)]
     fn responses(
         &self,
     ) -> Vec<(
+        &str,
         Option<&str>,
         Option<i64>,
         Option<i64>,
@@ -141,9 +144,9 @@ impl DatasetPass {
     )> {
         self.pass
             .responses()
-            .map(|s| {
+            .map(|(line, s)| {
                 let [i, o, r, w] = s.figures;
-                (s.response_id.as_deref(), i, o, r, w)
+                (line.id.as_str(), s.response_id.as_deref(), i, o, r, w)
             })
             .collect()
     }

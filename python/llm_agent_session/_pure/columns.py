@@ -242,7 +242,7 @@ class PurePass:
     def id_digest(self) -> bytes:
         hashes = {fnv1a(i.encode("utf-8", "surrogatepass")) for i in self._ids}
         # A response id beside them, told apart by what its bytes follow (``_core.DatasetPass``).
-        hashes.update(fnv1a(b"response-id\0" + r[0].encode("utf-8", "surrogatepass")) for r in self._responses if r[0] is not None)
+        hashes.update(fnv1a(b"response-id\0" + r[1].encode("utf-8", "surrogatepass")) for r in self._responses if r[1] is not None)
         ordered = sorted(hashes)
         return struct.pack(f"<{len(ordered)}Q", *ordered)
 
@@ -374,7 +374,8 @@ def dataset_pass(fd: int, stop: int, final_line: bool, extras: bool, chunk: int,
             model = model_named(type_, p)
     counted, usage = count_lines(stated)
     messages["usage_counted"] = counted
-    responses: List[Response] = [(u.response_id, *u.figures) for (u, _), flag in zip(stated, counted)
+    responses: List[Response] = [(message_id, u.response_id, *u.figures)
+                                 for message_id, (u, _), flag in zip(messages["id"], stated, counted)
                                  if u is not None and flag]
     calls: Dict[str, List[Any]] = {k: [] for k in (
         "op_id", "line", "call_id", "tool", "arguments", "arguments_digest", "idempotency", "run_id", "round",

@@ -3,7 +3,8 @@
 ``Session`` creates, loads (repairing a torn tail), appends to and peeks at a
 transcript; ``Message`` and its helpers (``system_message``, ``user_message``,
 ``assistant_message``, ``tool_message``) are what it records; ``Event`` and
-``PendingToolOperation`` are what it reads back; every error about a transcript
+``PendingToolOperation`` are what it reads back; ``Usage`` is a response's token
+usage (``llm_agent_session.usage`` counts it); every error about a transcript
 inherits ``TranscriptError``. ``backend()`` says which core runs. See
 ``help(llm_agent_session.Session)``, the README, and docs/FORMAT.md for the file.
 """
@@ -31,6 +32,7 @@ from .messages import (
     user_message,
 )
 from .session import Session
+from ._token_usage import Usage, UsageTotals
 
 __all__ = [
     "Session",
@@ -41,6 +43,8 @@ __all__ = [
     "user_message",
     "assistant_message",
     "tool_message",
+    "Usage",
+    "UsageTotals",
     "backend",
     "TranscriptError",
     "NotATranscript",

@@ -15,6 +15,7 @@ from ._fold import FoldState
 from ._history_fold import Operation, Removal, SeenIds
 from ._history_fold import Problem as FoldedProblem
 from .messages import Event, Message
+from ._token_usage import UsageTotals
 
 # One line that did not parse: (line number, byte offset, length without its \n, reason).
 Problem = Tuple[int, int, int, str]
@@ -150,6 +151,7 @@ class DatasetSummary(NamedTuple):
     # when it was read (`final_line`); blank lines count. A pass from where this range
     # ends numbers its lines after these.
     lines: int
+    usage: UsageTotals  # the message lines' token usage, each response once (``usage.py``)
 
 
 class DatasetPass(Protocol):
@@ -164,10 +166,17 @@ class DatasetPass(Protocol):
     def __iter__(self) -> Iterator[TableChunk]: ...
 
     def id_digest(self) -> bytes:
-        """The exported envelopes' ids (a repeated id once), each as the 64-bit FNV-1a
-        hash of its UTF-8 bytes, sorted ascending, 8 bytes little-endian apiece; ``b""``
-        for none. Before or after the rows are taken: whether a range repeats an id of
-        an earlier one is told without holding the ids as text."""
+        """The ids a later range must not repeat: the exported envelopes' ids and the
+        response ids their token usage names (the latter hashed after the bytes
+        ``response-id\\0``, so the two are told apart), each as the 64-bit FNV-1a hash
+        of its UTF-8 bytes, sorted ascending, each hash once, 8 bytes little-endian apiece;
+        ``b""`` for none. Before or after the rows are taken: whether a range repeats an
+        id of an earlier one is told without holding the ids as text."""
+
+    def responses(self) -> List[Tuple[str, Optional[str], Optional[int], Optional[int], Optional[int], Optional[int]]]:
+        """The counted responses (``_token_usage.py``'s rule), in file order of the lines they
+        are counted at: (that line's envelope id, response id or None, input, output,
+        cache_read, cache_write)."""
 
 
 class Core(Protocol):

@@ -205,8 +205,11 @@ class DatasetPass:
     @property
     def summary(self) -> DatasetSummary: ...
     def id_digest(self) -> bytes:
-        """The kept envelopes' ids' FNV-1a hashes, sorted, 8 bytes little-endian each
+        """The FNV-1a hashes of the kept envelopes' ids and of the response ids their
+        token usage names, sorted, each once, 8 bytes little-endian each
         (``_core.DatasetPass.id_digest``)."""
+    def responses(self) -> List[Tuple[str, Optional[str], Optional[int], Optional[int], Optional[int], Optional[int]]]:
+        """The counted responses (``_core.DatasetPass.responses``)."""
     def __iter__(self) -> DatasetPass: ...
     def __next__(self) -> Dict[str, Dict[str, Column]]: ...
 

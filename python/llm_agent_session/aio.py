@@ -28,6 +28,7 @@ from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple
 
 from .messages import Message, MessageLike, PendingToolOperation
 from .session import Session
+from ._token_usage import Usage
 
 T = TypeVar("T")
 
@@ -225,8 +226,10 @@ class AsyncSession:
     async def message_extra(self, message_id: str) -> Dict[str, Any]:
         return await self._run(self._session.message_extra, message_id)
 
-    async def append_message(self, message: MessageLike, extra: Optional[Mapping[str, Any]] = None) -> str:
-        return await self._run(self._session.append_message, message, extra)
+    async def append_message(
+        self, message: MessageLike, extra: Optional[Mapping[str, Any]] = None, *, usage: Optional[Usage] = None
+    ) -> str:
+        return await self._run(self._session.append_message, message, extra, usage=usage)
 
     async def append_grants(self, grants: Mapping[str, Any]) -> str:
         return await self._run(self._session.append_grants, grants)

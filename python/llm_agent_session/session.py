@@ -41,6 +41,7 @@ from ._unanswered import RESULT_GONE_TEXT as RESULT_GONE_TEXT
 from ._unanswered import RESULT_LOST_TEXT as RESULT_LOST_TEXT
 from ._unanswered import UnansweredCall, find_operations, unanswered_calls
 from .messages import Event, FrozenDict, FrozenList, Message, MessageLike, PendingToolOperation, message_extras
+from ._token_usage import TOKEN_USAGE, Usage
 
 
 def _require(value: Any, types: Tuple[type, ...], what: str, *, optional: bool = False) -> None:
@@ -465,12 +466,17 @@ class Session:
 
     # -- appends ----------------------------------------------------------------------------
 
-    def append_message(self, message: MessageLike, extra: Optional[Mapping[str, Any]] = None) -> str:
+    def append_message(
+        self, message: MessageLike, extra: Optional[Mapping[str, Any]] = None, *, usage: Optional[Usage] = None
+    ) -> str:
         """Append one message (a Message or a mapping in its shape); return its envelope id.
 
         `extra` keys (``finish-reason``, a runtime's own item) are stored on the line
         beside the message and visible in ``events``, never in ``messages``; an extra
-        named like a message key is dropped. Raises TypeError/ValueError for what JSON
+        named like a message key is dropped. `usage`: the token usage of the provider
+        response this message is (a part of), stored as the extra ``token-usage``
+        (``llm_agent_session.usage``; an ``extra["token-usage"]`` is checked the same
+        way, and giving both is a ValueError). Raises TypeError/ValueError for what JSON
         cannot carry exactly (nothing written), SessionClosed, SessionBroken, OSError
         from the write (the file is truncated back).
         """
@@ -486,9 +492,17 @@ class Session:
             # dropped even when the message leaves that key unset, or replay would read
             # it as the message's own (a name, stickiness, an answered tool call).
             payload.update(message_extras(extra))
+            if TOKEN_USAGE in payload:
+                if usage is not None:
+                    raise ValueError(f"usage given twice: as usage= and as extra[{TOKEN_USAGE!r}]")
+                payload[TOKEN_USAGE] = Usage.checked(payload[TOKEN_USAGE], f"extra[{TOKEN_USAGE!r}]").to_json()
             payload.update(msg._fields())
         else:
             payload = msg._fields()  # a new dict; `_append` copies its values
+        if usage is not None:
+            if not isinstance(usage, Usage):
+                raise TypeError(f"usage must be a llm_agent_session.Usage or None, not {type(usage).__name__}")
+            payload[TOKEN_USAGE] = usage.to_json()
         return self._append("message", payload, "message", message=kept)
 
     def append_grants(self, grants: Mapping[str, Any]) -> str:

@@ -44,6 +44,7 @@ pub static REPLAYED: PyName = PyName::new("llm_agent_session._core", "Replayed")
 pub static HISTORY_READ: PyName = PyName::new("llm_agent_session._core", "HistoryRead");
 pub static DATASET_SUMMARY: PyName = PyName::new("llm_agent_session._core", "DatasetSummary");
 pub static COLUMN: PyName = PyName::new("llm_agent_session._core", "Column");
+pub static USAGE_TOTALS: PyName = PyName::new("llm_agent_session._token_usage", "UsageTotals");
 pub static FOLD_STATE: PyName = PyName::new("llm_agent_session._fold", "FoldState");
 /// Payload -> `PendingToolOperation`, the constructor the pure fold uses too.
 pub static DISPATCHED_OPERATION: PyName =

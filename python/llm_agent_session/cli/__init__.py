@@ -145,7 +145,7 @@ def build_parser() -> CommandParser:
 
     p = add_parser(
         "stats", {OK: "counted", **READS_TRANSCRIPT},
-        parents=[common], help="bytes, messages, tool operations, compactions, elisions, artifacts",
+        parents=[common], help="bytes, messages, tool operations, compactions, elisions, artifacts, token usage",
     )
     p.add_argument("file", metavar="FILE", help=FILE_HELP)
     p.add_argument("--json", action="store_true", help="print the report as JSON")

@@ -13,6 +13,11 @@ time between its dispatch and its settle (their envelopes' ``ts``: for an import
 session, when the call was made and when its result came back in the source). A
 compaction token count that is not recorded makes the total unknown (``null``, shown
 as ``?``), never 0.
+
+Token usage is ``llm_agent_session.usage.of_transcript``'s, the totals the dataset's
+``sessions`` row holds: each provider response counted once however many lines repeat it
+(a Claude Code response streamed one block per line), a count no response states
+unknown (``null``, ``?``), never 0.
 """
 
 from __future__ import annotations
@@ -22,6 +27,7 @@ import math
 from collections import Counter, defaultdict
 from typing import Any, Dict, List, Tuple
 
+from .. import usage
 from .conversation import content_text, operation_seconds, tokens
 from .output import Out, human_bytes, human_seconds
 from .progress import Progress
@@ -128,8 +134,22 @@ def compute(path: str) -> Dict[str, Any]:
         "rewinds": {"count": survey["counts"].get("rewind", 0), "rewound_messages": len(survey["rewound"])},
         "elided": elided,
         "artifacts": artifacts,
+        # input, output, cache_read, cache_write (null where no response states it), responses, unmeasured
+        "usage": usage.of_transcript(path).to_json(),
         "warnings": list(view["warnings"]),
     }
+
+
+def usage_line(totals: Dict[str, Any]) -> str:
+    """``input 1,204 · output 9,876 · cache read 61,608 · cache write ? (12 responses, each
+    once)``; ``none recorded`` where no response records usage."""
+    n, unmeasured = totals["responses"], totals["unmeasured"]
+    silent = f"{unmeasured:,} unmeasured" if unmeasured else ""
+    if not n:
+        return "none recorded" + (f" ({unmeasured:,} assistant message(s) record none)" if unmeasured else "")
+    counts = " · ".join(f"{name} {tokens(totals[key])}" for name, key in (
+        ("input", "input"), ("output", "output"), ("cache read", "cache_read"), ("cache write", "cache_write")))
+    return f"{counts}  ({n:,} response(s), each counted once" + (f"; {silent}, left out" if silent else "") + ")"
 
 
 def run(args: argparse.Namespace, out: Out) -> int:
@@ -165,6 +185,7 @@ def run(args: argparse.Namespace, out: Out) -> int:
     )
     el = report["elided"]
     out.line(("elided      ", "key"), f"{el['chars']:,} chars in {el['items']:,} item(s) of {el['elisions']:,} elision(s)")
+    out.line(("tokens      ", "key"), usage_line(report["usage"]))
     a = report["artifacts"]
     out.line(
         ("artifacts   ", "key"),

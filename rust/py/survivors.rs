@@ -93,7 +93,7 @@ pub fn fold_state<'py>(
         turn.take(py);
         ids.append(m.id.as_str())?;
         let content = match m.stub {
-            Some(stub) => Some(value_at(&mut b, &mut last, file, stub)?),
+            Some((stub, _)) => Some(value_at(&mut b, &mut last, file, stub)?),
             None => None,
         };
         let message = match m.source {

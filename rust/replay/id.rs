@@ -4,9 +4,10 @@
 //! `Session.message_extra`'s lookups).
 
 use std::borrow::Borrow;
-use std::collections::hash_map::RandomState;
 use std::fmt;
-use std::hash::{BuildHasher, Hash, Hasher};
+use std::hash::{Hash, Hasher};
+
+use crate::index::hash::{siphash13, SipKey};
 
 /// Longest id kept inline (the enum stays 40 bytes).
 const INLINE: usize = 38;
@@ -95,20 +96,42 @@ impl fmt::Debug for Id {
     }
 }
 
-/// The keys of the ids' hash: SipHash with random keys, so that ids, which come from
-/// files, cannot be chosen to collide. One set per replay: the threads that make
-/// records hash their ids with it, and the table that holds them is built with it.
-#[derive(Clone, Debug, Default)]
+/// The keys of the ids' hash: SipHash-1-3 with random keys, so that ids, which come
+/// from files, cannot be chosen to collide. One set per replay: the threads that make
+/// records hash their ids with it, and the table that holds them is built with it. A
+/// side index keeps the key (`index::hash`): a replay resumed from it hashes with the
+/// same one, and each id's hash is its fingerprint there too.
+#[derive(Clone, Debug)]
 pub struct IdKeys {
-    sip: RandomState,
+    key: SipKey,
     /// A test's keys that hash every id alike.
     #[cfg(test)]
     all_alike: bool,
 }
 
+impl Default for IdKeys {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
 impl IdKeys {
+    /// Random keys.
     pub fn new() -> Self {
-        Self::default()
+        Self::with_key(SipKey::random())
+    }
+
+    /// The keys of a side index.
+    pub fn with_key(key: SipKey) -> Self {
+        IdKeys {
+            key,
+            #[cfg(test)]
+            all_alike: false,
+        }
+    }
+
+    pub fn key(&self) -> SipKey {
+        self.key
     }
 
     /// The id's keyed hash.
@@ -116,12 +139,12 @@ impl IdKeys {
         self.hash_bytes(id.as_bytes())
     }
 
-    fn hash_bytes(&self, id: &[u8]) -> u64 {
+    pub fn hash_bytes(&self, id: &[u8]) -> u64 {
         #[cfg(test)]
         if self.all_alike {
             return 7;
         }
-        self.sip.hash_one(id)
+        siphash13(self.key, id)
     }
 }
 

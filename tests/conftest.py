@@ -3,12 +3,21 @@ results and identical errors on every input; the test suite runs on both)."""
 
 from __future__ import annotations
 
+import atexit
 import os
+import shutil
 import sys
+import tempfile
 
 import pytest
 
 sys.path.insert(0, os.path.dirname(__file__))
+
+# Side indexes the tests write go to a cache of their own, never the user's (the
+# processes the tests start inherit it).
+_CACHE = tempfile.mkdtemp(prefix="llm-agent-session-test-cache-")
+os.environ["LLM_AGENT_SESSION_CACHE"] = _CACHE
+atexit.register(shutil.rmtree, _CACHE, True)
 
 import llm_agent_session  # noqa: E402
 from llm_agent_session import Session, _backend  # noqa: E402

@@ -46,6 +46,19 @@ class Replayed(NamedTuple):
     events: Sequence[Event]
 
 
+class IndexedReplay(NamedTuple):
+    """What a load's replay through a side index read (``Core.replay_indexed``): the
+    state and events a whole read gives, the bytes of the index of the file as read (to
+    write next; None: nothing to write), and what became of the index given: ``"none"`` (none was
+    given), ``"used"`` (only the bytes after its end were read), or ``"ignored: "`` and
+    why (the file was read whole)."""
+
+    state: FoldState
+    events: Sequence[Event]
+    index_bytes: Optional[bytes]
+    used: str
+
+
 class SurveyCounts(NamedTuple):
     """Peek's survey of a scan's envelopes (``Session.peek(path, survey=True)``), by
     envelope index (the scan's ``events``)."""
@@ -190,6 +203,23 @@ class Core(Protocol):
 
     def replay(self, fd: int, size: int, path: Optional[str] = None) -> Replayed:
         """Parse and fold every line of the first `size` bytes of `fd` (strict)."""
+
+    def replay_indexed(
+        self,
+        fd: int,
+        size: int,
+        then: Tuple[int, int, int, int, int],
+        now: Tuple[int, int, int, int, int],
+        index: Optional[bytes] = None,
+        write: bool = False,
+        key: Optional[Tuple[int, int]] = None,
+        path: Optional[str] = None,
+    ) -> IndexedReplay:
+        """``replay`` through the side index `index` (untrusted bytes), which must describe
+        the file `then` names (``(st_dev, st_ino, st_size, st_mtime_ns, st_ctime_ns)``);
+        with `write`, also the index of the file as read, naming `now`, its fingerprints
+        keyed with `key` (None: random). The same state, events and ``CoreFailure`` as
+        ``replay``, whatever the index holds."""
 
     def scan(
         self,

@@ -2,7 +2,7 @@
 
 from typing import Any, Dict, Iterator, List, Optional, Tuple, final
 
-from llm_agent_session._core import Column, DatasetSummary, HistoryRead, Replayed, Scanned, TailVerdict
+from llm_agent_session._core import Column, DatasetSummary, HistoryRead, IndexedReplay, Replayed, Scanned, TailVerdict
 
 __all__ = [
     "classify_line",
@@ -17,6 +17,7 @@ __all__ = [
     "find_hits",
     "SourceReader",
     "replay",
+    "replay_indexed",
     "scan",
     "history",
     "HistoryRows",
@@ -161,6 +162,21 @@ def replay(fd: int, size: int, reopen_path: Optional[str] = None) -> Replayed:
     ``events`` is a ``LazyList`` over a ``LineIndex`` (dicts and a list where a
     descriptor of its own cannot be opened: by ``reopen_path``, the same inode, when
     given, else through ``/proc/self/fd``)."""
+
+def replay_indexed(
+    fd: int,
+    size: int,
+    then: Tuple[int, int, int, int, int],
+    now: Tuple[int, int, int, int, int],
+    index: Optional[bytes] = None,
+    write: bool = False,
+    key: Optional[Tuple[int, int]] = None,
+    reopen_path: Optional[str] = None,
+) -> IndexedReplay:
+    """``replay`` through a side index (``Core.replay_indexed``): the same state, events
+    and ``CoreFailure``, only the bytes after the index's end read when it still
+    describes the file; the indexed envelopes' ids, extras and section texts are read
+    from their lines when asked for."""
 
 def scan(
     fd: int,

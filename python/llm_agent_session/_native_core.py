@@ -8,19 +8,20 @@ built without file I/O (Windows: an empty module), so is no core.
 
 from __future__ import annotations
 
-from typing import Optional
+from typing import Optional, Tuple
 
 from . import _platform
-from ._core import AppendSize, EncodeEnvelope, HistoryRead, Replayed, Scanned
+from ._core import AppendSize, EncodeEnvelope, HistoryRead, IndexedReplay, Replayed, Scanned
 from ._native import append_size as _append_size
 from ._native import copy_prefix, find_hits, find_lines, identical_prefix, tail_check
 from ._native import encode_envelope as _encode_envelope
 from ._native import history as _history
 from ._native import replay as _replay
+from ._native import replay_indexed as _replay_indexed
 from ._native import scan as _scan
 from ._native import dataset_pass as dataset_pass
 
-__all__ = ["name", "tail_check", "copy_prefix", "replay", "scan", "history", "encode_envelope", "append_size",
+__all__ = ["name", "tail_check", "copy_prefix", "replay", "replay_indexed", "scan", "history", "encode_envelope", "append_size",
            "identical_prefix", "find_lines", "find_hits", "dataset_pass"]
 
 name = "native"
@@ -30,6 +31,19 @@ append_size: Optional[AppendSize] = _append_size
 
 def replay(fd: int, size: int, path: Optional[str] = None) -> Replayed:
     return _replay(fd, size, _platform.reopen_path(path))
+
+
+def replay_indexed(
+    fd: int,
+    size: int,
+    then: Tuple[int, int, int, int, int],
+    now: Tuple[int, int, int, int, int],
+    index: Optional[bytes] = None,
+    write: bool = False,
+    key: Optional[Tuple[int, int]] = None,
+    path: Optional[str] = None,
+) -> IndexedReplay:
+    return _replay_indexed(fd, size, then, now, index, write, key, _platform.reopen_path(path))
 
 
 def scan(

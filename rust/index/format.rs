@@ -6,8 +6,8 @@
 //! answers why it refuses as data ([`Invalid`]); it never panics, never loops past the
 //! bytes it was given, and never allocates more than a small multiple of them.
 
+use crate::file_io::LineRef;
 use crate::index::hash::{crc32, SipKey};
-use crate::replay::fold::LineRef;
 
 /// The first 8 bytes of every index file.
 pub const MAGIC: &[u8; 8] = b"LASINDEX";
@@ -129,9 +129,10 @@ impl IndexData {
         out
     }
 
-    /// The line number of the last envelope (0 when there is none).
+    /// The line number of the last envelope (0 when there is none); from the kinds,
+    /// which stay when a resumed fold takes the events.
     pub fn last_line(&self) -> u64 {
-        self.events.len() as u64 + self.gaps.iter().map(|g| g.lines).sum::<u64>()
+        self.kinds.len() as u64 + self.gaps.iter().map(|g| g.lines).sum::<u64>()
     }
 }
 

@@ -13,6 +13,7 @@ mod columns;
 mod encode;
 mod history;
 mod import;
+mod index;
 mod lazy;
 mod named;
 mod search;
@@ -61,7 +62,7 @@ fn os_error(py: Python<'_>, e: io::Error) -> PyErr {
     }
 }
 
-fn to_pyerr(py: Python<'_>, e: CoreError) -> PyErr {
+pub(crate) fn to_pyerr(py: Python<'_>, e: CoreError) -> PyErr {
     match e {
         CoreError::Failure(f) => {
             let made = named::CORE_FAILURE
@@ -212,7 +213,9 @@ fn replay<'py>(
     // (not the same inode at the path, no `/proc`), everything is built now.
     let own = lazy::reopen(fd, reopen_path).ok().map(Arc::new);
     let envelope_at = Bound::new(py, EnvelopeIds::new(envelope_at))?;
-    let state = survivors::fold_state(py, &file, &mut fold, own.clone(), envelope_at)?;
+    let events = fold.events.len();
+    let state =
+        survivors::fold_state(py, &file, &mut fold, events, own.clone(), envelope_at, None)?;
     let lines = std::mem::take(&mut fold.events);
     let events = match own {
         Some(own) => lazy_list(py, LineIndex::events(own, lines, Vec::new()))?,
@@ -226,12 +229,12 @@ fn replay<'py>(
 }
 
 /// `LazyList(index)`: the index's items built on access.
-fn lazy_list(py: Python<'_>, index: LineIndex) -> PyResult<Bound<'_, PyAny>> {
+pub(crate) fn lazy_list(py: Python<'_>, index: LineIndex) -> PyResult<Bound<'_, PyAny>> {
     named::LAZY_LIST.get(py)?.call1((Bound::new(py, index)?,))
 }
 
 /// Every event built now, in a list.
-fn all_events<'py>(
+pub(crate) fn all_events<'py>(
     py: Python<'py>,
     file: &std::fs::File,
     lines: Vec<LineRef>,
@@ -375,6 +378,7 @@ fn scan<'py>(
 #[pymodule]
 fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(replay, m)?)?;
+    m.add_function(wrap_pyfunction!(index::replay_indexed, m)?)?;
     m.add_function(wrap_pyfunction!(scan, m)?)?;
     m.add_function(wrap_pyfunction!(history::history, m)?)?;
     m.add_class::<history::HistoryRows>()?;

@@ -15,12 +15,7 @@ use crate::message_rules;
 use crate::replay::id::{Id, IdKeys, IdTable};
 use crate::replay::records::{BadLine, Body, Record};
 
-/// A line of the file: where it is.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct LineRef {
-    pub offset: u64,
-    pub len: u64,
-}
+pub use crate::file_io::LineRef;
 
 /// A value inside a line: the line, and the value's span in it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

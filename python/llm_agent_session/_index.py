@@ -1,0 +1,260 @@
+"""Where a transcript's side index is kept, and its life: read (bounded, never trusted),
+written (atomically, mode 0600, off the caller's path), kept current by a session that
+appends. What an index holds and how it is checked is the core's (``rust/index/``,
+``_pure/index.py``; docs/FORMAT.md, "The side index").
+
+An index is a cache: never needed (without one, the file is read whole, as before),
+never trusted blindly (it names the file it describes and hashes some of its bytes;
+any doubt, and the file is read whole), and safe to delete at any time. It lives in
+the user's cache directory, never beside the transcript:
+``LLM_AGENT_SESSION_CACHE``, else ``$XDG_CACHE_HOME`` or ``~/.cache`` (Linux and the
+BSDs), ``~/Library/Caches`` (macOS), ``%LOCALAPPDATA%`` (Windows), then
+``llm-agent-session/index/`` there, one file a transcript, named by a hash of the
+transcript's real path (``index_file``).
+
+No lock is needed: an index file is only ever replaced whole (written under a
+temporary name, then renamed over), so a reader sees an old index or a new one, each
+checked against the file before use; two writers racing leave one of two indexes that
+are both right about the bytes they describe.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import os
+import stat
+import sys
+import threading
+import time
+from typing import Any, List, Optional, Tuple
+
+from . import _backend, _platform
+
+ENV_VAR = "LLM_AGENT_SESSION_CACHE"
+# Transcripts smaller than this get an index only when asked (`llm-agent-session index`):
+# a whole read of them takes milliseconds anyway.
+AUTO_MIN_BYTES = 8 << 20
+# A session that appends refreshes its index after this many bytes (and when it closes).
+REFRESH_EVERY = 64 << 20
+# Leftover temporary files (a writer killed mid-write) older than this are removed.
+_STALE_SECONDS = 3600
+
+Stat = Tuple[int, int, int, int, int]
+
+
+def cache_dir() -> str:
+    """The cache directory: ``LLM_AGENT_SESSION_CACHE``, else the platform's user cache
+    directory's ``llm-agent-session``."""
+    named = os.environ.get(ENV_VAR)
+    if named:
+        return os.path.abspath(named)
+    home = os.path.expanduser("~")
+    if sys.platform == "darwin":
+        base = os.path.join(home, "Library", "Caches")
+    elif sys.platform == "win32":
+        base = os.environ.get("LOCALAPPDATA") or os.path.join(home, "AppData", "Local")
+    else:
+        xdg = os.environ.get("XDG_CACHE_HOME", "")
+        base = xdg if os.path.isabs(xdg) else os.path.join(home, ".cache")
+    return os.path.join(base, "llm-agent-session")
+
+
+def index_file(path: Any) -> str:
+    """Where the side index of the transcript at `path` is kept (whether or not it
+    exists): a file in the cache directory named by a hash of the transcript's real path."""
+    real = os.path.realpath(os.path.abspath(os.fspath(path)))
+    name = hashlib.sha256(os.fsencode(real)).hexdigest()[:40]
+    return os.path.join(cache_dir(), "index", name + ".idx")
+
+
+def identity(st: os.stat_result, size: Optional[int] = None) -> Stat:
+    """What an index records of a file: device, inode, size, modification and change times."""
+    return (st.st_dev, st.st_ino, st.st_size if size is None else size, st.st_mtime_ns, st.st_ctime_ns)
+
+
+def max_bytes(transcript_size: int) -> int:
+    """The largest index file read for a transcript of this size: an index is always
+    smaller than its transcript, so a bigger file is not one (and is not read)."""
+    return 4096 + transcript_size
+
+
+def read(path: str, transcript_size: int) -> Optional[bytes]:
+    """The bytes of the index kept for `path`, or None (none, unreadable, not a regular
+    file, or too big to be one). Untrusted: the core checks them."""
+    where = index_file(path)
+    try:
+        fd = os.open(where, os.O_RDONLY | _platform.O_CLOEXEC | _platform.O_NOFOLLOW | _platform.O_NONBLOCK)
+    except OSError:
+        return None
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode) or st.st_size > max_bytes(transcript_size):
+            return None
+        chunks = []
+        left = st.st_size
+        while left > 0:
+            chunk = os.read(fd, min(left, 64 << 20))
+            if not chunk:
+                break
+            chunks.append(chunk)
+            left -= len(chunk)
+        return b"".join(chunks)
+    except OSError:
+        return None
+    finally:
+        os.close(fd)
+
+
+def write(path: str, data: bytes) -> bool:
+    """Replace the index kept for `path` with `data`, atomically, mode 0600 (its
+    directories 0700). False when it cannot be written (no harm: it is a cache)."""
+    where = index_file(path)
+    folder = os.path.dirname(where)
+    try:
+        os.makedirs(folder, mode=0o700, exist_ok=True)
+    except OSError:
+        return False
+    tmp = f"{where}.{os.getpid()}.{threading.get_ident()}.tmp"
+    try:
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | _platform.O_CLOEXEC | _platform.O_NOFOLLOW, 0o600)
+    except OSError:
+        return False
+    try:
+        try:
+            view = memoryview(data)
+            while view:
+                view = view[os.write(fd, view) :]
+        finally:
+            os.close(fd)
+        os.replace(tmp, where)
+    except OSError:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        return False
+    _remove_stale(folder)
+    return True
+
+
+def remove(path: Any) -> None:
+    """Delete the index kept for `path`, if any."""
+    with contextlib.suppress(OSError):
+        os.unlink(index_file(path))
+
+
+_writes = [0]
+
+
+def _remove_stale(folder: str) -> None:
+    """Remove the temporary files of writers killed mid-write, at every 64th write."""
+    _writes[0] += 1
+    if _writes[0] % 64 != 1:
+        return
+    now = time.time()
+    with contextlib.suppress(OSError):
+        for entry in os.scandir(folder):
+            if entry.name.endswith(".tmp"):
+                with contextlib.suppress(OSError):
+                    if now - entry.stat(follow_symlinks=False).st_mtime > _STALE_SECONDS:
+                        os.unlink(entry.path)
+
+
+def coarse_and_recent(st: os.stat_result) -> bool:
+    """Whether the file's change time is of whole seconds (a file system with coarse
+    times) and within two seconds of now: a change made later in that same second would
+    leave size and times as the index records them, so no index is written yet."""
+    return st.st_ctime_ns % 1_000_000_000 == 0 and time.time_ns() - st.st_ctime_ns < 2_000_000_000
+
+
+# --- writing off the caller's path ------------------------------------------------------
+
+_writers: List[threading.Thread] = []
+_writers_lock = threading.Lock()
+
+
+def publish(path: str, data: bytes) -> None:
+    """Write `data` as the index of `path` on a thread of its own (an index of a 10 GB
+    transcript is tens of MB); the interpreter waits for it at exit."""
+    thread = threading.Thread(target=write, args=(path, data), name="llm-agent-session-index")
+    with _writers_lock:
+        _writers[:] = [t for t in _writers if t.is_alive()]
+        _writers.append(thread)
+    thread.start()
+
+
+def flush() -> None:
+    """Wait until every index being written by this process is written."""
+    while True:
+        with _writers_lock:
+            alive = [t for t in _writers if t.is_alive()]
+            _writers[:] = alive
+        if not alive:
+            return
+        for t in alive:
+            t.join()
+
+
+# --- a load ---------------------------------------------------------------------------------
+
+
+def replay(
+    path: str, fd: int, size: int, then: os.stat_result, use: bool, write_ok: bool
+) -> Tuple[Any, Any, str]:
+    """The state and events of the first `size` bytes of `fd` (the transcript at `path`,
+    which `then` describes as it was before any repair), through its index when `use`;
+    a new index is written when `write_ok` and the file is big enough. Returns (state,
+    events, what became of the index). Raises ``CoreFailure`` as a whole read does."""
+    core = _backend.core
+    candidate = read(path, then.st_size) if use else None
+    now = os.fstat(fd)
+    write_new = write_ok and size >= AUTO_MIN_BYTES and not coarse_and_recent(now)
+    if candidate is None and not write_new:
+        state, events = core.replay(fd, size, path=path)
+        return state, events, "none"
+    done = core.replay_indexed(
+        fd, size, identity(then), identity(now, size), index=candidate, write=write_new, path=path
+    )
+    if done.index_bytes is not None:
+        publish(path, done.index_bytes)
+    elif write_new and done.used.startswith("ignored"):
+        remove(path)
+    return done.state, done.events, done.used
+
+
+# --- a session that appends ----------------------------------------------------------------
+
+
+def reopen_to_read(fd: int, path: str) -> Optional[int]:
+    """A read-only descriptor of the file `fd` is open on, of its own (never a ``dup``:
+    the session's lock belongs to its open file description), or None."""
+    where = _platform.reopen_path(path) or f"/proc/self/fd/{fd}"
+    try:
+        rfd = os.open(where, os.O_RDONLY | _platform.O_CLOEXEC | _platform.O_NONBLOCK)
+    except OSError:
+        return None
+    try:
+        mine, theirs = os.fstat(fd), os.fstat(rfd)
+        if (mine.st_dev, mine.st_ino) == (theirs.st_dev, theirs.st_ino):
+            return rfd
+    except OSError:
+        pass
+    os.close(rfd)
+    return None
+
+
+def refresh(path: str, rfd: int, size: int, st: os.stat_result) -> bool:
+    """Bring the index of `path` to its first `size` bytes (whole lines, read through
+    `rfd`, which is closed), from the index kept (only what was appended since is read)
+    or, without a usable one, from the whole file. `st`: the file when `size` was taken.
+    False when nothing was written. For a session's refresh, off its thread."""
+    try:
+        candidate = read(path, size)
+        then = identity(st, size)
+        done = _backend.core.replay_indexed(rfd, size, then, then, index=candidate, write=True, path=path)
+        if done.index_bytes is None:
+            return False
+        return write(path, done.index_bytes)
+    except Exception:  # noqa: BLE001 - a cache: the next load reads the file whole instead
+        return False
+    finally:
+        os.close(rfd)

@@ -1,0 +1,195 @@
+//! A load through a side index (`index::replay`), as `_core.IndexedReplay`: the state
+//! and events a whole read gives, and the index to write next. What the fold left to
+//! the indexed lines (their ids, extras and section texts) is [`Earlier`], read from
+//! the file when first asked for.
+
+use std::fs::File;
+use std::sync::Arc;
+
+use pyo3::exceptions::{PyOSError, PyValueError};
+use pyo3::prelude::*;
+use pyo3::types::PyBytes;
+
+use crate::envelope::parse_envelope_fields;
+use crate::error::CoreError;
+use crate::file_io::{BorrowedFile, Source};
+use crate::index::format::Identity;
+use crate::index::hash::SipKey;
+use crate::index::replay::{self as indexed, Ask, Use};
+use crate::index::resume::{read_line, Base};
+use crate::json::grammar::Span;
+use crate::message_rules::extras_text;
+use crate::replay::fold::LineRef;
+
+use super::lazy::{self, EnvelopeIds, LineIndex};
+use super::named::{self, call_kw};
+use super::{lazy_list, survivors, to_pyerr};
+
+/// The indexed envelopes of a load through a side index: what its fold did not read.
+pub struct Earlier {
+    pub base: Base,
+    file: Arc<File>,
+    /// Every envelope's line (the indexed ones first), shared with `events`.
+    lines: Arc<Vec<LineRef>>,
+}
+
+/// A read of an indexed line failed: the file changed under the session (no writer of
+/// this library does that), or the system call did.
+fn lazy_error(e: CoreError) -> PyErr {
+    match e {
+        CoreError::Io(e) => PyOSError::new_err(e.to_string()),
+        _ => PyValueError::new_err(
+            "the transcript changed under a lazy read: an indexed line is no longer what it was",
+        ),
+    }
+}
+
+impl Earlier {
+    pub fn find(&self, id: &str) -> PyResult<Option<usize>> {
+        self.base
+            .find(id, &*self.file, &self.lines)
+            .map_err(lazy_error)
+    }
+
+    fn envelope(&self, event: usize) -> PyResult<Option<(Vec<u8>, LineRef)>> {
+        let Some(&at) = self.lines.get(event) else {
+            return Ok(None);
+        };
+        Ok(Some((read_line(&*self.file, at).map_err(lazy_error)?, at)))
+    }
+
+    pub fn id_at(&self, event: usize) -> PyResult<Option<String>> {
+        let Some((raw, at)) = self.envelope(event)? else {
+            return Ok(None);
+        };
+        let mut fields = Vec::new();
+        let env = parse_envelope_fields(&raw, at.offset, &mut fields)
+            .map_err(|_| lazy_error(CoreError::ShorterThanSize))?;
+        Ok(Some(env.id.into_owned()))
+    }
+
+    /// The extras text of the message line at `event`; None: not a message line.
+    pub fn extras_text(&self, event: usize) -> PyResult<Option<Vec<u8>>> {
+        let Some((raw, at)) = self.envelope(event)? else {
+            return Ok(None);
+        };
+        let mut fields = Vec::new();
+        let env = parse_envelope_fields(&raw, at.offset, &mut fields)
+            .map_err(|_| lazy_error(CoreError::ShorterThanSize))?;
+        if env.type_ != "message" {
+            return Ok(None);
+        }
+        Ok(Some(
+            extras_text(&raw, &fields).map_or_else(Vec::new, |t| t.into_vec()),
+        ))
+    }
+
+    pub fn section(&self, digest: &str) -> PyResult<Option<(LineRef, Span, String)>> {
+        let found = self
+            .base
+            .section(digest, &*self.file, &self.lines)
+            .map_err(lazy_error)?;
+        Ok(found.and_then(|(e, span, id)| Some((*self.lines.get(e)?, span, id.to_string()))))
+    }
+
+    pub fn digests(&self) -> PyResult<Vec<String>> {
+        self.base
+            .digests(&*self.file, &self.lines)
+            .map_err(lazy_error)
+    }
+}
+
+/// `(st_dev, st_ino, st_size, st_mtime_ns, st_ctime_ns)`.
+type Stat = (u64, u64, u64, i64, i64);
+
+fn identity(s: Stat) -> Identity {
+    Identity {
+        dev: s.0,
+        ino: s.1,
+        size: s.2,
+        mtime_ns: s.3,
+        ctime_ns: s.4,
+    }
+}
+
+/// Replay the first `size` bytes of `fd` through the side index `index` (untrusted
+/// bytes; None: none), which must describe the file `then` names; with `write`, also
+/// make the index of the file as read (named `now`), `key` its fingerprints' key
+/// (None: random). An `_core.IndexedReplay`, or `CoreFailure` as `replay` raises it.
+#[pyfunction]
+#[pyo3(signature = (fd, size, then, now, index=None, write=false, key=None, reopen_path=None))]
+#[allow(clippy::too_many_arguments)]
+pub fn replay_indexed<'py>(
+    py: Python<'py>,
+    fd: i32,
+    size: u64,
+    then: Stat,
+    now: Stat,
+    index: Option<&[u8]>,
+    write: bool,
+    key: Option<(u64, u64)>,
+    reopen_path: Option<&str>,
+) -> PyResult<Bound<'py, PyAny>> {
+    // What the fold leaves to the indexed lines is read through a descriptor of the
+    // session's file of its own; where none can be had, the index is not used.
+    let own = lazy::reopen(fd, reopen_path).ok().map(Arc::new);
+    let index = index.filter(|_| own.is_some());
+    let ask = Ask {
+        index,
+        then: identity(then),
+        now: identity(now),
+        write,
+        key: key.map(|(k0, k1)| SipKey { k0, k1 }),
+    };
+    let done = py.allow_threads(move || {
+        let file = BorrowedFile::new(fd)?;
+        let size = size.min(file.size()?);
+        indexed::replay(&*file, size, ask)
+    });
+    let done = done.map_err(|e| to_pyerr(py, e))?;
+    let indexed::Replay {
+        mut fold,
+        base,
+        used,
+        index: new_index,
+    } = done;
+    let file = BorrowedFile::new(fd).map_err(|e| to_pyerr(py, CoreError::Io(e)))?;
+    let lines = Arc::new(std::mem::take(&mut fold.events));
+    let earlier = match (base, &own) {
+        (Some(base), Some(own)) => Some(Arc::new(Earlier {
+            base,
+            file: own.clone(),
+            lines: lines.clone(),
+        })),
+        _ => None,
+    };
+    let ids = std::mem::take(&mut fold.envelope_at);
+    let envelope_at = Bound::new(py, EnvelopeIds::after(ids, earlier.clone()))?;
+    let state = survivors::fold_state(
+        py,
+        &file,
+        &mut fold,
+        lines.len(),
+        own.clone(),
+        envelope_at,
+        earlier,
+    )?;
+    let events = match own {
+        Some(own) => lazy_list(py, LineIndex::events(own, lines, Vec::new()))?,
+        None => super::all_events(py, &file, lines.to_vec())?,
+    };
+    py.allow_threads(move || drop(fold));
+    let used = match used {
+        Use::None => "none".to_owned(),
+        Use::Used => "used".to_owned(),
+        Use::Ignored(why) => format!("ignored: {why}"),
+    };
+    call_kw!(
+        py,
+        named::INDEXED_REPLAY.get(py)?,
+        state = state,
+        events = events,
+        index_bytes = new_index.map(|b| PyBytes::new(py, &b)),
+        used = used,
+    )
+}

@@ -55,14 +55,31 @@ def on_backend(name: str, fn: Callable[[], Any]) -> Any:
         _backend.use(previous)
 
 
+def index_fd(path: Any, data: bytes) -> int:
+    """A read-only descriptor of a file holding `data` (as the cache's would be)."""
+    where = str(path) + ".idx-under-test"
+    with open(where, "wb") as f:
+        f.write(data)
+    fd = os.open(where, os.O_RDONLY)
+    os.unlink(where)
+    return fd
+
+
 def core_replay(path: Any, index: Optional[bytes] = None, key: Optional[Tuple[int, int]] = KEY) -> IndexedReplay:
     """The core's replay of the whole file at `path` through `index`, writing the index."""
     fd = os.open(path, os.O_RDONLY)
+    ifd = None
     try:
+        if index is not None:
+            ifd = index_fd(path, index)
         st = _index.identity(os.fstat(fd))
-        return _backend.core.replay_indexed(fd, st[2], st, st, index=index, write=True, key=key, path=str(path))
+        return _backend.core.replay_indexed(
+            fd, st[2], st, st, index_fd=ifd, index_max=len(index or b""), write=True, key=key, path=str(path)
+        )
     finally:
         os.close(fd)
+        if ifd is not None:
+            os.close(ifd)
 
 
 def index_of(path: Any) -> Optional[bytes]:

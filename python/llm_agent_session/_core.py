@@ -210,16 +210,18 @@ class Core(Protocol):
         size: int,
         then: Tuple[int, int, int, int, int],
         now: Tuple[int, int, int, int, int],
-        index: Optional[bytes] = None,
+        index_fd: Optional[int] = None,
+        index_max: int = 0,
         write: bool = False,
         key: Optional[Tuple[int, int]] = None,
         path: Optional[str] = None,
     ) -> IndexedReplay:
-        """``replay`` through the side index `index` (untrusted bytes), which must describe
-        the file `then` names (``(st_dev, st_ino, st_size, st_mtime_ns, st_ctime_ns)``);
-        with `write`, also the index of the file as read, naming `now`, its fingerprints
-        keyed with `key` (None: random). The same state, events and ``CoreFailure`` as
-        ``replay``, whatever the index holds."""
+        """``replay`` through the side index open at `index_fd` (untrusted; read if it
+        holds at most `index_max` bytes), which must describe the file `then` names
+        (``(st_dev, st_ino, st_size, st_mtime_ns, st_ctime_ns)``); with `write`, also
+        the index of the file as read, naming `now`, its fingerprints keyed with `key`
+        (None: random). The same state, events and ``CoreFailure`` as ``replay``,
+        whatever the index holds."""
 
     def scan(
         self,

@@ -79,29 +79,30 @@ def max_bytes(transcript_size: int) -> int:
     return 4096 + transcript_size
 
 
-def read(path: str, transcript_size: int) -> Optional[bytes]:
-    """The bytes of the index kept for `path`, or None (none, unreadable, not a regular
-    file, or too big to be one). Untrusted: the core checks them."""
-    where = index_file(path)
+def open_index(path: str) -> Optional[int]:
+    """A read-only descriptor of the index kept for `path`, or None (none, unreadable,
+    not a regular file). Its bytes are untrusted: the core reads and checks them."""
     try:
-        fd = os.open(where, os.O_RDONLY | _platform.O_CLOEXEC | _platform.O_NOFOLLOW | _platform.O_NONBLOCK)
+        fd = os.open(index_file(path), os.O_RDONLY | _platform.O_CLOEXEC | _platform.O_NOFOLLOW | _platform.O_NONBLOCK)
     except OSError:
         return None
     try:
-        st = os.fstat(fd)
-        if not stat.S_ISREG(st.st_mode) or st.st_size > max_bytes(transcript_size):
-            return None
-        chunks = []
-        left = st.st_size
-        while left > 0:
-            chunk = os.read(fd, min(left, 64 << 20))
-            if not chunk:
-                break
-            chunks.append(chunk)
-            left -= len(chunk)
-        return b"".join(chunks)
+        if stat.S_ISREG(os.fstat(fd).st_mode):
+            return fd
     except OSError:
+        pass
+    os.close(fd)
+    return None
+
+
+def read(path: str) -> Optional[bytes]:
+    """The bytes of the index kept for `path` (for tests and the command line), or None."""
+    fd = open_index(path)
+    if fd is None:
         return None
+    try:
+        with os.fdopen(os.dup(fd), "rb") as f:
+            return f.read()
     finally:
         os.close(fd)
 
@@ -199,26 +200,32 @@ def flush() -> None:
 
 def replay(
     path: str, fd: int, size: int, then: os.stat_result, use: bool, write_ok: bool
-) -> Tuple[Any, Any, str]:
+) -> Tuple[Any, Any, str, bool]:
     """The state and events of the first `size` bytes of `fd` (the transcript at `path`,
     which `then` describes as it was before any repair), through its index when `use`;
     a new index is written when `write_ok` and the file is big enough. Returns (state,
-    events, what became of the index). Raises ``CoreFailure`` as a whole read does."""
+    events, what became of the index, whether an index of those bytes is kept now).
+    Raises ``CoreFailure`` as a whole read does."""
     core = _backend.core
-    candidate = read(path, then.st_size) if use else None
-    now = os.fstat(fd)
-    write_new = write_ok and size >= AUTO_MIN_BYTES and not coarse_and_recent(now)
-    if candidate is None and not write_new:
-        state, events = core.replay(fd, size, path=path)
-        return state, events, "none"
-    done = core.replay_indexed(
-        fd, size, identity(then), identity(now, size), index=candidate, write=write_new, path=path
-    )
+    candidate = open_index(path) if use else None
+    try:
+        now = os.fstat(fd)
+        write_new = write_ok and size >= AUTO_MIN_BYTES and not coarse_and_recent(now)
+        if candidate is None and not write_new:
+            state, events = core.replay(fd, size, path=path)
+            return state, events, "none", False
+        done = core.replay_indexed(
+            fd, size, identity(then), identity(now, size), index_fd=candidate,
+            index_max=max_bytes(then.st_size), write=write_new, path=path,
+        )
+    finally:
+        if candidate is not None:
+            os.close(candidate)
     if done.index_bytes is not None:
         publish(path, done.index_bytes)
     elif write_new and done.used.startswith("ignored"):
         remove(path)
-    return done.state, done.events, done.used
+    return done.state, done.events, done.used, done.used == "used" or done.index_bytes is not None
 
 
 # --- a session that appends ----------------------------------------------------------------
@@ -247,10 +254,12 @@ def refresh(path: str, rfd: int, size: int, st: os.stat_result) -> bool:
     `rfd`, which is closed), from the index kept (only what was appended since is read)
     or, without a usable one, from the whole file. `st`: the file when `size` was taken.
     False when nothing was written. For a session's refresh, off its thread."""
+    candidate = open_index(path)
     try:
-        candidate = read(path, size)
         then = identity(st, size)
-        done = _backend.core.replay_indexed(rfd, size, then, then, index=candidate, write=True, path=path)
+        done = _backend.core.replay_indexed(
+            rfd, size, then, then, index_fd=candidate, index_max=max_bytes(size), write=True, path=path
+        )
         if done.index_bytes is None:
             return False
         return write(path, done.index_bytes)
@@ -258,3 +267,5 @@ def refresh(path: str, rfd: int, size: int, st: os.stat_result) -> bool:
         return False
     finally:
         os.close(rfd)
+        if candidate is not None:
+            os.close(candidate)

@@ -287,13 +287,13 @@ class Session:
             remove_leftover_repair(path, warnings)
             fd, size = check_and_repair(path, fd, warnings)
             try:
-                state, events, used = _index.replay(path, fd, size, then, use=bool(index), write_ok=bool(index))
+                state, events, used, kept = _index.replay(path, fd, size, then, use=bool(index), write_ok=bool(index))
             except CoreFailure as f:
                 raise public_error(f, path) from None
         except BaseException:
             os.close(fd)
             raise
-        indexed = (size if used != "none" else 0) if index else None
+        indexed = (size if kept else 0) if index else None
         session = cls(path, fd, state, events, warnings, fsync, indexed)
         session._index_used = used  # what became of the side index (tests, diagnostics)
         return session

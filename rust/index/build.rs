@@ -6,7 +6,9 @@ use crate::error::CoreResult;
 use crate::file_io::{read_full, Source};
 use crate::index::format::{sample_events, Checkpoint, Identity, IndexData, HEAD_BYTES};
 use crate::index::hash::crc32;
+use crate::index::lines::Lines;
 use crate::index::resume::Base;
+use crate::index::slab::Slab;
 use crate::replay::fold::Fold;
 
 /// CRC-32 of bytes `[start, end)` of `src`; None when the file ends before `end`.
@@ -72,7 +74,7 @@ pub fn build<S: Source + ?Sized>(
     let Some(track) = fold.track.as_deref() else {
         return Ok(None);
     };
-    let Some(last) = fold.events.last().copied() else {
+    let Some(last) = fold.events.last() else {
         return Ok(None);
     };
     let after_last = last.offset.saturating_add(last.len);
@@ -105,20 +107,36 @@ pub fn build<S: Source + ?Sized>(
     };
 
     let key = fold.envelope_at.keys().key();
-    let (mut kinds, mut gaps, mut fingerprints, mut sections, mut rewound) = match prior {
-        Some((p, base)) => (
-            p.kinds.clone(),
-            p.gaps.clone(),
-            base.fingerprints.clone(),
-            base.sections.clone(),
-            p.fold.rewound.clone(),
-        ),
+    let n_usize = fold.events.len();
+    let mut kinds = Vec::with_capacity(n_usize);
+    let mut fingerprints = Vec::with_capacity(n_usize * 4);
+    let mut settled = vec![0u8; n_usize.div_ceil(8)];
+    let (mut gaps, mut sections, mut rewound) = match prior {
+        Some((p, base)) => {
+            kinds.extend_from_slice(p.kinds.bytes());
+            fingerprints.extend_from_slice(base.fingerprints.bytes());
+            if let Some(to) = settled.get_mut(..base.settled.len()) {
+                to.copy_from_slice(base.settled.bytes());
+            }
+            (
+                p.gaps.clone(),
+                base.sections.clone(),
+                p.fold.rewound.clone(),
+            )
+        }
         None => Default::default(),
     };
     kinds.extend_from_slice(&track.kinds);
     gaps.extend_from_slice(&track.gaps);
-    fingerprints.extend_from_slice(&track.fingerprints);
+    for f in &track.fingerprints {
+        fingerprints.extend_from_slice(&f.to_le_bytes());
+    }
     rewound.extend_from_slice(&track.rewound);
+    for &e in &fold.settled {
+        if let Some(b) = settled.get_mut(e / 8) {
+            *b |= 1 << (e % 8);
+        }
+    }
     let fp = |text: &str| {
         crate::index::hash::fingerprint(crate::index::hash::siphash13(key, text.as_bytes()))
     };
@@ -127,9 +145,7 @@ pub fn build<S: Source + ?Sized>(
             .iter()
             .map(|s| (fp(&s.digest), s.event as u64)),
     );
-    let mut settled: Vec<u64> = fold.settled.iter().map(|&e| e as u64).collect();
-    settled.sort_unstable();
-    if kinds.len() as u64 != n || fingerprints.len() as u64 != n {
+    if kinds.len() as u64 != n || fingerprints.len() as u64 != n * 4 {
         return Ok(None);
     }
     Ok(Some(IndexData {
@@ -140,11 +156,11 @@ pub fn build<S: Source + ?Sized>(
         head_crc,
         last_crc,
         kind_table: track.kind_table.clone(),
-        kinds,
+        kinds: Slab::owned(kinds),
         // The fold's own: `format::encode_parts` takes them beside this.
-        events: Vec::new(),
+        events: Lines::default(),
         gaps,
-        fingerprints,
+        fingerprints: Slab::owned(fingerprints),
         samples,
         fold: Checkpoint {
             grants: fold.grants_event.map(|e| e as u64),
@@ -157,7 +173,7 @@ pub fn build<S: Source + ?Sized>(
                 .pending()
                 .map(|p| (p.event as u64, p.recorded))
                 .collect(),
-            settled,
+            settled: Slab::owned(settled),
             sections,
             rewound,
         },

@@ -6,8 +6,13 @@
 //! answers why it refuses as data ([`Invalid`]); it never panics, never loops past the
 //! bytes it was given, and never allocates more than a small multiple of them.
 
-use crate::file_io::LineRef;
+use std::sync::Arc;
+
 use crate::index::hash::{crc32, SipKey};
+pub use crate::index::invalid::Invalid;
+pub use crate::index::lines::Gap;
+use crate::index::lines::{Lines, Packed};
+use crate::index::slab::Slab;
 
 /// The first 8 bytes of every index file.
 pub const MAGIC: &[u8; 8] = b"LASINDEX";
@@ -41,15 +46,6 @@ pub struct Kind {
     pub role: Option<String>,
 }
 
-/// Where an envelope does not start right after the line before it: the bytes and
-/// lines (blank ones) between.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct Gap {
-    pub event: u64,
-    pub bytes: u64,
-    pub lines: u64,
-}
-
 /// What replay's fold holds after the last indexed envelope, by envelope index.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Checkpoint {
@@ -61,8 +57,9 @@ pub struct Checkpoint {
     /// Each pending operation's `tool-dispatched` envelope, and whether a `tool`
     /// message answers it (`result-recorded`), in file order.
     pub pending: Vec<(u64, bool)>,
-    /// The `tool-dispatched` envelopes of the settled operations, ascending.
-    pub settled: Vec<u64>,
+    /// The `tool-dispatched` envelopes of the settled operations: a bitmap, a bit an
+    /// envelope (bit `e % 8` of byte `e / 8`).
+    pub settled: Slab,
     /// Each run-context section text: its digest's fingerprint and the envelope that
     /// carries it first, in the order they first appear.
     pub sections: Vec<(u32, u64)>,
@@ -85,26 +82,18 @@ pub struct IndexData {
     /// CRC-32 of bytes `[last envelope's offset, end)`.
     pub last_crc: u32,
     pub kind_table: Vec<Kind>,
-    /// Each envelope's kind: an index into `kind_table`, or [`OTHER_KIND`].
-    pub kinds: Vec<u8>,
+    /// Each envelope's kind, a byte: an index into `kind_table`; any other value
+    /// ([`OTHER_KIND`]) says "read the line".
+    pub kinds: Slab,
     /// Each envelope's line (offset, length without its `\n`).
-    pub events: Vec<LineRef>,
+    pub events: Lines,
     pub gaps: Vec<Gap>,
-    /// Each envelope id's fingerprint (`hash::fingerprint` of its SipHash under `key`).
-    pub fingerprints: Vec<u32>,
+    /// Each envelope id's fingerprint (`hash::fingerprint` of its SipHash under `key`),
+    /// four bytes little-endian apiece.
+    pub fingerprints: Slab,
     /// (envelope, CRC-32 of its line and `\n`) for the sampled envelopes.
     pub samples: Vec<(u64, u32)>,
     pub fold: Checkpoint,
-}
-
-/// Why bytes are not a usable index.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Invalid(pub String);
-
-impl Invalid {
-    fn new(why: impl Into<String>) -> Self {
-        Invalid(why.into())
-    }
 }
 
 /// The envelopes to sample: `min(n, SAMPLES)` spread evenly, from the first.
@@ -116,10 +105,10 @@ pub fn sample_events(n: u64) -> impl Iterator<Item = u64> {
 impl IndexData {
     /// The 1-based line number of each envelope.
     pub fn line_numbers(&self) -> Vec<u64> {
-        let mut out = Vec::with_capacity(self.events.len());
+        let mut out = Vec::with_capacity(self.kinds.len());
         let mut gaps = self.gaps.iter().peekable();
         let mut line = 0u64;
-        for e in 0..self.events.len() as u64 {
+        for e in 0..self.kinds.len() as u64 {
             line += 1;
             if let Some(g) = gaps.next_if(|g| g.event == e) {
                 line += g.lines;
@@ -163,7 +152,7 @@ pub fn encode(index: &IndexData) -> Vec<u8> {
 }
 
 /// The bytes of `index` whose envelopes are `events` (its own `events` unread).
-pub fn encode_parts(index: &IndexData, events: &[LineRef]) -> Vec<u8> {
+pub fn encode_parts(index: &IndexData, events: &Lines) -> Vec<u8> {
     let n = events.len();
     let mut out = Vec::with_capacity(128 + n * 8);
     out.extend_from_slice(MAGIC);
@@ -196,10 +185,13 @@ pub fn encode_parts(index: &IndexData, events: &[LineRef]) -> Vec<u8> {
         }
     }
     section(&mut out, b"KTAB", &body);
-    section(&mut out, b"KIND", &index.kinds);
+    section(&mut out, b"KIND", index.kinds.bytes());
 
     body.clear();
-    for e in events {
+    if let Some(packed) = events.indexed() {
+        body.extend_from_slice(packed.lens());
+    }
+    for e in events.read() {
         put_varint(&mut body, e.len);
     }
     section(&mut out, b"LENS", &body);
@@ -215,11 +207,7 @@ pub fn encode_parts(index: &IndexData, events: &[LineRef]) -> Vec<u8> {
     }
     section(&mut out, b"GAPS", &body);
 
-    body.clear();
-    for f in &index.fingerprints {
-        body.extend_from_slice(&f.to_le_bytes());
-    }
-    section(&mut out, b"FPRS", &body);
+    section(&mut out, b"FPRS", index.fingerprints.bytes());
 
     body.clear();
     put_varint(&mut body, index.samples.len() as u64);
@@ -228,6 +216,7 @@ pub fn encode_parts(index: &IndexData, events: &[LineRef]) -> Vec<u8> {
         body.extend_from_slice(&crc.to_le_bytes());
     }
     section(&mut out, b"SMPL", &body);
+    section(&mut out, b"STLD", index.fold.settled.bytes());
 
     body.clear();
     let f = &index.fold;
@@ -241,12 +230,6 @@ pub fn encode_parts(index: &IndexData, events: &[LineRef]) -> Vec<u8> {
     for &(e, recorded) in &f.pending {
         put_varint(&mut body, e);
         body.push(u8::from(recorded));
-    }
-    put_varint(&mut body, f.settled.len() as u64);
-    let mut last = 0;
-    for &e in &f.settled {
-        put_varint(&mut body, e.saturating_sub(last));
-        last = e;
     }
     put_varint(&mut body, f.sections.len() as u64);
     for &(fp, e) in &f.sections {
@@ -374,8 +357,14 @@ fn event(r: &mut Reader<'_>, n: u64) -> Result<u64, Invalid> {
     }
 }
 
-/// `bytes` as an index, or why they are none.
-pub fn decode(bytes: &[u8]) -> Result<IndexData, Invalid> {
+/// [`decode`] of a copy of `bytes`.
+pub fn decode_bytes(bytes: &[u8]) -> Result<IndexData, Invalid> {
+    decode(Arc::new(bytes.to_vec()))
+}
+
+/// `bytes` as an index, or why they are none (its big sections stay in `bytes`).
+pub fn decode(raw: Arc<Vec<u8>>) -> Result<IndexData, Invalid> {
+    let bytes: &[u8] = &raw;
     if bytes.len() < 8 || bytes.get(..8) != Some(&MAGIC[..]) {
         return Err(Invalid::new("not an index file"));
     }
@@ -434,19 +423,13 @@ pub fn decode(bytes: &[u8]) -> Result<IndexData, Invalid> {
     }
     s.done("KTAB")?;
 
-    let kinds = r.section(b"KIND")?.bytes.to_vec();
+    let kinds = Slab::of(&raw, r.section(b"KIND")?.bytes);
     let n = kinds.len();
     if n as u64 != n64 || (n == 0 && end > 0) {
         return Err(Invalid::new("its envelope count does not match its kinds"));
     }
-    if kinds
-        .iter()
-        .any(|&k| k != OTHER_KIND && usize::from(k) >= kind_table.len())
-    {
-        return Err(Invalid::new("an envelope's kind is not in the table"));
-    }
 
-    let mut lens = r.section(b"LENS")?;
+    let lens = r.section(b"LENS")?;
     let mut gaps_in = r.section(b"GAPS")?;
     let gap_count = gaps_in.count(3)?;
     let mut gaps = Vec::with_capacity(gap_count);
@@ -467,31 +450,10 @@ pub fn decode(bytes: &[u8]) -> Result<IndexData, Invalid> {
         });
     }
     gaps_in.done("GAPS")?;
-    // Where each line is: a line length a byte at least (its varint), so `n` lines
-    // fit in the section's bytes or it is refused.
-    if n > lens.left() {
-        return Err(Invalid::new("LENS holds fewer lengths than envelopes"));
-    }
-    let mut events = Vec::with_capacity(n);
-    let mut next_gap = gaps.iter().peekable();
-    let (mut pos, mut line) = (0u64, 0u64);
-    for e in 0..n as u64 {
-        let len = lens.varint()?;
-        line += 1;
-        if let Some(g) = next_gap.next_if(|g| g.event == e) {
-            pos = pos.saturating_add(g.bytes);
-            line = line.saturating_add(g.lines);
-        }
-        events.push(LineRef { offset: pos, len });
-        // Past the line and its `\n`, which must be inside `[0, end)`.
-        pos = pos
-            .checked_add(len)
-            .and_then(|p| p.checked_add(1))
-            .filter(|&p| p <= end)
-            .ok_or_else(|| Invalid::new("a line ends past the indexed end"))?;
-    }
-    lens.done("LENS")?;
-    if line > lines {
+    let packed = Packed::new(Slab::of(&raw, lens.bytes), n, gaps.clone(), end)?;
+    let last_line = packed.last_line();
+    let events = Lines::packed(packed);
+    if last_line > lines {
         return Err(Invalid::new("its line count is short of its envelopes'"));
     }
 
@@ -501,11 +463,7 @@ pub fn decode(bytes: &[u8]) -> Result<IndexData, Invalid> {
             "FPRS does not hold one fingerprint an envelope",
         ));
     }
-    let fingerprints = fprs
-        .bytes
-        .chunks_exact(4)
-        .map(|c| u32::from_le_bytes([c[0], c[1], c[2], c[3]]))
-        .collect();
+    let fingerprints = Slab::of(&raw, fprs.bytes);
 
     let mut s = r.section(b"SMPL")?;
     let sample_count = s.count(5)?;
@@ -516,6 +474,16 @@ pub fn decode(bytes: &[u8]) -> Result<IndexData, Invalid> {
     s.done("SMPL")?;
     if !samples.iter().map(|s| s.0).eq(sample_events(n as u64)) {
         return Err(Invalid::new("its samples are not the ones it must hold"));
+    }
+    let stld = r.section(b"STLD")?;
+    let settled = Slab::of(&raw, stld.bytes);
+    let past_n =
+        settled
+            .bytes()
+            .last()
+            .map_or(0, |&b| if n.is_multiple_of(8) { 0 } else { b >> (n % 8) });
+    if settled.len() != n.div_ceil(8) || past_n != 0 {
+        return Err(Invalid::new("STLD does not hold one bit an envelope"));
     }
 
     let mut s = r.section(b"FOLD")?;
@@ -546,20 +514,6 @@ pub fn decode(bytes: &[u8]) -> Result<IndexData, Invalid> {
             _ => return Err(Invalid::new("a pending operation has a bad state")),
         };
         pending.push((e, recorded));
-    }
-    let count = s.count(1)?;
-    let mut settled = Vec::with_capacity(count);
-    let mut last = 0u64;
-    for i in 0..count {
-        let delta = s.varint()?;
-        if i > 0 && delta == 0 {
-            return Err(Invalid::new("a settled operation is listed twice"));
-        }
-        last = last
-            .checked_add(delta)
-            .filter(|&e| e < n64)
-            .ok_or_else(|| Invalid::new("an envelope index is past the last envelope"))?;
-        settled.push(last);
     }
     let count = s.count(5)?;
     let mut sections = Vec::with_capacity(count);
@@ -601,6 +555,7 @@ pub fn decode(bytes: &[u8]) -> Result<IndexData, Invalid> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::file_io::LineRef;
 
     fn example() -> IndexData {
         IndexData {
@@ -626,8 +581,8 @@ mod tests {
                     role: Some("user".into()),
                 },
             ],
-            kinds: vec![0, 1, OTHER_KIND],
-            events: vec![
+            kinds: Slab::owned(vec![0, 1, OTHER_KIND]),
+            events: Lines::from(vec![
                 LineRef { offset: 0, len: 20 },
                 LineRef {
                     offset: 22,
@@ -637,19 +592,19 @@ mod tests {
                     offset: 53,
                     len: 36,
                 },
-            ],
+            ]),
             gaps: vec![Gap {
                 event: 1,
                 bytes: 1,
                 lines: 1,
             }],
-            fingerprints: vec![1, 2, 3],
+            fingerprints: Slab::owned([1u32, 2, 3].iter().flat_map(|f| f.to_le_bytes()).collect()),
             samples: vec![(0, 5), (1, 6), (2, 7)],
             fold: Checkpoint {
                 grants: Some(2),
                 live: vec![(1, None), (2, Some(2))],
                 pending: vec![(2, true)],
-                settled: vec![0, 2],
+                settled: Slab::owned(crate::index::slab::bitmap(3, [0, 2].into_iter())),
                 sections: vec![(77, 1)],
                 rewound: vec![(1, 2)],
             },
@@ -660,7 +615,7 @@ mod tests {
     fn bytes_read_back_as_they_were_written() {
         let index = example();
         let bytes = encode(&index);
-        assert_eq!(decode(&bytes), Ok(index.clone()));
+        assert_eq!(decode_bytes(&bytes), Ok(index.clone()));
         assert_eq!(index.line_numbers(), vec![1, 3, 4]);
         assert_eq!(index.last_line(), 4);
     }
@@ -669,13 +624,13 @@ mod tests {
     fn every_damage_is_refused_without_a_panic() {
         let bytes = encode(&example());
         for cut in 0..bytes.len() {
-            assert!(decode(&bytes[..cut]).is_err(), "cut at {cut}");
+            assert!(decode_bytes(&bytes[..cut]).is_err(), "cut at {cut}");
         }
         for i in 0..bytes.len() {
             for bit in 0..8 {
                 let mut bad = bytes.clone();
                 bad[i] ^= 1 << bit;
-                assert!(decode(&bad).is_err(), "flip at {i}.{bit}");
+                assert!(decode_bytes(&bad).is_err(), "flip at {i}.{bit}");
             }
         }
     }
@@ -699,7 +654,7 @@ mod tests {
             }
             let crc = crc32(0, &bad);
             bad.extend_from_slice(&crc.to_le_bytes());
-            let _ = decode(&bad);
+            let _ = decode_bytes(&bad);
         }
     }
 
@@ -708,7 +663,7 @@ mod tests {
         let mut bytes = encode(&example());
         bytes[8] = 2;
         assert_eq!(
-            decode(&bytes),
+            decode_bytes(&bytes),
             Err(Invalid(
                 "it is of format version 2, this version reads 1".into()
             ))

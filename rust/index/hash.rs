@@ -11,6 +11,22 @@
 
 /// CRC-32 of `data`, continuing from `crc` (0 to start), as zlib's `crc32(data, crc)`.
 pub fn crc32(crc: u32, data: &[u8]) -> u32 {
+    #[cfg(target_arch = "x86_64")]
+    {
+        // std caches the CPUID answer: two loads and tests.
+        if data.len() >= 128
+            && std::is_x86_feature_detected!("pclmulqdq")
+            && std::is_x86_feature_detected!("sse4.1")
+        {
+            // SAFETY: the processor has both features (checked just above).
+            return unsafe { clmul::crc32(crc, data) };
+        }
+    }
+    crc32_tables(crc, data)
+}
+
+/// [`crc32`] by table lookups, on any processor.
+fn crc32_tables(crc: u32, data: &[u8]) -> u32 {
     let mut c = !crc;
     let mut chunks = data.chunks_exact(16);
     for chunk in &mut chunks {
@@ -32,6 +48,84 @@ pub fn crc32(crc: u32, data: &[u8]) -> u32 {
         c = TABLES[0][usize::from((c as u8) ^ byte)] ^ (c >> 8);
     }
     !c
+}
+
+/// CRC-32 by carry-less multiplication (Intel's "Fast CRC Computation for Generic
+/// Polynomials Using PCLMULQDQ", folding four 128-bit lanes, then a Barrett reduction;
+/// the constants of the bit-reflected IEEE polynomial, as zlib-ng and Linux use them):
+/// about 10 GB/s where the tables do 2. An index of a 10 GB transcript is 40 MB.
+#[cfg(target_arch = "x86_64")]
+mod clmul {
+    use std::arch::x86_64::{
+        __m128i, _mm_and_si128, _mm_clmulepi64_si128, _mm_cvtsi32_si128, _mm_extract_epi32,
+        _mm_loadu_si128, _mm_set_epi32, _mm_set_epi64x, _mm_srli_si128, _mm_xor_si128,
+    };
+
+    const K1: i64 = 0x1_5444_2bd4;
+    const K2: i64 = 0x1_c6e4_1596;
+    const K3: i64 = 0x1_7519_97d0;
+    const K4: i64 = 0x0_ccaa_009e;
+    const K5: i64 = 0x1_63cd_6124;
+    const P_X: i64 = 0x1_DB71_0641;
+    const U_PRIME: i64 = 0x1_F701_1641;
+
+    /// The next 16 bytes of `data`, which has at least 16.
+    #[inline]
+    #[target_feature(enable = "pclmulqdq", enable = "sse4.1")]
+    unsafe fn next(data: &mut &[u8]) -> __m128i {
+        let (head, rest) = data.split_at(16);
+        *data = rest;
+        // SAFETY: `head` is 16 bytes; an unaligned load reads exactly those.
+        unsafe { _mm_loadu_si128(head.as_ptr().cast::<__m128i>()) }
+    }
+
+    #[inline]
+    #[target_feature(enable = "pclmulqdq", enable = "sse4.1")]
+    unsafe fn fold(a: __m128i, b: __m128i, keys: __m128i) -> __m128i {
+        let low = _mm_clmulepi64_si128(a, keys, 0x00);
+        let high = _mm_clmulepi64_si128(a, keys, 0x11);
+        _mm_xor_si128(_mm_xor_si128(b, low), high)
+    }
+
+    /// # Safety
+    /// The processor must have PCLMULQDQ and SSE4.1; `data` must be 64 bytes or more.
+    #[target_feature(enable = "pclmulqdq", enable = "sse4.1")]
+    pub unsafe fn crc32(crc: u32, mut data: &[u8]) -> u32 {
+        // SAFETY (every `next` below): the loop conditions leave 16 bytes or more.
+        unsafe {
+            let mut x3 = next(&mut data);
+            let mut x2 = next(&mut data);
+            let mut x1 = next(&mut data);
+            let mut x0 = next(&mut data);
+            x3 = _mm_xor_si128(x3, _mm_cvtsi32_si128(!crc as i32));
+            let k1k2 = _mm_set_epi64x(K2, K1);
+            while data.len() >= 64 {
+                x3 = fold(x3, next(&mut data), k1k2);
+                x2 = fold(x2, next(&mut data), k1k2);
+                x1 = fold(x1, next(&mut data), k1k2);
+                x0 = fold(x0, next(&mut data), k1k2);
+            }
+            let k3k4 = _mm_set_epi64x(K4, K3);
+            let mut x = fold(x3, x2, k3k4);
+            x = fold(x, x1, k3k4);
+            x = fold(x, x0, k3k4);
+            while data.len() >= 16 {
+                x = fold(x, next(&mut data), k3k4);
+            }
+            // 128 bits to 64, then the Barrett reduction to 32 (bit-reflected).
+            let x = _mm_xor_si128(_mm_clmulepi64_si128(x, k3k4, 0x10), _mm_srli_si128(x, 8));
+            let low32 = _mm_set_epi32(0, 0, 0, !0);
+            let x = _mm_xor_si128(
+                _mm_clmulepi64_si128(_mm_and_si128(x, low32), _mm_set_epi64x(0, K5), 0x00),
+                _mm_srli_si128(x, 4),
+            );
+            let pu = _mm_set_epi64x(U_PRIME, P_X);
+            let t1 = _mm_clmulepi64_si128(_mm_and_si128(x, low32), pu, 0x10);
+            let t2 = _mm_clmulepi64_si128(_mm_and_si128(t1, low32), pu, 0x00);
+            let c = _mm_extract_epi32(_mm_xor_si128(x, t2), 1) as u32;
+            super::crc32_tables(!c, data)
+        }
+    }
 }
 
 /// `TABLES[0]` is the bytewise table; `TABLES[k][b]` is the CRC of byte `b` followed
@@ -180,6 +274,24 @@ mod tests {
             // Continued in two pieces, as zlib continues.
             let (a, b) = data[..cut].split_at(cut / 2);
             assert_eq!(crc32(crc32(0, a), b), bytewise(&data[..cut]), "{cut}");
+        }
+    }
+
+    #[test]
+    fn the_fast_crc_is_the_tables_crc() {
+        let mut state = 0x9e37_79b9_u64;
+        let data: Vec<u8> = (0..5000)
+            .map(|_| {
+                state = state.wrapping_mul(6364136223846793005).wrapping_add(1);
+                (state >> 33) as u8
+            })
+            .collect();
+        for len in (0..700).chain([1023, 1024, 1025, 4096, 4999, 5000]) {
+            for start in [0, 1, 7] {
+                let part = &data[start.min(len)..len];
+                assert_eq!(crc32(0, part), crc32_tables(0, part), "{start}..{len}");
+                assert_eq!(crc32(0x1234_5678, part), crc32_tables(0x1234_5678, part));
+            }
         }
     }
 

@@ -3,7 +3,10 @@
 //! at the indexed end, so that a load reads only what was appended since.
 //!
 //! * `hash`: CRC-32 and SipHash-1-3, as the pure core computes them;
-//! * `format`: the bytes, written and read (untrusted: refused as data, never a panic);
+//! * `format`: the bytes, written and read (untrusted: refused as data, never a panic;
+//!   `invalid` says why);
+//! * `lines`: where the indexed envelopes are, decoded from the index on access;
+//! * `slab`: the index's bytes, shared by the sections read where they lie;
 //! * `track`: what a fold notes of each envelope when an index is to be written;
 //! * `build`: an index from a fold that read the file;
 //! * `check`: whether an index still describes the file (identity and content);
@@ -14,8 +17,11 @@ pub mod build;
 pub mod check;
 pub mod format;
 pub mod hash;
+pub mod invalid;
+pub mod lines;
 pub mod replay;
 pub mod resume;
+pub mod slab;
 pub mod track;
 
 #[cfg(test)]

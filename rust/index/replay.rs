@@ -3,6 +3,8 @@
 //! way the fold is the one a whole read gives, failures included, and the index to
 //! write next is made from it when asked.
 
+use std::sync::Arc;
+
 use crate::error::{CoreError, CoreResult};
 use crate::file_io::Source;
 use crate::index::build::build;
@@ -37,9 +39,9 @@ pub struct Replay {
 }
 
 /// What a load with an index asks for.
-pub struct Ask<'a> {
+pub struct Ask {
     /// The bytes of a candidate index (untrusted), if any.
-    pub index: Option<&'a [u8]>,
+    pub index: Option<Arc<Vec<u8>>>,
     /// The file as the caller saw it before reading: what the index must describe.
     pub then: Identity,
     /// The file now (after a repair or a final newline): what a new index names.
@@ -52,9 +54,9 @@ pub struct Ask<'a> {
 }
 
 /// Replay the first `size` bytes of `src` as `ask` says.
-pub fn replay<S: Source + Sync + ?Sized>(src: &S, size: u64, ask: Ask<'_>) -> CoreResult<Replay> {
+pub fn replay<S: Source + Sync + ?Sized>(src: &S, size: u64, ask: Ask) -> CoreResult<Replay> {
     let mut ignored = None;
-    if let Some(bytes) = ask.index {
+    if let Some(bytes) = ask.index.clone() {
         match resumed(src, size, bytes, &ask)? {
             Ok(done) => return Ok(done),
             Err(why) => ignored = Some(why),
@@ -85,8 +87,8 @@ pub fn replay<S: Source + Sync + ?Sized>(src: &S, size: u64, ask: Ask<'_>) -> Co
 fn resumed<S: Source + Sync + ?Sized>(
     src: &S,
     size: u64,
-    bytes: &[u8],
-    ask: &Ask<'_>,
+    bytes: Arc<Vec<u8>>,
+    ask: &Ask,
 ) -> CoreResult<Result<Replay, String>> {
     let index: IndexData = match decode(bytes) {
         Ok(index) => index,

@@ -17,6 +17,8 @@ use crate::error::{CoreError, CoreFailure, CoreResult, FailureKind};
 use crate::file_io::{read_full, Source};
 use crate::index::format::IndexData;
 use crate::index::hash::{fingerprint, SipKey};
+use crate::index::lines::Lines;
+use crate::index::slab::Slab;
 use crate::index::track::Track;
 use crate::json::grammar::Span;
 use crate::replay::fold::{
@@ -36,10 +38,10 @@ pub struct Base {
     /// How many envelopes the index holds.
     pub count: usize,
     pub key: SipKey,
-    /// Each indexed envelope id's fingerprint.
-    pub fingerprints: Vec<u32>,
-    /// The indexed settled operations' dispatches, ascending.
-    pub settled: Vec<u64>,
+    /// Each indexed envelope id's fingerprint (`format::IndexData::fingerprints`).
+    pub fingerprints: Slab,
+    /// The indexed settled operations' dispatches, a bit an envelope.
+    pub settled: Slab,
     /// The indexed section texts: (digest fingerprint, envelope), first appearance first.
     pub sections: Vec<(u32, u64)>,
     /// The ids of the indexed live messages and pending operations, read back.
@@ -57,12 +59,12 @@ struct Buckets {
 }
 
 impl Buckets {
-    fn of(fingerprints: &[u32]) -> Option<Self> {
-        let n = u32::try_from(fingerprints.len()).ok()?;
+    fn of(fingerprints: &Slab) -> Option<Self> {
+        let n = u32::try_from(fingerprints.len() / 4).ok()?;
         let bits = (32 - n.leading_zeros()).clamp(4, 24);
         let shift = 32 - bits;
         let mut starts = vec![0u32; (1usize << bits) + 1];
-        for &f in fingerprints {
+        for f in fingerprints.u32s() {
             if let Some(c) = starts.get_mut((f >> shift) as usize + 1) {
                 *c += 1;
             }
@@ -71,8 +73,8 @@ impl Buckets {
             starts[i] += starts[i - 1];
         }
         let mut next = starts.clone();
-        let mut order = vec![0u32; fingerprints.len()];
-        for (e, &f) in fingerprints.iter().enumerate() {
+        let mut order = vec![0u32; n as usize];
+        for (e, f) in fingerprints.u32s().enumerate() {
             if let Some(at) = next.get_mut((f >> shift) as usize) {
                 if let Some(slot) = order.get_mut(*at as usize) {
                     *slot = e as u32;
@@ -89,7 +91,7 @@ impl Buckets {
 
     fn candidates<'a>(
         &'a self,
-        fingerprints: &'a [u32],
+        fingerprints: &'a Slab,
         fp: u32,
     ) -> impl Iterator<Item = usize> + 'a {
         let b = (fp >> self.shift) as usize;
@@ -102,7 +104,7 @@ impl Buckets {
             .unwrap_or_default()
             .iter()
             .map(|&e| e as usize)
-            .filter(move |&e| fingerprints.get(e) == Some(&fp))
+            .filter(move |&e| fingerprints.u32_at(e) == Some(fp))
     }
 }
 
@@ -141,7 +143,7 @@ impl Base {
         &self,
         id: &str,
         src: &S,
-        lines: &[LineRef],
+        lines: &Lines,
     ) -> CoreResult<Option<usize>> {
         if let Some(&e) = self.known.get(id) {
             return Ok(Some(e));
@@ -155,9 +157,9 @@ impl Base {
         let candidates: Box<dyn Iterator<Item = usize>> = if buckets.order.is_empty() {
             Box::new(
                 self.fingerprints
-                    .iter()
+                    .u32s()
                     .enumerate()
-                    .filter(move |&(_, &f)| f == fp)
+                    .filter(move |&(_, f)| f == fp)
                     .map(|(e, _)| e),
             )
         } else {
@@ -168,7 +170,7 @@ impl Base {
             if tried > CONFIRM_SLACK {
                 break;
             }
-            let Some(&at) = lines.get(e) else { continue };
+            let Some(at) = lines.get(e) else { continue };
             if let Some(rec) = record_at(src, at, &keys)? {
                 if rec.id.as_str() == id {
                     return Ok(Some(e));
@@ -183,10 +185,10 @@ impl Base {
         &self,
         op_id: &str,
         src: &S,
-        lines: &[LineRef],
+        lines: &Lines,
     ) -> CoreResult<bool> {
         Ok(match self.find(op_id, src, lines)? {
-            Some(e) => self.settled.binary_search(&(e as u64)).is_ok(),
+            Some(e) => self.settled.bit(e),
             None => false,
         })
     }
@@ -197,7 +199,7 @@ impl Base {
         &self,
         digest: &str,
         src: &S,
-        lines: &[LineRef],
+        lines: &Lines,
     ) -> CoreResult<Option<(usize, Span, Id)>> {
         let fp = self.fingerprint_of(digest);
         let keys = IdKeys::with_key(self.key);
@@ -208,7 +210,7 @@ impl Base {
             .take(CONFIRM_SLACK)
         {
             debug_assert_eq!(f, fp);
-            let Some(&at) = usize::try_from(e).ok().and_then(|e| lines.get(e)) else {
+            let Some(at) = usize::try_from(e).ok().and_then(|e| lines.get(e)) else {
                 continue;
             };
             if let Some(rec) = record_at(src, at, &keys)? {
@@ -224,17 +226,13 @@ impl Base {
 
     /// The digests of the indexed section texts, first appearance first (each line
     /// read back: for iterating, which nothing on a load's path does).
-    pub fn digests<S: Source + ?Sized>(
-        &self,
-        src: &S,
-        lines: &[LineRef],
-    ) -> CoreResult<Vec<String>> {
+    pub fn digests<S: Source + ?Sized>(&self, src: &S, lines: &Lines) -> CoreResult<Vec<String>> {
         let keys = IdKeys::with_key(self.key);
         let mut out = Vec::with_capacity(self.sections.len());
         let mut last: Option<(u64, Vec<String>)> = None;
         for &(fp, e) in &self.sections {
             if last.as_ref().map(|l| l.0) != Some(e) {
-                let Some(&at) = usize::try_from(e).ok().and_then(|e| lines.get(e)) else {
+                let Some(at) = usize::try_from(e).ok().and_then(|e| lines.get(e)) else {
                     continue;
                 };
                 let digests = match record_at(src, at, &keys)?.map(|r| r.body) {
@@ -281,7 +279,7 @@ pub fn rebuild<S: Source + ?Sized>(
     let track = track.then(|| Box::new(Track::after(&index)));
     let lines = std::mem::take(&mut index.events);
     let n = lines.len();
-    let line = |e: u64| usize::try_from(e).ok().and_then(|e| lines.get(e)).copied();
+    let line = |e: u64| usize::try_from(e).ok().and_then(|e| lines.get(e));
     let mut fold = Fold::for_size(size.saturating_sub(index.end), keys.clone());
     let mut resumed = Resumed {
         count: n,
@@ -411,14 +409,13 @@ pub fn rebuild<S: Source + ?Sized>(
         });
     }
 
-    fold.settled = index.fold.settled.iter().map(|&e| e as usize).collect();
     fold.track = track;
     fold.events = lines;
     fold.resumed = Some(Box::new(resumed));
     let base = Base {
         count: n,
         key: index.key,
-        fingerprints: std::mem::take(&mut index.fingerprints),
+        fingerprints: index.fingerprints.clone(),
         settled: index.fold.settled.clone(),
         sections: std::mem::take(&mut index.fold.sections),
         known: fold
@@ -525,7 +522,7 @@ fn first_repeat<S: Source + ?Sized>(
         by_fp.entry(f).or_default().push(i);
     }
     let mut hits: Vec<(usize, usize)> = Vec::new();
-    for (old, &f) in base.fingerprints.iter().enumerate() {
+    for (old, f) in base.fingerprints.u32s().enumerate() {
         let b = f as usize & mask;
         if bitmap.get(b / 64).is_some_and(|w| w & (1 << (b % 64)) != 0) {
             if let Some(news) = by_fp.get(&f) {
@@ -542,7 +539,7 @@ fn first_repeat<S: Source + ?Sized>(
     let keys = IdKeys::with_key(base.key);
     for (i, old) in hits {
         let first = fold.first_read();
-        let (Some(&new_at), Some(&old_at)) = (fold.events.get(first + i), fold.events.get(old))
+        let (Some(new_at), Some(old_at)) = (fold.events.get(first + i), fold.events.get(old))
         else {
             continue;
         };

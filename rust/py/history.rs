@@ -69,7 +69,7 @@ pub fn history<'py>(
     let removal = named::REMOVAL.get(py)?;
     let mut removals = Vec::with_capacity(notes.removers.len());
     for r in &notes.removers {
-        let at = fold.events.get(r.event).copied().ok_or_else(lost)?;
+        let at = fold.events.get(r.event).ok_or_else(lost)?;
         let (id, ts) = header(&file, at)?;
         let kind = if r.rewind { "rewind" } else { "compaction" };
         removals.push(removal.call1((id, kind, ts))?.unbind());

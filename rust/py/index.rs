@@ -15,6 +15,7 @@ use crate::error::CoreError;
 use crate::file_io::{BorrowedFile, Source};
 use crate::index::format::Identity;
 use crate::index::hash::SipKey;
+use crate::index::lines::Lines;
 use crate::index::replay::{self as indexed, Ask, Use};
 use crate::index::resume::{read_line, Base};
 use crate::json::grammar::Span;
@@ -30,7 +31,7 @@ pub struct Earlier {
     pub base: Base,
     file: Arc<File>,
     /// Every envelope's line (the indexed ones first), shared with `events`.
-    lines: Arc<Vec<LineRef>>,
+    lines: Arc<Lines>,
 }
 
 /// A read of an indexed line failed: the file changed under the session (no writer of
@@ -52,7 +53,7 @@ impl Earlier {
     }
 
     fn envelope(&self, event: usize) -> PyResult<Option<(Vec<u8>, LineRef)>> {
-        let Some(&at) = self.lines.get(event) else {
+        let Some(at) = self.lines.get(event) else {
             return Ok(None);
         };
         Ok(Some((read_line(&*self.file, at).map_err(lazy_error)?, at)))
@@ -89,7 +90,7 @@ impl Earlier {
             .base
             .section(digest, &*self.file, &self.lines)
             .map_err(lazy_error)?;
-        Ok(found.and_then(|(e, span, id)| Some((*self.lines.get(e)?, span, id.to_string()))))
+        Ok(found.and_then(|(e, span, id)| Some((self.lines.get(e)?, span, id.to_string()))))
     }
 
     pub fn digests(&self) -> PyResult<Vec<String>> {
@@ -112,12 +113,26 @@ fn identity(s: Stat) -> Identity {
     }
 }
 
-/// Replay the first `size` bytes of `fd` through the side index `index` (untrusted
-/// bytes; None: none), which must describe the file `then` names; with `write`, also
-/// make the index of the file as read (named `now`), `key` its fingerprints' key
-/// (None: random). An `_core.IndexedReplay`, or `CoreFailure` as `replay` raises it.
+/// The bytes of the index file open at `fd`, None when it holds more than `max`.
+fn read_index(fd: i32, max: u64) -> std::io::Result<Option<Arc<Vec<u8>>>> {
+    let file = BorrowedFile::new(fd)?;
+    let size = file.size()?;
+    if size > max {
+        return Ok(None);
+    }
+    let mut bytes = vec![0u8; usize::try_from(size).unwrap_or(0)];
+    let got = crate::file_io::read_full(&*file, &mut bytes, 0)?;
+    bytes.truncate(got);
+    Ok(Some(Arc::new(bytes)))
+}
+
+/// Replay the first `size` bytes of `fd` through the side index open at `index_fd`
+/// (untrusted; None: none; read if it holds at most `index_max` bytes), which must
+/// describe the file `then` names; with `write`, also make the index of the file as
+/// read (named `now`), `key` its fingerprints' key (None: random). An
+/// `_core.IndexedReplay`, or `CoreFailure` as `replay` raises it.
 #[pyfunction]
-#[pyo3(signature = (fd, size, then, now, index=None, write=false, key=None, reopen_path=None))]
+#[pyo3(signature = (fd, size, then, now, index_fd=None, index_max=0, write=false, key=None, reopen_path=None))]
 #[allow(clippy::too_many_arguments)]
 pub fn replay_indexed<'py>(
     py: Python<'py>,
@@ -125,7 +140,8 @@ pub fn replay_indexed<'py>(
     size: u64,
     then: Stat,
     now: Stat,
-    index: Option<&[u8]>,
+    index_fd: Option<i32>,
+    index_max: u64,
     write: bool,
     key: Option<(u64, u64)>,
     reopen_path: Option<&str>,
@@ -133,15 +149,21 @@ pub fn replay_indexed<'py>(
     // What the fold leaves to the indexed lines is read through a descriptor of the
     // session's file of its own; where none can be had, the index is not used.
     let own = lazy::reopen(fd, reopen_path).ok().map(Arc::new);
-    let index = index.filter(|_| own.is_some());
-    let ask = Ask {
-        index,
-        then: identity(then),
-        now: identity(now),
-        write,
-        key: key.map(|(k0, k1)| SipKey { k0, k1 }),
-    };
+    let index_fd = index_fd.filter(|_| own.is_some());
+    let (then, now) = (identity(then), identity(now));
+    let key = key.map(|(k0, k1)| SipKey { k0, k1 });
     let done = py.allow_threads(move || {
+        let index = match index_fd {
+            Some(ifd) => read_index(ifd, index_max)?,
+            None => None,
+        };
+        let ask = Ask {
+            index,
+            then,
+            now,
+            write,
+            key,
+        };
         let file = BorrowedFile::new(fd)?;
         let size = size.min(file.size()?);
         indexed::replay(&*file, size, ask)
@@ -176,7 +198,7 @@ pub fn replay_indexed<'py>(
     )?;
     let events = match own {
         Some(own) => lazy_list(py, LineIndex::events(own, lines, Vec::new()))?,
-        None => super::all_events(py, &file, lines.to_vec())?,
+        None => super::all_events(py, &file, &lines)?,
     };
     py.allow_threads(move || drop(fold));
     let used = match used {

@@ -32,6 +32,7 @@ use pyo3::types::{PyDict, PyIterator, PyList, PyString, PyTuple};
 use crate::envelope::{parse_envelope_fields, LineProblem};
 use crate::envelope_skim::skim_header;
 use crate::file_io::{read_full, BorrowedFile};
+use crate::index::lines::Lines;
 use crate::json::grammar::{Kind, Span};
 use crate::json::view::token;
 use crate::json::view::{self as json_view, Entry, Item};
@@ -207,7 +208,7 @@ enum Builds {
 pub struct LineIndex {
     file: Arc<File>,
     /// Shared with what a load through a side index looks ids up by (`index::Earlier`).
-    lines: Arc<Vec<LineRef>>,
+    lines: Arc<Lines>,
     /// Where each line's payload lies, when the scan recorded it (else empty).
     payloads: Vec<(u32, u32)>,
     /// Each line's header as the scan decoded it, when kept: iterating builds
@@ -217,14 +218,10 @@ pub struct LineIndex {
 }
 
 impl LineIndex {
-    pub fn events(
-        file: Arc<File>,
-        lines: impl Into<Arc<Vec<LineRef>>>,
-        payloads: Vec<(u32, u32)>,
-    ) -> Self {
+    pub fn events(file: Arc<File>, lines: Arc<Lines>, payloads: Vec<(u32, u32)>) -> Self {
         LineIndex {
             file,
-            lines: lines.into(),
+            lines,
             payloads,
             headers: None,
             builds: Builds::Events,
@@ -240,7 +237,7 @@ impl LineIndex {
     pub fn messages(file: Arc<File>, lines: Vec<LineRef>, payloads: Vec<(u32, u32)>) -> Self {
         LineIndex {
             file,
-            lines: Arc::new(lines),
+            lines: Arc::new(Lines::from(lines)),
             payloads,
             headers: None,
             builds: Builds::Messages,
@@ -435,7 +432,7 @@ impl LineIndex {
         i: usize,
         raw: &[u8],
     ) -> PyResult<Bound<'py, PyAny>> {
-        let at = *self
+        let at = self
             .lines
             .get(i)
             .ok_or_else(|| PyIndexError::new_err("index out of range"))?;
@@ -453,7 +450,7 @@ impl LineIndex {
     }
 
     fn __getitem__<'py>(&self, py: Python<'py>, index: isize) -> PyResult<Bound<'py, PyAny>> {
-        let (i, at) = item_at(&self.lines, index)?;
+        let (i, at) = line_at(&self.lines, index)?;
         let raw = read_line(&self.file, at)?;
         self.build(&mut Builder::new(py), i, &raw)
     }
@@ -533,7 +530,7 @@ impl LineIter {
     fn __next__<'py>(&mut self, py: Python<'py>) -> PyResult<Option<Bound<'py, PyAny>>> {
         let index = self.index.bind(py).get();
         let i = self.next;
-        let Some(&at) = index.lines.get(i) else {
+        let Some(at) = index.lines.get(i) else {
             return Ok(None);
         };
         self.next += 1;
@@ -598,6 +595,19 @@ impl Spans {
     fn __getitem__(&self, index: isize) -> PyResult<(u64, u64, u64)> {
         item_at(&self.spans, index).map(|(_, span)| span)
     }
+}
+
+/// `lines[index]` as Python indexes a sequence (negative from the end), with its
+/// place; IndexError past either end.
+fn line_at(lines: &Lines, index: isize) -> PyResult<(usize, LineRef)> {
+    let i = if index < 0 {
+        index.checked_add_unsigned(lines.len())
+    } else {
+        Some(index)
+    };
+    i.and_then(|i| usize::try_from(i).ok())
+        .and_then(|i| Some((i, lines.get(i)?)))
+        .ok_or_else(|| PyIndexError::new_err("index out of range"))
 }
 
 /// `items[index]` as Python indexes a sequence (negative from the end), with its
@@ -852,12 +862,29 @@ pub struct SettledIds {
 }
 
 impl SettledIds {
-    /// `settled`: the indices in `events` of the settled operations' dispatches.
-    pub fn new(envelopes: Py<EnvelopeIds>, events: usize, settled: &[usize]) -> Self {
+    /// `settled`: the indices in `events` of the settled operations' dispatches; `earlier`:
+    /// those of a side index, as its bitmap (a bit an envelope).
+    pub fn new(
+        envelopes: Py<EnvelopeIds>,
+        events: usize,
+        settled: &[usize],
+        earlier: Option<&[u8]>,
+    ) -> Self {
+        let mut dispatched_at = vec![0u64; events.div_ceil(64)];
+        let mut count = 0;
+        for (word, bytes) in dispatched_at
+            .iter_mut()
+            .zip(earlier.unwrap_or_default().chunks(8))
+        {
+            let mut b = [0u8; 8];
+            b[..bytes.len()].copy_from_slice(bytes);
+            *word = u64::from_le_bytes(b);
+            count += word.count_ones() as usize;
+        }
         let mut ids = SettledIds {
             envelopes,
-            dispatched_at: vec![0; events.div_ceil(64)],
-            count: 0,
+            dispatched_at,
+            count,
             later: BTreeSet::new(),
         };
         for &e in settled {

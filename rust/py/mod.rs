@@ -30,6 +30,7 @@ use pyo3::types::{PyBytes, PyList};
 use crate::envelope::parse_envelope;
 use crate::error::CoreError;
 use crate::file_io::{BorrowedFile, Source};
+use crate::index::lines::Lines;
 use crate::json::grammar::classify;
 use crate::repair_copy;
 use crate::replay as replay_core;
@@ -218,8 +219,8 @@ fn replay<'py>(
         survivors::fold_state(py, &file, &mut fold, events, own.clone(), envelope_at, None)?;
     let lines = std::mem::take(&mut fold.events);
     let events = match own {
-        Some(own) => lazy_list(py, LineIndex::events(own, lines, Vec::new()))?,
-        None => all_events(py, &file, lines)?,
+        Some(own) => lazy_list(py, LineIndex::events(own, Arc::new(lines), Vec::new()))?,
+        None => all_events(py, &file, &lines)?,
     };
     // What is left of the fold (every settled id, the operation tables) is freed without
     // the GIL: at hundreds of MB that is milliseconds, a stall of every other thread
@@ -237,11 +238,11 @@ pub(crate) fn lazy_list(py: Python<'_>, index: LineIndex) -> PyResult<Bound<'_, 
 pub(crate) fn all_events<'py>(
     py: Python<'py>,
     file: &std::fs::File,
-    lines: Vec<LineRef>,
+    lines: &Lines,
 ) -> PyResult<Bound<'py, PyAny>> {
     let list = PyList::empty(py);
     let mut b = build::Builder::new(py);
-    for at in lines {
+    for at in lines.iter() {
         list.append(lazy::event_at(&mut b, file, at)?)?;
     }
     Ok(list.into_any())
@@ -318,7 +319,8 @@ fn scan<'py>(
             Ok(own) => (
                 lazy_list(
                     py,
-                    LineIndex::events(own.clone(), lines, payloads).with_headers(headers),
+                    LineIndex::events(own.clone(), Arc::new(Lines::from(lines)), payloads)
+                        .with_headers(headers),
                 )?,
                 lazy_list(
                     py,
@@ -326,7 +328,7 @@ fn scan<'py>(
                 )?,
             ),
             Err(_) => {
-                let events = all_events(py, &file, lines)?;
+                let events = all_events(py, &file, &Lines::from(lines))?;
                 let list = PyList::empty(py);
                 let mut b = build::Builder::new(py);
                 for at in message_lines {

@@ -178,7 +178,12 @@ pub fn fold_state<'py>(
     }
     let settled = Bound::new(
         py,
-        SettledIds::new(envelope_at.clone().unbind(), events, &fold.settled),
+        SettledIds::new(
+            envelope_at.clone().unbind(),
+            events,
+            &fold.settled,
+            earlier.as_ref().map(|e| e.base.settled.bytes()),
+        ),
     )?;
     let (sections, section_lines) = match texts {
         Some(texts) => {

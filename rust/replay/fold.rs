@@ -9,6 +9,7 @@ use std::collections::hash_map::Entry;
 use std::collections::HashMap;
 
 use crate::error::{CoreFailure, FailureKind};
+use crate::index::lines::Lines;
 use crate::index::track::Track;
 use crate::json::grammar::Span;
 use crate::message_rules;
@@ -156,7 +157,7 @@ pub struct Resumed {
 #[derive(Debug, Default)]
 pub struct Fold {
     /// Every envelope in file order (the lazy `events`).
-    pub events: Vec<LineRef>,
+    pub events: Lines,
     /// Parallel to `events` (from `events[resumed.count]` on, in a resumed fold).
     slots: Vec<Slot>,
     /// The session-meta line and its payload.
@@ -222,7 +223,7 @@ impl Fold {
         let expected_lines = usize::try_from(size / 2048).unwrap_or(0).min(1 << 22);
         let room = expected_lines.saturating_mul(2);
         Fold {
-            events: Vec::with_capacity(room),
+            events: Lines::with_capacity(room),
             slots: Vec::with_capacity(room),
             pending: Vec::with_capacity(room / 4),
             section_at: HashMap::with_capacity(room / 8),

@@ -31,6 +31,8 @@ from .index_format import (
     MAX_KINDS,
     OTHER_KIND,
     Checkpoint,
+    bitmap,
+    bits_of,
     Identity,
     IndexData,
     Invalid,
@@ -106,8 +108,7 @@ class _Base:
         self.count = len(index.events)
         self.key = index.key
         self.fingerprints = index.fingerprints
-        self.settled = set(index.fold.settled)
-        self.settled_list = list(index.fold.settled)
+        self.settled = index.fold.settled  # a bit an envelope
         self.sections = list(index.fold.sections)
         self.known = known  # the ids of the indexed live messages and pending operations
         self.reader = reader
@@ -203,15 +204,15 @@ class _Settled:
         if op_id in self._later:
             return True
         e = self._base.find(op_id)
-        return e is not None and e in self._base.settled
+        return e is not None and bool(self._base.settled[e // 8] & (1 << (e % 8)))
 
     def __iter__(self) -> Iterator[str]:
-        for e in self._base.settled_list:
+        for e in bits_of(self._base.settled):
             yield self._base.reader.envelope(e)[0]
         yield from self._later
 
     def __len__(self) -> int:
-        return len(self._base.settled_list) + len(self._later)
+        return sum(bin(b).count("1") for b in self._base.settled) + len(self._later)
 
     def add(self, op_id: str) -> None:
         if op_id not in self:
@@ -433,11 +434,11 @@ def _build(
         fingerprints = array("I", fold.base.fingerprints)
         sections = list(fold.base.sections)
         rewound = list(prior.fold.rewound)
-        settled = sorted(set(prior.fold.settled) | set(fold.settled))
+        settled = bitmap(len(lines), iter(list(bits_of(prior.fold.settled)) + fold.settled))
         added = state.section_lines._added if isinstance(state.section_lines, LazyTexts) else {}
     else:
         kinds, gaps, fingerprints, sections, rewound = bytearray(), [], array("I"), [], []
-        settled = sorted(fold.settled)
+        settled = bitmap(len(lines), iter(fold.settled))
         added = dict(state.section_lines)
     kinds += track.kinds
     gaps += track.gaps
@@ -589,28 +590,35 @@ def _rebuild(index: IndexData, reader: _Reader) -> Tuple[FoldState, _Base, Dict[
 # --- the core's entry point -------------------------------------------------------------------
 
 
+def _read_index(fd: int, most: int) -> Optional[bytes]:
+    """The bytes of the index file open at `fd`, None when it holds more than `most`."""
+    size = os.fstat(fd).st_size
+    if size > most:
+        return None
+    return read_span(fd, 0, size)
+
+
 def replay_indexed(
     fd: int,
     size: int,
     then: Stat,
     now: Stat,
-    index: Optional[bytes] = None,
+    index_fd: Optional[int] = None,
+    index_max: int = 0,
     write: bool = False,
     key: Optional[Tuple[int, int]] = None,
     path: Optional[str] = None,
 ) -> IndexedReplay:
     """``Core.replay_indexed``: the pure twin of ``_native.replay_indexed``."""
     size = min(size, os.fstat(fd).st_size)
-    file = _reopen(fd, path) if index is not None else None
+    file = _reopen(fd, path) if index_fd is not None else None
+    index = _read_index(index_fd, index_max) if index_fd is not None and file is not None else None
     used = "none"
-    if index is not None:
-        if file is None:
-            index = None
-        else:
-            try:
-                return _resumed(fd, size, index, then, now, write, file)
-            except (Invalid, _Unusable) as why:
-                used = f"ignored: {why}"
+    if index is not None and file is not None:
+        try:
+            return _resumed(fd, size, index, then, now, write, file)
+        except (Invalid, _Unusable) as why:
+            used = f"ignored: {why}"
     fold_key = key if key is not None else random_key()
     state = FoldState()
     track = _Track([], 0, 0, 1) if write else None

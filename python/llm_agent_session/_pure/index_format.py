@@ -108,7 +108,8 @@ class Checkpoint:
     grants: Optional[int] = None
     live: List[Tuple[int, Optional[int]]] = field(default_factory=list)
     pending: List[Tuple[int, bool]] = field(default_factory=list)
-    settled: List[int] = field(default_factory=list)
+    # The settled operations' dispatches: a bit an envelope (bit e % 8 of byte e // 8).
+    settled: bytes = b""
     sections: List[Tuple[int, int]] = field(default_factory=list)
     rewound: List[Tuple[int, int]] = field(default_factory=list)
 
@@ -141,6 +142,23 @@ class IndexData:
 
     def last_line(self) -> int:
         return len(self.events) + sum(g[2] for g in self.gaps)
+
+
+def bitmap(n: int, bits: Iterator[int]) -> bytes:
+    """`n` bits, those of `bits` set (bit i % 8 of byte i // 8)."""
+    out = bytearray((n + 7) // 8)
+    for i in bits:
+        out[i // 8] |= 1 << (i % 8)
+    return bytes(out)
+
+
+def bits_of(data: bytes) -> Iterator[int]:
+    """The bits set in a bitmap, ascending."""
+    for at, byte in enumerate(data):
+        while byte:
+            low = byte & -byte
+            yield at * 8 + low.bit_length() - 1
+            byte ^= low
 
 
 def sample_events(n: int) -> Iterator[int]:
@@ -215,6 +233,7 @@ def encode(index: IndexData) -> bytes:
         _varint(body, e)
         body += struct.pack("<I", crc)
     _section(out, b"SMPL", bytes(body))
+    _section(out, b"STLD", bytes(index.fold.settled))
     f = index.fold
     body = bytearray()
     _varint(body, 0 if f.grants is None else f.grants + 1)
@@ -226,11 +245,6 @@ def encode(index: IndexData) -> bytes:
     for e, recorded in f.pending:
         _varint(body, e)
         body.append(1 if recorded else 0)
-    _varint(body, len(f.settled))
-    last = 0
-    for e in f.settled:
-        _varint(body, e - last)
-        last = e
     _varint(body, len(f.sections))
     for fp, e in f.sections:
         body += struct.pack("<I", fp)
@@ -384,9 +398,6 @@ def decode(data: bytes) -> IndexData:
     n = len(kinds)
     if n != n_header or (n == 0 and end > 0):
         raise Invalid("its envelope count does not match its kinds")
-    in_table = bytes(kinds).replace(bytes([OTHER_KIND]), b"")
-    if in_table and max(in_table) >= len(kind_table):
-        raise Invalid("an envelope's kind is not in the table")
 
     lens = r.section(b"LENS")
     g = r.section(b"GAPS")
@@ -436,6 +447,11 @@ def decode(data: bytes) -> IndexData:
     s.done("SMPL")
     if [e for e, _ in samples] != list(sample_events(n)):
         raise Invalid("its samples are not the ones it must hold")
+    s = r.section(b"STLD")
+    settled = s.take(s.left())
+    past_n = settled[-1] >> (n % 8) if settled and n % 8 else 0
+    if len(settled) != (n + 7) // 8 or past_n:
+        raise Invalid("STLD does not hold one bit an envelope")
 
     s = r.section(b"FOLD")
     fold = Checkpoint()
@@ -447,15 +463,7 @@ def decode(data: bytes) -> IndexData:
         if flag > 1:
             raise Invalid("a pending operation has a bad state")
         fold.pending.append((e, flag == 1))
-    last = 0
-    for i in range(s.count(1)):
-        delta = s.varint()
-        if i > 0 and delta == 0:
-            raise Invalid("a settled operation is listed twice")
-        last += delta
-        if last >= n:
-            raise Invalid("an envelope index is past the last envelope")
-        fold.settled.append(last)
+    fold.settled = settled
     for _ in range(s.count(5)):
         fp = s.u32()
         fold.sections.append((fp, _event(s, n)))

@@ -74,7 +74,8 @@ def core_replay(path: Any, index: Optional[bytes] = None, key: Optional[Tuple[in
             ifd = index_fd(path, index)
         st = _index.identity(os.fstat(fd))
         return _backend.core.replay_indexed(
-            fd, st[2], st, st, index_fd=ifd, index_max=len(index or b""), write=True, key=key, path=str(path)
+            fd, st[2], st, st, _index.secret(), index_fd=ifd, index_max=len(index or b""), write=True, key=key,
+            path=str(path),
         )
     finally:
         os.close(fd)

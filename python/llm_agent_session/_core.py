@@ -210,6 +210,7 @@ class Core(Protocol):
         size: int,
         then: Tuple[int, int, int, int, int],
         now: Tuple[int, int, int, int, int],
+        secret: Tuple[int, int],
         index_fd: Optional[int] = None,
         index_max: int = 0,
         write: bool = False,
@@ -217,11 +218,12 @@ class Core(Protocol):
         path: Optional[str] = None,
     ) -> IndexedReplay:
         """``replay`` through the side index open at `index_fd` (untrusted; read if it
-        holds at most `index_max` bytes), which must describe the file `then` names
-        (``(st_dev, st_ino, st_size, st_mtime_ns, st_ctime_ns)``); with `write`, also
-        the index of the file as read, naming `now`, its fingerprints keyed with `key`
-        (None: random). The same state, events and ``CoreFailure`` as ``replay``,
-        whatever the index holds."""
+        holds at most `index_max` bytes, used if sealed with `secret`, the cache's key),
+        which must describe the file `then` names (``(st_dev, st_ino, st_size,
+        st_mtime_ns, st_ctime_ns)``); with `write`, also the index of the file as read,
+        naming `now`, sealed with `secret`, its fingerprints keyed with `key` (None:
+        random). The same state, events and ``CoreFailure`` as ``replay``, whatever the
+        index holds."""
 
     def scan(
         self,

@@ -27,7 +27,7 @@ import stat
 import sys
 import threading
 import time
-from typing import Any, List, Optional, Tuple
+from typing import Any, Dict, List, Optional, Tuple
 
 from . import _backend, _platform
 
@@ -66,6 +66,63 @@ def index_file(path: Any) -> str:
     real = os.path.realpath(os.path.abspath(os.fspath(path)))
     name = hashlib.sha256(os.fsencode(real)).hexdigest()[:40]
     return os.path.join(cache_dir(), "index", name + ".idx")
+
+
+_secrets: Dict[str, Tuple[int, int]] = {}
+
+
+def secret(create: bool = True) -> Optional[Tuple[int, int]]:
+    """The cache's secret key, which seals every index it keeps (an index not sealed
+    with it is not used): 16 random bytes in ``<cache>/index/key``, mode 0600, made on
+    first use when `create`. None where there is none, it cannot be made, or it is not
+    this user's alone (then no index is read or written)."""
+    folder = os.path.join(cache_dir(), "index")
+    known = _secrets.get(folder)
+    if known is not None:
+        return known
+    where = os.path.join(folder, "key")
+    raw = _read_key(where)
+    if raw is None and create:
+        try:
+            os.makedirs(folder, mode=0o700, exist_ok=True)
+            tmp = f"{where}.{os.getpid()}.{threading.get_ident()}.tmp"
+            fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | _platform.O_CLOEXEC | _platform.O_NOFOLLOW, 0o600)
+            try:
+                os.write(fd, os.urandom(16))
+            finally:
+                os.close(fd)
+            try:
+                os.link(tmp, where)  # made whole, or another process's is kept
+            except FileExistsError:
+                pass
+            finally:
+                os.unlink(tmp)
+        except OSError:
+            return None
+        raw = _read_key(where)
+    if raw is None:
+        return None
+    key = (int.from_bytes(raw[:8], "little"), int.from_bytes(raw[8:], "little"))
+    _secrets[folder] = key
+    return key
+
+
+def _read_key(where: str) -> Optional[bytes]:
+    try:
+        fd = os.open(where, os.O_RDONLY | _platform.O_CLOEXEC | _platform.O_NOFOLLOW | _platform.O_NONBLOCK)
+    except OSError:
+        return None
+    try:
+        st = os.fstat(fd)
+        owner = getattr(os, "geteuid", lambda: st.st_uid)()
+        if not stat.S_ISREG(st.st_mode) or st.st_uid != owner or st.st_mode & 0o077:
+            return None
+        raw = os.read(fd, 17)
+        return raw if len(raw) == 16 else None
+    except OSError:
+        return None
+    finally:
+        os.close(fd)
 
 
 def identity(st: os.stat_result, size: Optional[int] = None) -> Stat:
@@ -207,15 +264,18 @@ def replay(
     events, what became of the index, whether an index of those bytes is kept now).
     Raises ``CoreFailure`` as a whole read does."""
     core = _backend.core
-    candidate = open_index(path) if use else None
+    now = os.fstat(fd)
+    write_new = write_ok and size >= AUTO_MIN_BYTES and not coarse_and_recent(now)
+    # Only a load that writes an index makes the cache (and its key).
+    key = secret(create=write_new) if use or write_new else None
+    write_new = write_new and key is not None
+    candidate = open_index(path) if use and key is not None else None
     try:
-        now = os.fstat(fd)
-        write_new = write_ok and size >= AUTO_MIN_BYTES and not coarse_and_recent(now)
-        if candidate is None and not write_new:
+        if key is None or (candidate is None and not write_new):
             state, events = core.replay(fd, size, path=path)
             return state, events, "none", False
         done = core.replay_indexed(
-            fd, size, identity(then), identity(now, size), index_fd=candidate,
+            fd, size, identity(then), identity(now, size), key, index_fd=candidate,
             index_max=max_bytes(then.st_size), write=write_new, path=path,
         )
     finally:
@@ -254,11 +314,14 @@ def refresh(path: str, rfd: int, size: int, st: os.stat_result) -> bool:
     `rfd`, which is closed), from the index kept (only what was appended since is read)
     or, without a usable one, from the whole file. `st`: the file when `size` was taken.
     False when nothing was written. For a session's refresh, off its thread."""
-    candidate = open_index(path)
+    key = secret()
+    candidate = open_index(path) if key is not None else None
     try:
+        if key is None:
+            return False
         then = identity(st, size)
         done = _backend.core.replay_indexed(
-            rfd, size, then, then, index_fd=candidate, index_max=max_bytes(size), write=True, path=path
+            rfd, size, then, then, key, index_fd=candidate, index_max=max_bytes(size), write=True, path=path
         )
         if done.index_bytes is None:
             return False

@@ -168,6 +168,7 @@ def replay_indexed(
     size: int,
     then: Tuple[int, int, int, int, int],
     now: Tuple[int, int, int, int, int],
+    secret: Tuple[int, int],
     index_fd: Optional[int] = None,
     index_max: int = 0,
     write: bool = False,

@@ -38,13 +38,16 @@ def replay_indexed(
     size: int,
     then: Tuple[int, int, int, int, int],
     now: Tuple[int, int, int, int, int],
+    secret: Tuple[int, int],
     index_fd: Optional[int] = None,
     index_max: int = 0,
     write: bool = False,
     key: Optional[Tuple[int, int]] = None,
     path: Optional[str] = None,
 ) -> IndexedReplay:
-    return _replay_indexed(fd, size, then, now, index_fd, index_max, write, key, _platform.reopen_path(path))
+    return _replay_indexed(
+        fd, size, then, now, secret, index_fd, index_max, write, key, _platform.reopen_path(path)
+    )
 
 
 def scan(

@@ -8,7 +8,7 @@
 
 use std::sync::Arc;
 
-use crate::index::hash::{crc32, SipKey};
+use crate::index::hash::{siphash24, SipKey};
 pub use crate::index::invalid::Invalid;
 pub use crate::index::lines::Gap;
 use crate::index::lines::{Lines, Packed};
@@ -146,13 +146,14 @@ fn section(out: &mut Vec<u8>, tag: &[u8; 4], body: &[u8]) {
     out.extend_from_slice(body);
 }
 
-/// The bytes of `index` (docs/FORMAT.md).
-pub fn encode(index: &IndexData) -> Vec<u8> {
-    encode_parts(index, &index.events)
+/// The bytes of `index` (docs/FORMAT.md), sealed with `secret`.
+pub fn encode(index: &IndexData, secret: SipKey) -> Vec<u8> {
+    encode_parts(index, &index.events, secret)
 }
 
-/// The bytes of `index` whose envelopes are `events` (its own `events` unread).
-pub fn encode_parts(index: &IndexData, events: &Lines) -> Vec<u8> {
+/// The bytes of `index` whose envelopes are `events` (its own `events` unread),
+/// sealed with `secret`.
+pub fn encode_parts(index: &IndexData, events: &Lines, secret: SipKey) -> Vec<u8> {
     let n = events.len();
     let mut out = Vec::with_capacity(128 + n * 8);
     out.extend_from_slice(MAGIC);
@@ -243,8 +244,8 @@ pub fn encode_parts(index: &IndexData, events: &Lines) -> Vec<u8> {
     }
     section(&mut out, b"FOLD", &body);
 
-    let crc = crc32(0, &out);
-    out.extend_from_slice(&crc.to_le_bytes());
+    let seal = siphash24(secret, &out);
+    out.extend_from_slice(&seal.to_le_bytes());
     out
 }
 
@@ -358,20 +359,21 @@ fn event(r: &mut Reader<'_>, n: u64) -> Result<u64, Invalid> {
 }
 
 /// [`decode`] of a copy of `bytes`.
-pub fn decode_bytes(bytes: &[u8]) -> Result<IndexData, Invalid> {
-    decode(Arc::new(bytes.to_vec()))
+pub fn decode_bytes(bytes: &[u8], secret: SipKey) -> Result<IndexData, Invalid> {
+    decode(Arc::new(bytes.to_vec()), secret)
 }
 
-/// `bytes` as an index, or why they are none (its big sections stay in `bytes`).
-pub fn decode(raw: Arc<Vec<u8>>) -> Result<IndexData, Invalid> {
+/// `bytes` as an index sealed with `secret`, or why they are none (its big sections
+/// stay in `bytes`).
+pub fn decode(raw: Arc<Vec<u8>>, secret: SipKey) -> Result<IndexData, Invalid> {
     let bytes: &[u8] = &raw;
     if bytes.len() < 8 || bytes.get(..8) != Some(&MAGIC[..]) {
         return Err(Invalid::new("not an index file"));
     }
-    let (body, sum) = bytes.split_at(bytes.len().saturating_sub(4).max(8));
-    let mut want = [0u8; 4];
+    let (body, sum) = bytes.split_at(bytes.len().saturating_sub(8).max(8));
+    let mut want = [0u8; 8];
     want.copy_from_slice(
-        sum.get(..4)
+        sum.get(..8)
             .ok_or_else(|| Invalid::new("it ends early (truncated)"))?,
     );
     let mut r = Reader::new(body);
@@ -382,8 +384,10 @@ pub fn decode(raw: Arc<Vec<u8>>) -> Result<IndexData, Invalid> {
             "it is of format version {version}, this version reads {VERSION}"
         )));
     }
-    if crc32(0, body) != u32::from_le_bytes(want) {
-        return Err(Invalid::new("its checksum does not match (damaged)"));
+    if siphash24(secret, body) != u64::from_le_bytes(want) {
+        return Err(Invalid::new(
+            "its seal does not match: damaged, or not written with this cache's key",
+        ));
     }
     let _flags = r.u32()?;
     let key = SipKey {
@@ -557,6 +561,8 @@ mod tests {
     use super::*;
     use crate::file_io::LineRef;
 
+    const SECRET: SipKey = SipKey { k0: 41, k1: 42 };
+
     fn example() -> IndexData {
         IndexData {
             key: SipKey { k0: 7, k1: 9 },
@@ -614,33 +620,34 @@ mod tests {
     #[test]
     fn bytes_read_back_as_they_were_written() {
         let index = example();
-        let bytes = encode(&index);
-        assert_eq!(decode_bytes(&bytes), Ok(index.clone()));
+        let bytes = encode(&index, SECRET);
+        assert_eq!(decode_bytes(&bytes, SECRET), Ok(index.clone()));
         assert_eq!(index.line_numbers(), vec![1, 3, 4]);
         assert_eq!(index.last_line(), 4);
     }
 
     #[test]
     fn every_damage_is_refused_without_a_panic() {
-        let bytes = encode(&example());
+        let bytes = encode(&example(), SECRET);
         for cut in 0..bytes.len() {
-            assert!(decode_bytes(&bytes[..cut]).is_err(), "cut at {cut}");
+            assert!(decode_bytes(&bytes[..cut], SECRET).is_err(), "cut at {cut}");
         }
         for i in 0..bytes.len() {
             for bit in 0..8 {
                 let mut bad = bytes.clone();
                 bad[i] ^= 1 << bit;
-                assert!(decode_bytes(&bad).is_err(), "flip at {i}.{bit}");
+                assert!(decode_bytes(&bad, SECRET).is_err(), "flip at {i}.{bit}");
             }
         }
     }
 
-    /// With the checksum made good again, a forged body is still refused where it
-    /// does not add up, and never panics or over-allocates.
+    /// Sealed again with the key (as only its owner can), a forged body is still
+    /// refused where it does not add up, and never panics or over-allocates; sealed
+    /// with another key, it is refused.
     #[test]
     fn forged_bodies_with_a_good_checksum_never_panic() {
-        let bytes = encode(&example());
-        let body = &bytes[..bytes.len() - 4];
+        let bytes = encode(&example(), SECRET);
+        let body = &bytes[..bytes.len() - 8];
         let mut state = 0x1234_5678_u64;
         for _ in 0..20000 {
             state = state
@@ -652,18 +659,21 @@ mod tests {
             if state & 1 == 0 {
                 bad.truncate(((state >> 40) as usize) % bad.len());
             }
-            let crc = crc32(0, &bad);
-            bad.extend_from_slice(&crc.to_le_bytes());
-            let _ = decode_bytes(&bad);
+            let seal = siphash24(SECRET, &bad);
+            let mut other = bad.clone();
+            bad.extend_from_slice(&seal.to_le_bytes());
+            let _ = decode_bytes(&bad, SECRET);
+            other.extend_from_slice(&siphash24(SipKey { k0: 1, k1: 1 }, &other).to_le_bytes());
+            assert!(decode_bytes(&other, SECRET).is_err());
         }
     }
 
     #[test]
     fn another_version_is_refused_by_name() {
-        let mut bytes = encode(&example());
+        let mut bytes = encode(&example(), SECRET);
         bytes[8] = 2;
         assert_eq!(
-            decode_bytes(&bytes),
+            decode_bytes(&bytes, SECRET),
             Err(Invalid(
                 "it is of format version 2, this version reads 1".into()
             ))

@@ -8,6 +8,9 @@
 //!   keeps: ids' and digests' fingerprints. The replay hashes every id with it already
 //!   (`replay::id::IdKeys`), so a fingerprint costs nothing more. Keyed with random
 //!   bits, ids chosen to collide cannot be written into a file in advance.
+//! * [`siphash24`]: SipHash-2-4, the index file's own seal under the cache's secret key
+//!   (a MAC): an index that this cache did not write, or that changed since, is
+//!   refused, however well its checksums were forged.
 
 /// CRC-32 of `data`, continuing from `crc` (0 to start), as zlib's `crc32(data, crc)`.
 pub fn crc32(crc: u32, data: &[u8]) -> u32 {
@@ -185,6 +188,11 @@ impl SipKey {
 /// SipHash-1-3 of `data` (one compression round a word, three to finish): 64 bits.
 pub fn siphash13(key: SipKey, data: &[u8]) -> u64 {
     siphash::<1, 3>(key, data)
+}
+
+/// SipHash-2-4 of `data`, the published MAC: 64 bits.
+pub fn siphash24(key: SipKey, data: &[u8]) -> u64 {
+    siphash::<2, 4>(key, data)
 }
 
 #[inline(always)]

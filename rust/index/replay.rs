@@ -51,6 +51,8 @@ pub struct Ask {
     /// The key a new index's fingerprints are made with (None: random bits); a test's
     /// way to make two indexes of one file alike, byte for byte.
     pub key: Option<SipKey>,
+    /// The cache's secret key, which seals every index it keeps.
+    pub secret: SipKey,
 }
 
 /// Replay the first `size` bytes of `src` as `ask` says.
@@ -71,7 +73,7 @@ pub fn replay<S: Source + Sync + ?Sized>(src: &S, size: u64, ask: Ask) -> CoreRe
     fold.lines = fold_lines(src, size, SPLIT_MIN, &keys, &mut fold)?;
     fold.finish(size).map_err(CoreError::Failure)?;
     let index = if ask.write {
-        build(&fold, None, src, size, ask.now)?.map(|i| encode_parts(&i, &fold.events))
+        build(&fold, None, src, size, ask.now)?.map(|i| encode_parts(&i, &fold.events, ask.secret))
     } else {
         None
     };
@@ -90,7 +92,7 @@ fn resumed<S: Source + Sync + ?Sized>(
     bytes: Arc<Vec<u8>>,
     ask: &Ask,
 ) -> CoreResult<Result<Replay, String>> {
-    let index: IndexData = match decode(bytes) {
+    let index: IndexData = match decode(bytes, ask.secret) {
         Ok(index) => index,
         Err(invalid) => return Ok(Err(invalid.0)),
     };
@@ -110,7 +112,7 @@ fn resumed<S: Source + Sync + ?Sized>(
     let grew = size > prior.end || ask.now != prior.identity;
     let index = if ask.write && grew {
         build(&fold, Some((&prior, &base)), src, size, ask.now)?
-            .map(|i| encode_parts(&i, &fold.events))
+            .map(|i| encode_parts(&i, &fold.events, ask.secret))
     } else {
         None
     };

@@ -127,12 +127,13 @@ fn read_index(fd: i32, max: u64) -> std::io::Result<Option<Arc<Vec<u8>>>> {
 }
 
 /// Replay the first `size` bytes of `fd` through the side index open at `index_fd`
-/// (untrusted; None: none; read if it holds at most `index_max` bytes), which must
-/// describe the file `then` names; with `write`, also make the index of the file as
-/// read (named `now`), `key` its fingerprints' key (None: random). An
-/// `_core.IndexedReplay`, or `CoreFailure` as `replay` raises it.
+/// (untrusted; None: none; read if it holds at most `index_max` bytes, and used if
+/// sealed with `secret`), which must describe the file `then` names; with `write`,
+/// also make the index of the file as read (named `now`, sealed with `secret`), `key`
+/// its fingerprints' key (None: random). An `_core.IndexedReplay`, or `CoreFailure`
+/// as `replay` raises it.
 #[pyfunction]
-#[pyo3(signature = (fd, size, then, now, index_fd=None, index_max=0, write=false, key=None, reopen_path=None))]
+#[pyo3(signature = (fd, size, then, now, secret, index_fd=None, index_max=0, write=false, key=None, reopen_path=None))]
 #[allow(clippy::too_many_arguments)]
 pub fn replay_indexed<'py>(
     py: Python<'py>,
@@ -140,6 +141,7 @@ pub fn replay_indexed<'py>(
     size: u64,
     then: Stat,
     now: Stat,
+    secret: (u64, u64),
     index_fd: Option<i32>,
     index_max: u64,
     write: bool,
@@ -163,6 +165,10 @@ pub fn replay_indexed<'py>(
             now,
             write,
             key,
+            secret: SipKey {
+                k0: secret.0,
+                k1: secret.1,
+            },
         };
         let file = BorrowedFile::new(fd)?;
         let size = size.min(file.size()?);

@@ -403,7 +403,8 @@ def _crc_of(fd: int, start: int, end: int) -> Optional[int]:
 
 
 def _build(
-    fold: _Fold, prior: Optional[IndexData], lines: List[LineRef], fd: int, size: int, now: Stat
+    fold: _Fold, prior: Optional[IndexData], lines: List[LineRef], fd: int, size: int, now: Stat,
+    secret: Tuple[int, int],
 ) -> Optional[bytes]:
     """``rust/index/build.rs``: the index of what `fold` read (after `prior`'s envelopes)."""
     track = fold.track
@@ -468,7 +469,7 @@ def _build(
             grants=fold.grants, live=live, pending=pending, settled=settled, sections=sections, rewound=rewound,
         ),
     )
-    return encode(index)
+    return encode(index, secret)
 
 
 # --- is it still the file's? ----------------------------------------------------------------
@@ -603,6 +604,7 @@ def replay_indexed(
     size: int,
     then: Stat,
     now: Stat,
+    secret: Tuple[int, int],
     index_fd: Optional[int] = None,
     index_max: int = 0,
     write: bool = False,
@@ -616,7 +618,7 @@ def replay_indexed(
     used = "none"
     if index is not None and file is not None:
         try:
-            return _resumed(fd, size, index, then, now, write, file)
+            return _resumed(fd, size, index, then, now, write, file, secret)
         except (Invalid, _Unusable) as why:
             used = f"ignored: {why}"
     fold_key = key if key is not None else random_key()
@@ -629,14 +631,14 @@ def replay_indexed(
         reason = "the file is empty" if len(buf) == 0 else "the file holds only blank lines"
         raise CoreFailure("not-a-transcript", 0, 0, reason)
     state.envelope_at = fold.seen
-    new_index = _build(fold, None, fold.refs, fd, size, now) if write else None
+    new_index = _build(fold, None, fold.refs, fd, size, now, secret) if write else None
     return IndexedReplay(state=state, events=fold.events, index_bytes=new_index, used=used)
 
 
 def _resumed(
-    fd: int, size: int, data: bytes, then: Stat, now: Stat, write: bool, file: io.FileIO
+    fd: int, size: int, data: bytes, then: Stat, now: Stat, write: bool, file: io.FileIO, secret: Tuple[int, int]
 ) -> IndexedReplay:
-    index = decode(data)
+    index = decode(data, secret)
     why = _identity_problem(index, then) or _content_problem(index, fd, size)
     if why is not None:
         raise _Unusable(why)
@@ -654,5 +656,5 @@ def _resumed(
     reader.lines = index.events + fold.refs
     events = _Events(reader, base.count, fold.events)
     grew = size > index.end or tuple(now) != index.identity.as_tuple()
-    new_index = _build(fold, index, reader.lines, fd, size, now) if write and grew else None
+    new_index = _build(fold, index, reader.lines, fd, size, now, secret) if write and grew else None
     return IndexedReplay(state=state, events=events, index_bytes=new_index, used="used")

@@ -41,8 +41,8 @@ def _rotl(x: int, b: int) -> int:
     return ((x << b) | (x >> (64 - b))) & _M64
 
 
-def siphash13(key: Tuple[int, int], data: bytes) -> int:
-    """SipHash-1-3 of `data` under `key` (k0, k1): ``hash::siphash13`` of the native core."""
+def _siphash(key: Tuple[int, int], data: bytes, c: int, d: int) -> int:
+    """SipHash-c-d of `data` under `key` (k0, k1): ``hash::siphash`` of the native core."""
     k0, k1 = key
     v0 = k0 ^ 0x736F6D6570736575
     v1 = k1 ^ 0x646F72616E646F6D
@@ -50,24 +50,38 @@ def siphash13(key: Tuple[int, int], data: bytes) -> int:
     v3 = k1 ^ 0x7465646279746573
     n = len(data)
     whole = n - n % 8
-    words = list(struct.unpack_from(f"<{whole // 8}Q", data)) if whole else []
     last = int.from_bytes(data[whole:], "little") | ((n & 0xFF) << 56)
-    words.append(last)
-    for m in words:
+
+    def words() -> Iterator[int]:
+        for at in range(0, whole, 1 << 16):
+            yield from struct.unpack_from(f"<{min(whole - at, 1 << 16) // 8}Q", data, at)
+        yield last
+
+    for m in words():
         v3 ^= m
-        # One SipRound.
-        v0 = (v0 + v1) & _M64; v1 = _rotl(v1, 13); v1 ^= v0; v0 = _rotl(v0, 32)  # noqa: E702
-        v2 = (v2 + v3) & _M64; v3 = _rotl(v3, 16); v3 ^= v2  # noqa: E702
-        v0 = (v0 + v3) & _M64; v3 = _rotl(v3, 21); v3 ^= v0  # noqa: E702
-        v2 = (v2 + v1) & _M64; v1 = _rotl(v1, 17); v1 ^= v2; v2 = _rotl(v2, 32)  # noqa: E702
+        for _ in range(c):  # one SipRound each
+            v0 = (v0 + v1) & _M64; v1 = _rotl(v1, 13); v1 ^= v0; v0 = _rotl(v0, 32)  # noqa: E702
+            v2 = (v2 + v3) & _M64; v3 = _rotl(v3, 16); v3 ^= v2  # noqa: E702
+            v0 = (v0 + v3) & _M64; v3 = _rotl(v3, 21); v3 ^= v0  # noqa: E702
+            v2 = (v2 + v1) & _M64; v1 = _rotl(v1, 17); v1 ^= v2; v2 = _rotl(v2, 32)  # noqa: E702
         v0 ^= m
     v2 ^= 0xFF
-    for _ in range(3):
+    for _ in range(d):
         v0 = (v0 + v1) & _M64; v1 = _rotl(v1, 13); v1 ^= v0; v0 = _rotl(v0, 32)  # noqa: E702
         v2 = (v2 + v3) & _M64; v3 = _rotl(v3, 16); v3 ^= v2  # noqa: E702
         v0 = (v0 + v3) & _M64; v3 = _rotl(v3, 21); v3 ^= v0  # noqa: E702
         v2 = (v2 + v1) & _M64; v1 = _rotl(v1, 17); v1 ^= v2; v2 = _rotl(v2, 32)  # noqa: E702
     return v0 ^ v1 ^ v2 ^ v3
+
+
+def siphash13(key: Tuple[int, int], data: bytes) -> int:
+    """SipHash-1-3: ids' and digests' fingerprints (``hash::siphash13``)."""
+    return _siphash(key, data, 1, 3)
+
+
+def siphash24(key: Tuple[int, int], data: bytes) -> int:
+    """SipHash-2-4: an index's seal under the cache's secret key (``hash::siphash24``)."""
+    return _siphash(key, data, 2, 4)
 
 
 def fingerprint(key: Tuple[int, int], text: str) -> int:
@@ -189,8 +203,8 @@ def _section(out: bytearray, tag: bytes, body: bytes) -> None:
     out += body
 
 
-def encode(index: IndexData) -> bytes:
-    """The bytes of `index` (docs/FORMAT.md)."""
+def encode(index: IndexData, secret: Tuple[int, int]) -> bytes:
+    """The bytes of `index` (docs/FORMAT.md), sealed with `secret`."""
     out = bytearray(MAGIC)
     i = index.identity
     out += struct.pack(
@@ -254,7 +268,7 @@ def encode(index: IndexData) -> bytes:
         _varint(body, m)
         _varint(body, r)
     _section(out, b"FOLD", bytes(body))
-    out += struct.pack("<I", crc32(bytes(out)))
+    out += struct.pack("<Q", siphash24(secret, bytes(out)))
     return bytes(out)
 
 
@@ -352,20 +366,20 @@ def _optional_event(r: _Reader, n: int) -> Optional[int]:
     return v - 1
 
 
-def decode(data: bytes) -> IndexData:
-    """`data` as an index, or ``Invalid`` saying why they are none."""
+def decode(data: bytes, secret: Tuple[int, int]) -> IndexData:
+    """`data` as an index sealed with `secret`, or ``Invalid`` saying why they are none."""
     if len(data) < 8 or data[:8] != MAGIC:
         raise Invalid("not an index file")
-    body_end = max(len(data) - 4, 8)
-    if len(data) - body_end < 4:
+    body_end = max(len(data) - 8, 8)
+    if len(data) - body_end < 8:
         raise Invalid("it ends early (truncated)")
-    want = int(struct.unpack("<I", data[body_end : body_end + 4])[0])
+    want = int(struct.unpack("<Q", data[body_end : body_end + 8])[0])
     r = _Reader(data, 8, body_end)
     version = r.u32()
     if version != VERSION:
         raise Invalid(f"it is of format version {version}, this version reads {VERSION}")
-    if crc32(data[:body_end]) != want:
-        raise Invalid("its checksum does not match (damaged)")
+    if siphash24(secret, data[:body_end]) != want:
+        raise Invalid("its seal does not match: damaged, or not written with this cache's key")
     r.u32()  # flags
     key = (r.u64(), r.u64())
     dev, ino, size = r.u64(), r.u64(), r.u64()

@@ -27,7 +27,7 @@ pytest.importorskip("llm_agent_session._native")
 from hypothesis import HealthCheck, given, settings  # noqa: E402
 from hypothesis import strategies as st  # noqa: E402
 
-from llm_agent_session import Session, _backend, _index  # noqa: E402
+from llm_agent_session import Session, _backend, _index, _peek  # noqa: E402
 from llm_agent_session._core import IndexedReplay  # noqa: E402
 from test_native_replay_differential import damage, error_outcome, extra_outcome, line, representative, transcripts  # noqa: E402
 
@@ -144,6 +144,18 @@ def observe(path: Any, index: bool) -> Tuple[Tuple[Any, ...], str]:
     return read + after, used
 
 
+def peek_outcome(path: Any, **kw: Any) -> Any:
+    """Everything a peek gives (the lazy sequences as lists), or its error."""
+    try:
+        r = dict(_peek.peek(str(path), **kw))
+    except Exception as e:  # noqa: BLE001
+        return error_outcome(e)
+    for key in ("envelopes", "messages", "spans"):
+        if key in r:
+            r[key] = list(r[key])
+    return r
+
+
 def staged(path: Any, prefix: bytes, rest: bytes, builder: str) -> Optional[bytes]:
     """A new file at `path` holding `prefix`, indexed by the core `builder`, then `rest`
     appended; the index (None: the prefix cannot be indexed)."""
@@ -187,6 +199,12 @@ def assert_index_agrees(tmp_path: Any, data: bytes, cut: int) -> List[str]:
                 assert (extended.index_bytes or index) == whole, name
     used = []
     for name in BACKENDS:
+        # A peek through the index of the prefix, the rest scanned (the survey: only
+        # when no whole line follows the index, else from a whole scan).
+        _index.write(str(path), staged(path, prefix, rest, name) or b"")
+        for kw in ({}, {"survey": True}, {"spans": True}):
+            peeked = on_backend(name, lambda: peek_outcome(path, index=True, **kw))
+            assert peeked == on_backend(name, lambda: peek_outcome(path, index=False, **kw)), (name, kw)
         staged(path, prefix, rest, name)
         want, _ = on_backend(name, lambda: observe(path, index=False))
         for builder in BACKENDS:

@@ -71,6 +71,25 @@ class SurveyCounts(NamedTuple):
     rewound: List[Tuple[int, int]]  # (message or summary, the rewind that cut it), in cut order
 
 
+class IndexTable(NamedTuple):
+    """What a reader that does not fold (peek, a viewer) takes from a side index that
+    still describes the file (``Core.index_table``): the indexed envelopes, where each
+    is (``(line, byte offset, length)``), the messages among them, each envelope's kind
+    (a byte: its index in `kind_table`, ``(type, a message's role)``; any other value:
+    read the line), where the indexed part ends (`end`, a line's start; `lines` lines
+    before it), the meta, and, when asked, peek's survey of the indexed envelopes."""
+
+    events: Sequence[Event]
+    spans: Sequence[Span]
+    messages: Sequence[Message]
+    kinds: bytes
+    kind_table: List[Tuple[str, Optional[str]]]
+    end: int
+    lines: int
+    meta: Dict[str, Any]
+    survey: Optional[SurveyCounts]
+
+
 class Scanned(NamedTuple):
     """What the lenient scan of peek, salvage and fork found, plus the facts about each
     envelope that they need (so the native core can answer them without building every
@@ -224,6 +243,21 @@ class Core(Protocol):
         naming `now`, sealed with `secret`, its fingerprints keyed with `key` (None:
         random). The same state, events and ``CoreFailure`` as ``replay``, whatever the
         index holds."""
+
+    def index_table(
+        self,
+        fd: int,
+        size: int,
+        then: Tuple[int, int, int, int, int],
+        secret: Tuple[int, int],
+        index_fd: int,
+        index_max: int,
+        want_survey: bool = False,
+        path: Optional[str] = None,
+    ) -> Optional[IndexTable]:
+        """The table of the side index open at `index_fd` (read if it holds at most
+        `index_max` bytes, used if sealed with `secret`) when it still describes the
+        first `size` bytes of `fd` (`then`: the file as ``fstat`` saw it); else None."""
 
     def scan(
         self,

@@ -288,6 +288,98 @@ def replay(
     return done.state, done.events, done.used, done.used == "used" or done.index_bytes is not None
 
 
+# --- an index made on demand (`llm-agent-session index`) ------------------------------------
+
+# What `update` says of a transcript.
+INDEXED, REFRESHED, UP_TO_DATE, NOT_INDEXED, NOT_A_TRANSCRIPT, FAILED = (
+    "indexed", "refreshed", "up to date", "not indexed", "not a transcript", "failed",
+)
+
+
+def _whole_lines_end(fd: int, size: int) -> int:
+    """Just past the last ``\n`` of the first `size` bytes (0: none): a line after it is
+    unfinished (a writer may be halfway through it) or torn, and is not indexed."""
+    at = size
+    while at > 0:
+        start = max(0, at - (64 << 10))
+        chunk = _platform.pread(fd, at - start, start)
+        nl = chunk.rfind(b"\n")
+        if nl != -1:
+            return start + nl + 1
+        at = start
+    return 0
+
+
+def update(path: str) -> Tuple[str, str]:
+    """Bring the index of the transcript at `path` up to date: from the index kept, only
+    what was appended since is read; without a usable one, the whole file. The transcript
+    is only read (no lock: a writer may be appending; its unfinished last line is left
+    for next time). Returns (what happened, a detail for people): ``indexed``,
+    ``refreshed`` (the index grew), ``up to date``, ``not indexed`` (a load would fail,
+    or nothing whole to index yet), ``not a transcript``, ``failed`` (the cache cannot
+    be written)."""
+    from ._files import open_to_read
+    from .errors import CoreFailure, public_error
+
+    try:
+        fd = open_to_read(path)
+    except OSError as e:
+        return NOT_A_TRANSCRIPT, f"cannot open it: {e.strerror}"
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            return NOT_A_TRANSCRIPT, "not a regular file"
+        key = secret(create=True)
+        if key is None:
+            return FAILED, f"the cache's key cannot be made or read in {os.path.join(cache_dir(), 'index')}"
+        if coarse_and_recent(st):
+            return NOT_INDEXED, "it changed within the last 2 seconds on a file system with whole-second times: run again"
+        end = _whole_lines_end(fd, st.st_size)
+        candidate = open_index(path)
+        try:
+            done = _backend.core.replay_indexed(
+                fd, end, identity(st), identity(st), key, index_fd=candidate,
+                index_max=max_bytes(st.st_size), write=True, path=path,
+            )
+        except CoreFailure as f:
+            error = public_error(f, path)
+            if f.kind == "not-a-transcript":
+                return NOT_A_TRANSCRIPT, str(error)
+            return NOT_INDEXED, f"a load would fail: {error}"
+        finally:
+            if candidate is not None:
+                os.close(candidate)
+    finally:
+        os.close(fd)
+    if done.index_bytes is None:
+        if done.used == "used":
+            return UP_TO_DATE, index_file(path)
+        return NOT_INDEXED, "its last envelope has no newline after it yet"
+    if not write(path, done.index_bytes):
+        return FAILED, f"cannot write {index_file(path)}"
+    return (REFRESHED if done.used == "used" else INDEXED), index_file(path)
+
+
+# --- a reader that does not fold ------------------------------------------------------------
+
+
+def table(path: str, fd: int, st: os.stat_result, want_survey: bool) -> Optional[Any]:
+    """The ``_core.IndexTable`` of the index kept for `path` when it still describes the
+    file open at `fd` (`st`: its ``fstat``), else None. Reads; writes nothing."""
+    key = secret(create=False)
+    if key is None:
+        return None
+    ifd = open_index(path)
+    if ifd is None:
+        return None
+    try:
+        return _backend.core.index_table(
+            fd, st.st_size, identity(st), key, ifd, max_bytes(st.st_size), want_survey, path=path
+        )
+    finally:
+        os.close(ifd)
+
+
 # --- a session that appends ----------------------------------------------------------------
 
 

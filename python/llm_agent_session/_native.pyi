@@ -2,7 +2,7 @@
 
 from typing import Any, Dict, Iterator, List, Optional, Tuple, final
 
-from llm_agent_session._core import Column, DatasetSummary, HistoryRead, IndexedReplay, Replayed, Scanned, TailVerdict
+from llm_agent_session._core import Column, DatasetSummary, HistoryRead, IndexedReplay, IndexTable, Replayed, Scanned, TailVerdict
 
 __all__ = [
     "classify_line",
@@ -18,6 +18,8 @@ __all__ = [
     "SourceReader",
     "replay",
     "replay_indexed",
+    "index_table",
+    "IndexedSpans",
     "scan",
     "history",
     "HistoryRows",
@@ -179,6 +181,26 @@ def replay_indexed(
     and ``CoreFailure``, only the bytes after the index's end read when it still
     describes the file; the indexed envelopes' ids, extras and section texts are read
     from their lines when asked for."""
+
+def index_table(
+    fd: int,
+    size: int,
+    then: Tuple[int, int, int, int, int],
+    secret: Tuple[int, int],
+    index_fd: int,
+    index_max: int,
+    want_survey: bool = False,
+    reopen_path: Optional[str] = None,
+) -> Optional[IndexTable]:
+    """``Core.index_table``: a side index's envelopes, spans, messages and kinds when it
+    still describes the file; None when it does not."""
+
+@final
+class IndexedSpans:
+    """A side index's ``(line, offset, length)`` of each envelope, made on access."""
+
+    def __len__(self) -> int: ...
+    def __getitem__(self, key: int, /) -> Tuple[int, int, int]: ...
 
 def scan(
     fd: int,

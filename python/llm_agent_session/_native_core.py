@@ -11,17 +11,18 @@ from __future__ import annotations
 from typing import Optional, Tuple
 
 from . import _platform
-from ._core import AppendSize, EncodeEnvelope, HistoryRead, IndexedReplay, Replayed, Scanned
+from ._core import AppendSize, EncodeEnvelope, HistoryRead, IndexedReplay, IndexTable, Replayed, Scanned
 from ._native import append_size as _append_size
 from ._native import copy_prefix, find_hits, find_lines, identical_prefix, tail_check
 from ._native import encode_envelope as _encode_envelope
 from ._native import history as _history
 from ._native import replay as _replay
+from ._native import index_table as _index_table
 from ._native import replay_indexed as _replay_indexed
 from ._native import scan as _scan
 from ._native import dataset_pass as dataset_pass
 
-__all__ = ["name", "tail_check", "copy_prefix", "replay", "replay_indexed", "scan", "history", "encode_envelope", "append_size",
+__all__ = ["name", "tail_check", "copy_prefix", "replay", "replay_indexed", "index_table", "scan", "history", "encode_envelope", "append_size",
            "identical_prefix", "find_lines", "find_hits", "dataset_pass"]
 
 name = "native"
@@ -48,6 +49,19 @@ def replay_indexed(
     return _replay_indexed(
         fd, size, then, now, secret, index_fd, index_max, write, key, _platform.reopen_path(path)
     )
+
+
+def index_table(
+    fd: int,
+    size: int,
+    then: Tuple[int, int, int, int, int],
+    secret: Tuple[int, int],
+    index_fd: int,
+    index_max: int,
+    want_survey: bool = False,
+    path: Optional[str] = None,
+) -> Optional[IndexTable]:
+    return _index_table(fd, size, then, secret, index_fd, index_max, want_survey, _platform.reopen_path(path))
 
 
 def scan(

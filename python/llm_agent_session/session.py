@@ -300,7 +300,12 @@ class Session:
 
     @staticmethod
     def peek(
-        path: Any, *, offset: int = 0, identity: Optional[Tuple[int, int]] = None, survey: bool = False
+        path: Any,
+        *,
+        offset: int = 0,
+        identity: Optional[Tuple[int, int]] = None,
+        survey: bool = False,
+        index: bool = True,
     ) -> Dict[str, Any]:
         """What the file says, without writing, locking or repairing.
 
@@ -317,11 +322,16 @@ class Session:
         ``survey=True`` (only with ``offset=0``) adds ``survey``: lines and bytes by
         type, messages by role, how many messages replay would give, and the tool
         operations left open with their state, computed in the same pass.
+
+        With ``index=True`` (the default) a peek of the whole file takes what the
+        transcript's side index holds (``Session.load``), when it still describes the
+        file, and reads only the bytes after it; the result is the same. A peek writes
+        no index.
         Raises ValueError for a negative or non-int `offset`, or a survey with one.
         """
         from ._peek import peek
 
-        return peek(os.fspath(path), offset=offset, identity=identity, survey=survey)
+        return peek(os.fspath(path), offset=offset, identity=identity, survey=survey, index=bool(index))
 
     @staticmethod
     def salvage(path: Any, out: Any) -> Dict[str, Any]:

@@ -216,9 +216,50 @@ impl Lines {
         }
     }
 
-    /// Every line in order (the packed ones decoded as they come).
+    /// Every line in order (the packed ones decoded as they come, in one pass).
     pub fn iter(&self) -> impl Iterator<Item = LineRef> + '_ {
-        (0..self.len()).filter_map(move |e| self.get(e))
+        let packed = self.indexed.as_deref().map(|p| PackedIter {
+            p,
+            e: 0,
+            at: 0,
+            pos: 0,
+            g: 0,
+        });
+        packed
+            .into_iter()
+            .flatten()
+            .chain(self.read.iter().copied())
+    }
+}
+
+/// The packed lines in order, each length decoded once.
+struct PackedIter<'a> {
+    p: &'a Packed,
+    e: usize,
+    at: usize,
+    pos: u64,
+    g: usize,
+}
+
+impl Iterator for PackedIter<'_> {
+    type Item = LineRef;
+
+    fn next(&mut self) -> Option<LineRef> {
+        if self.e >= self.p.n {
+            return None;
+        }
+        let len = varint(self.p.lens.bytes(), &mut self.at).ok()?;
+        if let Some(gap) = self.p.gaps.get(self.g).filter(|g| g.event == self.e as u64) {
+            self.pos = self.pos.saturating_add(gap.bytes);
+            self.g += 1;
+        }
+        let line = LineRef {
+            offset: self.pos,
+            len,
+        };
+        self.pos = self.pos.saturating_add(len).saturating_add(1);
+        self.e += 1;
+        Some(line)
     }
 }
 

@@ -11,7 +11,8 @@
 //! * `build`: an index from a fold that read the file;
 //! * `check`: whether an index still describes the file (identity and content);
 //! * `resume`: a fold that starts where an index ends, and the checks that follow it;
-//! * `replay`: a load's replay with an index, or without a usable one.
+//! * `replay`: a load's replay with an index, or without a usable one;
+//! * `table`: what a reader that does not fold (a peek, a viewer) takes from an index.
 
 pub mod build;
 pub mod check;
@@ -22,6 +23,7 @@ pub mod lines;
 pub mod replay;
 pub mod resume;
 pub mod slab;
+pub mod table;
 pub mod track;
 
 #[cfg(test)]

@@ -221,3 +221,144 @@ pub fn replay_indexed<'py>(
         used = used,
     )
 }
+
+/// A side index's `(line, offset, length)` of each envelope, made on access (the
+/// line numbers counted from its gaps): `_events.LazyList` wraps it.
+#[pyclass(frozen, module = "llm_agent_session._native")]
+pub struct IndexedSpans {
+    lines: Arc<Lines>,
+    /// The envelopes after blank lines, ascending, and how many blank lines came
+    /// before each of them in all (a running sum).
+    gap_events: Vec<u64>,
+    lines_before: Vec<u64>,
+}
+
+#[pymethods]
+impl IndexedSpans {
+    fn __len__(&self) -> usize {
+        self.lines.len()
+    }
+
+    fn __getitem__(&self, index: isize) -> PyResult<(u64, u64, u64)> {
+        let n = self.lines.len();
+        let i = if index < 0 {
+            index.checked_add_unsigned(n)
+        } else {
+            Some(index)
+        };
+        let Some((e, at)) = i
+            .and_then(|i| usize::try_from(i).ok())
+            .and_then(|e| Some((e, self.lines.get(e)?)))
+        else {
+            return Err(pyo3::exceptions::PyIndexError::new_err(
+                "index out of range",
+            ));
+        };
+        let gaps = self.gap_events.partition_point(|&g| g <= e as u64);
+        let blank = gaps
+            .checked_sub(1)
+            .and_then(|k| self.lines_before.get(k))
+            .copied();
+        Ok((e as u64 + 1 + blank.unwrap_or(0), at.offset, at.len))
+    }
+}
+
+/// What peek takes from the side index open at `index_fd` (read if it holds at most
+/// `index_max` bytes, and used if sealed with `secret`) when it still describes the
+/// first `size` bytes of `fd` (`then`: as `fstat` saw the file): an
+/// `_core.IndexTable`, or None.
+#[pyfunction]
+#[pyo3(signature = (fd, size, then, secret, index_fd, index_max, want_survey=false, reopen_path=None))]
+#[allow(clippy::too_many_arguments)]
+pub fn index_table<'py>(
+    py: Python<'py>,
+    fd: i32,
+    size: u64,
+    then: Stat,
+    secret: (u64, u64),
+    index_fd: i32,
+    index_max: u64,
+    want_survey: bool,
+    reopen_path: Option<&str>,
+) -> PyResult<Option<Bound<'py, PyAny>>> {
+    let Ok(own) = lazy::reopen(fd, reopen_path).map(Arc::new) else {
+        return Ok(None);
+    };
+    let then = identity(then);
+    let secret = SipKey {
+        k0: secret.0,
+        k1: secret.1,
+    };
+    let found = py.allow_threads(move || {
+        let Some(bytes) = read_index(index_fd, index_max)? else {
+            return Ok(Err(String::new()));
+        };
+        let file = BorrowedFile::new(fd)?;
+        let size = size.min(file.size()?);
+        crate::index::table::table(&*file, size, bytes, then, secret, want_survey)
+    });
+    let Ok(found) = found.map_err(|e| to_pyerr(py, e))? else {
+        return Ok(None);
+    };
+    let crate::index::table::Table {
+        index,
+        messages,
+        survey,
+    } = found;
+    let lines = Arc::new(index.events.clone());
+    let Some(first) = lines.get(0) else {
+        return Ok(None);
+    };
+    let raw = read_line(&*own, first).map_err(lazy_error)?;
+    let mut fields = Vec::new();
+    let meta = match parse_envelope_fields(&raw, first.offset, &mut fields) {
+        Ok(_) => super::build::Builder::new(py).dict(&raw, &fields)?,
+        Err(_) => return Ok(None),
+    };
+    let mut lines_before = Vec::with_capacity(index.gaps.len());
+    let mut sum = 0;
+    for g in &index.gaps {
+        sum += g.lines;
+        lines_before.push(sum);
+    }
+    let spans = IndexedSpans {
+        lines: lines.clone(),
+        gap_events: index.gaps.iter().map(|g| g.event).collect(),
+        lines_before,
+    };
+    let survey = match survey {
+        Some(v) => call_kw!(
+            py,
+            named::SURVEY_COUNTS.get(py)?,
+            types = v.types,
+            roles = v.roles,
+            live = v.live,
+            problem = py.None(),
+            open = v.open,
+            rewound = v.rewound,
+        )?,
+        None => py.None().into_bound(py),
+    };
+    let kind_table: Vec<(String, Option<String>)> = index
+        .kind_table
+        .iter()
+        .map(|k| (k.type_.clone(), k.role.clone()))
+        .collect();
+    call_kw!(
+        py,
+        named::INDEX_TABLE.get(py)?,
+        events = lazy_list(
+            py,
+            LineIndex::events(own.clone(), lines.clone(), Vec::new())
+        )?,
+        spans = named::LAZY_LIST.get(py)?.call1((Bound::new(py, spans)?,))?,
+        messages = lazy_list(py, LineIndex::messages_of(own, lines, messages))?,
+        kinds = PyBytes::new(py, index.kinds.bytes()),
+        kind_table = kind_table,
+        end = index.end,
+        lines = index.lines,
+        meta = meta,
+        survey = survey,
+    )
+    .map(Some)
+}

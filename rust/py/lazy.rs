@@ -209,6 +209,8 @@ pub struct LineIndex {
     file: Arc<File>,
     /// Shared with what a load through a side index looks ids up by (`index::Earlier`).
     lines: Arc<Lines>,
+    /// Which of `lines` are its items (peek's messages of an index), when not all.
+    subset: Option<Vec<u32>>,
     /// Where each line's payload lies, when the scan recorded it (else empty).
     payloads: Vec<(u32, u32)>,
     /// Each line's header as the scan decoded it, when kept: iterating builds
@@ -222,15 +224,47 @@ impl LineIndex {
         LineIndex {
             file,
             lines,
+            subset: None,
             payloads,
             headers: None,
             builds: Builds::Events,
         }
     }
 
+    /// The Messages of the lines `subset` picks out of `lines` (a side index's).
+    pub fn messages_of(file: Arc<File>, lines: Arc<Lines>, subset: Vec<u32>) -> Self {
+        LineIndex {
+            file,
+            lines,
+            subset: Some(subset),
+            payloads: Vec::new(),
+            headers: None,
+            builds: Builds::Messages,
+        }
+    }
+
+    fn count(&self) -> usize {
+        self.subset.as_ref().map_or(self.lines.len(), Vec::len)
+    }
+
+    /// The line of item `i`.
+    fn line(&self, i: usize) -> Option<LineRef> {
+        match &self.subset {
+            Some(s) => self.lines.get(*s.get(i)? as usize),
+            None => self.lines.get(i),
+        }
+    }
+
+    fn last_line(&self) -> Option<LineRef> {
+        match &self.subset {
+            Some(s) => self.lines.get(*s.last()? as usize),
+            None => self.lines.last(),
+        }
+    }
+
     /// Iterate with the headers the scan kept (one a line, in order).
     pub fn with_headers(self, headers: Option<Headers>) -> Self {
-        let headers = headers.filter(|h| h.len() == self.lines.len());
+        let headers = headers.filter(|h| h.len() == self.count());
         LineIndex { headers, ..self }
     }
 
@@ -238,6 +272,7 @@ impl LineIndex {
         LineIndex {
             file,
             lines: Arc::new(Lines::from(lines)),
+            subset: None,
             payloads,
             headers: None,
             builds: Builds::Messages,
@@ -433,8 +468,7 @@ impl LineIndex {
         raw: &[u8],
     ) -> PyResult<Bound<'py, PyAny>> {
         let at = self
-            .lines
-            .get(i)
+            .line(i)
             .ok_or_else(|| PyIndexError::new_err("index out of range"))?;
         match self.builds {
             Builds::Events => deferred_event(b.py(), &self.file, at, raw, self.payload_at(i)),
@@ -446,11 +480,14 @@ impl LineIndex {
 #[pymethods]
 impl LineIndex {
     fn __len__(&self) -> usize {
-        self.lines.len()
+        self.count()
     }
 
     fn __getitem__<'py>(&self, py: Python<'py>, index: isize) -> PyResult<Bound<'py, PyAny>> {
-        let (i, at) = line_at(&self.lines, index)?;
+        let i = position(self.count(), index)?;
+        let at = self
+            .line(i)
+            .ok_or_else(|| PyIndexError::new_err("index out of range"))?;
         let raw = read_line(&self.file, at)?;
         self.build(&mut Builder::new(py), i, &raw)
     }
@@ -530,7 +567,7 @@ impl LineIter {
     fn __next__<'py>(&mut self, py: Python<'py>) -> PyResult<Option<Bound<'py, PyAny>>> {
         let index = self.index.bind(py).get();
         let i = self.next;
-        let Some(at) = index.lines.get(i) else {
+        let Some(at) = index.line(i) else {
             return Ok(None);
         };
         self.next += 1;
@@ -555,8 +592,7 @@ impl LineIter {
                 // A window, but no further than the last line ends (a peek of the
                 // last turn reads ~67 KiB; zeroing 256 KiB for it cost more).
                 let to_last = index
-                    .lines
-                    .last()
+                    .last_line()
                     .and_then(|l| {
                         usize::try_from((l.offset + l.len).saturating_sub(at.offset)).ok()
                     })
@@ -597,16 +633,16 @@ impl Spans {
     }
 }
 
-/// `lines[index]` as Python indexes a sequence (negative from the end), with its
-/// place; IndexError past either end.
-fn line_at(lines: &Lines, index: isize) -> PyResult<(usize, LineRef)> {
+/// The place `index` names in a sequence of `len` items, as Python indexes one
+/// (negative from the end); IndexError past either end.
+fn position(len: usize, index: isize) -> PyResult<usize> {
     let i = if index < 0 {
-        index.checked_add_unsigned(lines.len())
+        index.checked_add_unsigned(len)
     } else {
         Some(index)
     };
     i.and_then(|i| usize::try_from(i).ok())
-        .and_then(|i| Some((i, lines.get(i)?)))
+        .filter(|&i| i < len)
         .ok_or_else(|| PyIndexError::new_err("index out of range"))
 }
 

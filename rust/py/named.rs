@@ -42,6 +42,7 @@ pub static SCANNED: PyName = PyName::new("llm_agent_session._core", "Scanned");
 pub static SURVEY_COUNTS: PyName = PyName::new("llm_agent_session._core", "SurveyCounts");
 pub static REPLAYED: PyName = PyName::new("llm_agent_session._core", "Replayed");
 pub static INDEXED_REPLAY: PyName = PyName::new("llm_agent_session._core", "IndexedReplay");
+pub static INDEX_TABLE: PyName = PyName::new("llm_agent_session._core", "IndexTable");
 pub static HISTORY_READ: PyName = PyName::new("llm_agent_session._core", "HistoryRead");
 pub static DATASET_SUMMARY: PyName = PyName::new("llm_agent_session._core", "DatasetSummary");
 pub static COLUMN: PyName = PyName::new("llm_agent_session._core", "Column");

@@ -20,7 +20,7 @@ from typing import Any, Dict, Iterator, List, Mapping, MutableMapping, Optional,
 
 from .. import _platform
 from .._compaction import compacted
-from .._core import IndexedReplay
+from .._core import IndexedReplay, IndexTable, SurveyCounts
 from .._events import LazyTexts, _copy, _ListLike
 from .._fold import FoldProblem, FoldState, dispatched_operation, duplicate_reason, message_from_payload
 from ..errors import CoreFailure
@@ -658,3 +658,92 @@ def _resumed(
     grew = size > index.end or tuple(now) != index.identity.as_tuple()
     new_index = _build(fold, index, reader.lines, fd, size, now, secret) if write and grew else None
     return IndexedReplay(state=state, events=events, index_bytes=new_index, used="used")
+
+
+# --- the table a reader that does not fold takes ---------------------------------------------
+
+
+def index_table(
+    fd: int,
+    size: int,
+    then: Stat,
+    secret: Tuple[int, int],
+    index_fd: int,
+    index_max: int,
+    want_survey: bool = False,
+    path: Optional[str] = None,
+) -> Optional[IndexTable]:
+    """``Core.index_table``: the pure twin of ``_native.index_table``
+    (``rust/index/table.rs``)."""
+    file = _reopen(fd, path)
+    data = _read_index(index_fd, index_max)
+    if file is None or data is None:
+        return None
+    size = min(size, os.fstat(fd).st_size)
+    try:
+        index = decode(data, secret)
+    except Invalid:
+        return None
+    if _identity_problem(index, then) or _content_problem(index, fd, size):
+        return None
+    reader = _Reader(file, index.events)
+    kinds = bytes(index.kinds)
+    table = index.kind_table
+    types: Dict[str, List[int]] = {}
+    roles: Dict[str, int] = {}
+    messages: List[int] = []
+    for e, code in enumerate(kinds):
+        if code < len(table):
+            type_, role = table[code]
+        else:
+            try:
+                _, type_, _, payload = reader.envelope(e)
+            except ValueError:
+                return None
+            role = payload.get("role") if type_ == "message" else None
+            role = role if isinstance(role, str) else None
+        if want_survey:
+            tally = types.setdefault(type_, [0, 0])
+            tally[0] += 1
+            tally[1] += index.events[e][1] + 1
+            if role is not None:
+                roles[role] = roles.get(role, 0) + 1
+        if role is not None:
+            messages.append(e)
+    _, type_, _, meta = reader.envelope(0)
+    lines = index.line_numbers()
+    survey = None
+    if want_survey:
+        survey = SurveyCounts(
+            types=[(t, n, b) for t, (n, b) in types.items()],
+            roles=list(roles.items()),
+            live=len(index.fold.live),
+            problem=None,
+            open=list(index.fold.pending),
+            rewound=list(index.fold.rewound),
+        )
+    return IndexTable(
+        events=_Events(reader, len(index.events), []),
+        spans=[(line, offset, length) for line, (offset, length) in zip(lines, index.events)],
+        messages=_PeekMessages(reader, messages),
+        kinds=kinds,
+        kind_table=list(table),
+        end=index.end,
+        lines=index.lines,
+        meta=meta,
+        survey=survey,
+    )
+
+
+class _PeekMessages(_ListLike[Message]):
+    """Peek's messages of the indexed envelopes: each built from its line on access."""
+
+    def __init__(self, reader: _Reader, events: List[int]) -> None:
+        self._reader = reader
+        self._events = events
+
+    def __len__(self) -> int:
+        return len(self._events)
+
+    def _at(self, i: int) -> Message:
+        return message_from_payload(self._reader.envelope(self._events[i])[3])

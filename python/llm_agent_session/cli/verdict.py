@@ -3,9 +3,10 @@
 Load repairs a torn tail before it replays, so loading even a private copy costs a copy
 of the whole file (256 MB of TMPDIR for a 256 MB transcript). Instead this runs load's
 own two steps read-only on the file itself, through the same core: the tail check (which
-only looks) and the replay over the bytes a repair would keep (``[0, cut)``). No lock
-is taken, nothing is written, no extra disk is used; the verdict, the error (class,
-line, byte offset) and the size of the repair are exactly load's.
+only looks) and the replay over the bytes a repair would keep (``[0, cut)``), through the
+side index as load's is. No lock is taken, nothing is written beside the transcript (a
+big one's index goes to the cache), no extra disk is used; the verdict, the error
+(class, line, byte offset) and the size of the repair are exactly load's.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ from dataclasses import dataclass, field
 from typing import Any, List, Optional, Sequence, Tuple
 
 from .. import NotATranscript, PendingToolOperation
-from .. import _backend
+from .. import _backend, _index
 from .._files import open_to_read
 from ..errors import CoreFailure, public_error
 from . import exit_codes
@@ -74,7 +75,9 @@ def verdict(path: str) -> Verdict:
         if kind == "torn":
             torn = Torn(line, cut, size - cut, excerpt.decode("utf-8", "replace"))
         try:
-            state, events = core.replay(fd, cut if torn else size)
+            # Through the transcript's side index when one still describes it (only the
+            # bytes after it are read); a big file gets one (in the cache, never beside it).
+            state, events, _, _ = _index.replay(path, fd, cut if torn else size, st, use=True, write_ok=True)
         except CoreFailure as f:
             return _failure(f, path, size, torn)
     finally:

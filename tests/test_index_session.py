@@ -53,3 +53,19 @@ def test_small_transcripts_get_no_index_of_their_own(tpath: Any) -> None:
         s.append_message(user_message("two"))
     _index.flush()
     assert not os.path.exists(index_file(path))
+
+
+def test_a_load_that_read_appended_bytes_has_the_index_extended_off_its_thread(tpath: Any, monkeypatch: Any) -> None:
+    monkeypatch.setattr(_index, "AUTO_MIN_BYTES", 0)
+    path = str(tpath)
+    with Session.create(path, {"agent": "t"}) as s:
+        s.append_message(user_message("one"))
+    assert _index.update(path)[0] in (_index.INDEXED, _index.UP_TO_DATE)
+    with open(path, "rb") as f:
+        last = f.read().splitlines(keepends=True)[-1]
+    with open(path, "ab") as f:  # another writer appended since the index
+        f.write(last.replace(b'"id":"', b'"id":"x'))
+    with Session.load(path) as s:
+        assert s._index_used == "used"
+    _index.flush()
+    assert _index.update(path)[0] == _index.UP_TO_DATE  # the load's refresh extended it

@@ -57,6 +57,7 @@ class IndexedReplay(NamedTuple):
     events: Sequence[Event]
     index_bytes: Optional[bytes]
     used: str
+    read: int  # the bytes read: after the index's end when it served, else all of them
 
 
 class SurveyCounts(NamedTuple):
@@ -233,6 +234,7 @@ class Core(Protocol):
         index_fd: Optional[int] = None,
         index_max: int = 0,
         write: bool = False,
+        extend: bool = True,
         key: Optional[Tuple[int, int]] = None,
         path: Optional[str] = None,
     ) -> IndexedReplay:
@@ -241,8 +243,8 @@ class Core(Protocol):
         which must describe the file `then` names (``(st_dev, st_ino, st_size,
         st_mtime_ns, st_ctime_ns)``); with `write`, also the index of the file as read,
         naming `now`, sealed with `secret`, its fingerprints keyed with `key` (None:
-        random). The same state, events and ``CoreFailure`` as ``replay``, whatever the
-        index holds."""
+        random); when the index served and bytes followed it, only if `extend`. The same
+        state, events and ``CoreFailure`` as ``replay``, whatever the index holds."""
 
     def index_table(
         self,

@@ -233,7 +233,11 @@ _writers_lock = threading.Lock()
 def publish(path: str, data: bytes) -> None:
     """Write `data` as the index of `path` on a thread of its own (an index of a 10 GB
     transcript is tens of MB); the interpreter waits for it at exit."""
-    thread = threading.Thread(target=write, args=(path, data), name="llm-agent-session-index")
+    start(threading.Thread(target=write, args=(path, data), name="llm-agent-session-index"))
+
+
+def start(thread: threading.Thread) -> None:
+    """Start `thread`, which writes an index, where ``flush`` waits for it."""
     with _writers_lock:
         _writers[:] = [t for t in _writers if t.is_alive()]
         _writers.append(thread)
@@ -274,9 +278,11 @@ def replay(
         if key is None or (candidate is None and not write_new):
             state, events = core.replay(fd, size, path=path)
             return state, events, "none", False
+        # An index extended over appended bytes (tens of MB at 10 GB) is made by a refresh
+        # off this thread, not here.
         done = core.replay_indexed(
             fd, size, identity(then), identity(now, size), key, index_fd=candidate,
-            index_max=max_bytes(then.st_size), write=write_new, path=path,
+            index_max=max_bytes(then.st_size), write=write_new, extend=False, path=path,
         )
     finally:
         if candidate is not None:
@@ -285,6 +291,8 @@ def replay(
         publish(path, done.index_bytes)
     elif write_new and done.used.startswith("ignored"):
         remove(path)
+    elif write_new and done.used == "used" and done.read:
+        refresh_later(path, fd, size, now)
     return done.state, done.events, done.used, done.used == "used" or done.index_bytes is not None
 
 
@@ -401,6 +409,13 @@ def reopen_to_read(fd: int, path: str) -> Optional[int]:
     return None
 
 
+def refresh_later(path: str, fd: int, size: int, st: os.stat_result) -> None:
+    """``refresh`` on a thread of its own, through a descriptor of its own."""
+    rfd = reopen_to_read(fd, path)
+    if rfd is not None:
+        start(threading.Thread(target=refresh, args=(path, rfd, size, st), name="llm-agent-session-index"))
+
+
 def refresh(path: str, rfd: int, size: int, st: os.stat_result) -> bool:
     """Bring the index of `path` to its first `size` bytes (whole lines, read through
     `rfd`, which is closed), from the index kept (only what was appended since is read)
@@ -409,7 +424,7 @@ def refresh(path: str, rfd: int, size: int, st: os.stat_result) -> bool:
     key = secret()
     candidate = open_index(path) if key is not None else None
     try:
-        if key is None:
+        if key is None or coarse_and_recent(st):
             return False
         then = identity(st, size)
         done = _backend.core.replay_indexed(

@@ -174,6 +174,7 @@ def replay_indexed(
     index_fd: Optional[int] = None,
     index_max: int = 0,
     write: bool = False,
+    extend: bool = True,
     key: Optional[Tuple[int, int]] = None,
     reopen_path: Optional[str] = None,
 ) -> IndexedReplay:

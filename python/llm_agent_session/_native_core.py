@@ -43,11 +43,12 @@ def replay_indexed(
     index_fd: Optional[int] = None,
     index_max: int = 0,
     write: bool = False,
+    extend: bool = True,
     key: Optional[Tuple[int, int]] = None,
     path: Optional[str] = None,
 ) -> IndexedReplay:
     return _replay_indexed(
-        fd, size, then, now, secret, index_fd, index_max, write, key, _platform.reopen_path(path)
+        fd, size, then, now, secret, index_fd, index_max, write, extend, key, _platform.reopen_path(path)
     )
 
 

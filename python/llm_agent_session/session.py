@@ -859,9 +859,7 @@ class Session:
         thread = threading.Thread(target=run, name="llm-agent-session-index")
         self._refreshing = thread
         self._indexed = end
-        with _index._writers_lock:
-            _index._writers.append(thread)
-        thread.start()
+        _index.start(thread)
 
     def __enter__(self) -> "Session":
         return self

@@ -36,6 +36,8 @@ pub struct Replay {
     pub used: Use,
     /// The index of the file as read, when asked for and not the one given unchanged.
     pub index: Option<Vec<u8>>,
+    /// The bytes read: after the index's end when it served, else all of them.
+    pub read: u64,
 }
 
 /// What a load with an index asks for.
@@ -48,6 +50,9 @@ pub struct Ask {
     pub now: Identity,
     /// Whether to make the index to write next.
     pub write: bool,
+    /// Whether to make it too when an index served and bytes were appended after it
+    /// (a load leaves that to a refresh off its thread: the 10 GB index is 40 MB).
+    pub extend: bool,
     /// The key a new index's fingerprints are made with (None: random bits); a test's
     /// way to make two indexes of one file alike, byte for byte.
     pub key: Option<SipKey>,
@@ -82,6 +87,7 @@ pub fn replay<S: Source + Sync + ?Sized>(src: &S, size: u64, ask: Ask) -> CoreRe
         base: None,
         used,
         index,
+        read: size,
     })
 }
 
@@ -110,7 +116,7 @@ fn resumed<S: Source + Sync + ?Sized>(
         return Ok(Err(unusable.0));
     }
     let grew = size > prior.end || ask.now != prior.identity;
-    let index = if ask.write && grew {
+    let index = if ask.write && ask.extend && grew {
         build(&fold, Some((&prior, &base)), src, size, ask.now)?
             .map(|i| encode_parts(&i, &fold.events, ask.secret))
     } else {
@@ -121,5 +127,6 @@ fn resumed<S: Source + Sync + ?Sized>(
         base: Some(base),
         used: Use::Used,
         index,
+        read: size.saturating_sub(prior.end),
     }))
 }

@@ -162,6 +162,7 @@ fn ask(index: Option<&[u8]>, size: u64, key: Option<SipKey>) -> Ask {
         then: identity(size),
         now: identity(size),
         write: true,
+        extend: true,
         key,
         secret: SECRET,
     }

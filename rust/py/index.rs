@@ -129,11 +129,11 @@ fn read_index(fd: i32, max: u64) -> std::io::Result<Option<Arc<Vec<u8>>>> {
 /// Replay the first `size` bytes of `fd` through the side index open at `index_fd`
 /// (untrusted; None: none; read if it holds at most `index_max` bytes, and used if
 /// sealed with `secret`), which must describe the file `then` names; with `write`,
-/// also make the index of the file as read (named `now`, sealed with `secret`), `key`
-/// its fingerprints' key (None: random). An `_core.IndexedReplay`, or `CoreFailure`
-/// as `replay` raises it.
+/// also make the index of the file as read (named `now`, sealed with `secret`; when an
+/// index served, only if `extend`), `key` its fingerprints' key (None: random). An
+/// `_core.IndexedReplay`, or `CoreFailure` as `replay` raises it.
 #[pyfunction]
-#[pyo3(signature = (fd, size, then, now, secret, index_fd=None, index_max=0, write=false, key=None, reopen_path=None))]
+#[pyo3(signature = (fd, size, then, now, secret, index_fd=None, index_max=0, write=false, extend=true, key=None, reopen_path=None))]
 #[allow(clippy::too_many_arguments)]
 pub fn replay_indexed<'py>(
     py: Python<'py>,
@@ -145,6 +145,7 @@ pub fn replay_indexed<'py>(
     index_fd: Option<i32>,
     index_max: u64,
     write: bool,
+    extend: bool,
     key: Option<(u64, u64)>,
     reopen_path: Option<&str>,
 ) -> PyResult<Bound<'py, PyAny>> {
@@ -164,6 +165,7 @@ pub fn replay_indexed<'py>(
             then,
             now,
             write,
+            extend,
             key,
             secret: SipKey {
                 k0: secret.0,
@@ -180,6 +182,7 @@ pub fn replay_indexed<'py>(
         base,
         used,
         index: new_index,
+        read,
     } = done;
     let file = BorrowedFile::new(fd).map_err(|e| to_pyerr(py, CoreError::Io(e)))?;
     let lines = Arc::new(std::mem::take(&mut fold.events));
@@ -219,6 +222,7 @@ pub fn replay_indexed<'py>(
         events = events,
         index_bytes = new_index.map(|b| PyBytes::new(py, &b)),
         used = used,
+        read = read,
     )
 }
 

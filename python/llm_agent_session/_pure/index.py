@@ -608,6 +608,7 @@ def replay_indexed(
     index_fd: Optional[int] = None,
     index_max: int = 0,
     write: bool = False,
+    extend: bool = True,
     key: Optional[Tuple[int, int]] = None,
     path: Optional[str] = None,
 ) -> IndexedReplay:
@@ -618,7 +619,7 @@ def replay_indexed(
     used = "none"
     if index is not None and file is not None:
         try:
-            return _resumed(fd, size, index, then, now, write, file, secret)
+            return _resumed(fd, size, index, then, now, write and extend, file, secret)
         except (Invalid, _Unusable) as why:
             used = f"ignored: {why}"
     fold_key = key if key is not None else random_key()
@@ -632,7 +633,7 @@ def replay_indexed(
         raise CoreFailure("not-a-transcript", 0, 0, reason)
     state.envelope_at = fold.seen
     new_index = _build(fold, None, fold.refs, fd, size, now, secret) if write else None
-    return IndexedReplay(state=state, events=fold.events, index_bytes=new_index, used=used)
+    return IndexedReplay(state=state, events=fold.events, index_bytes=new_index, used=used, read=size)
 
 
 def _resumed(
@@ -657,7 +658,9 @@ def _resumed(
     events = _Events(reader, base.count, fold.events)
     grew = size > index.end or tuple(now) != index.identity.as_tuple()
     new_index = _build(fold, index, reader.lines, fd, size, now, secret) if write and grew else None
-    return IndexedReplay(state=state, events=events, index_bytes=new_index, used="used")
+    return IndexedReplay(
+        state=state, events=events, index_bytes=new_index, used="used", read=max(size - index.end, 0)
+    )
 
 
 # --- the table a reader that does not fold takes ---------------------------------------------

@@ -113,16 +113,22 @@ fn identity(s: Stat) -> Identity {
     }
 }
 
-/// The bytes of the index file open at `fd`, None when it holds more than `max`.
+/// The bytes of the index file open at `fd` (just opened: read from its start), None
+/// when it holds more than `max`. Read into memory offered as 2 MiB pages and never
+/// zeroed first: at 40 MB, the 4 KiB pages' faults and the zeroing were a fifth of a load.
 fn read_index(fd: i32, max: u64) -> std::io::Result<Option<Arc<Vec<u8>>>> {
+    use std::io::Read;
     let file = BorrowedFile::new(fd)?;
     let size = file.size()?;
     if size > max {
         return Ok(None);
     }
-    let mut bytes = vec![0u8; usize::try_from(size).unwrap_or(0)];
-    let got = crate::file_io::read_full(&*file, &mut bytes, 0)?;
-    bytes.truncate(got);
+    let mut bytes = Vec::new();
+    bytes
+        .try_reserve_exact(usize::try_from(size).unwrap_or(0))
+        .map_err(|_| std::io::Error::from(std::io::ErrorKind::OutOfMemory))?;
+    crate::replay::id::advise_huge_pages(bytes.spare_capacity_mut());
+    (&*file).take(size).read_to_end(&mut bytes)?;
     Ok(Some(Arc::new(bytes)))
 }
 

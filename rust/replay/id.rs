@@ -354,7 +354,7 @@ fn empty_slots(n: usize) -> Vec<u64> {
     target_os = "linux",
     any(target_arch = "x86_64", target_arch = "aarch64")
 ))]
-fn advise_huge_pages(slots: &[u64]) {
+pub(crate) fn advise_huge_pages<T>(slots: &[T]) {
     use std::ffi::{c_int, c_void};
     const HUGE_PAGE: usize = 2 << 20;
     /// Its value on these architectures (asm-generic/mman-common.h).
@@ -370,8 +370,8 @@ fn advise_huge_pages(slots: &[u64]) {
     let last = end / HUGE_PAGE * HUGE_PAGE;
     if last > first {
         // SAFETY: `[first, last)` is page-aligned and inside `slots`' own allocation;
-        // MADV_HUGEPAGE only changes how the kernel backs it (the contents stay), and
-        // a refusal (an error return, ignored) leaves it as it was.
+        // MADV_HUGEPAGE only changes how the kernel backs it (the contents, written or
+        // not yet, stay), and a refusal (an error return, ignored) leaves it as it was.
         unsafe { madvise(first as *mut c_void, last - first, MADV_HUGEPAGE) };
     }
 }
@@ -380,7 +380,7 @@ fn advise_huge_pages(slots: &[u64]) {
     target_os = "linux",
     any(target_arch = "x86_64", target_arch = "aarch64")
 )))]
-fn advise_huge_pages(_: &[u64]) {}
+pub(crate) fn advise_huge_pages<T>(_: &[T]) {}
 
 /// Ask the CPU to start loading `value`'s cache line.
 #[inline]

@@ -53,6 +53,23 @@ def build():
     _index.remove(path)
     return _index.update(path)[0]
 
+def appends(index):
+    # 20 KB messages, 130 MB in all: a session keeping its index refreshes it twice,
+    # off the appending thread. The quantiles of one append's time.
+    from llm_agent_session import user_message
+    text = "x" * 20000
+    s = Session.load(path, index=index)
+    _index.flush()
+    took = []
+    for _ in range(6500):
+        t = time.perf_counter()
+        s.append_message(user_message(text))
+        took.append(time.perf_counter() - t)
+    s.close()
+    took.sort()
+    q = lambda f: round(took[int(f * (len(took) - 1))] * 1e6, 1)
+    return {"p50_us": q(0.5), "p99_us": q(0.99), "p99.9_us": q(0.999), "max_us": q(1.0)}
+
 fn = {
     "build": build,
     "load-whole": lambda: load(False),
@@ -60,6 +77,8 @@ fn = {
     "peek-whole": lambda: len(Session.peek(path, index=False)["envelopes"]),
     "peek-index": lambda: len(Session.peek(path, index=True)["envelopes"]),
     "check-index": lambda: verdict(path).code,
+    "appends-index": lambda: appends(True),
+    "appends-whole": lambda: appends(False),
 }[job]
 best, said = [float("inf"), float("inf")], None
 for _ in range(rounds):
@@ -128,6 +147,12 @@ def bench(path: str, rounds: int, appends: List[int], scratch: str, cache: str, 
         out.append(f"  +{generate.size_label(n):<5} load-index        {fmt(r)}  ({r['said']}); a whole load of "
                    f"{generate.size_label(n)}: {w['wall'] * 1000:.1f} ms wall {w['cpu'] * 1000:.1f} ms CPU; "
                    f"over it: {(r['wall'] - w['wall']) * 1000:+.1f} ms wall {(r['cpu'] - w['cpu']) * 1000:+.1f} ms CPU")
+        print(out[-1], flush=True)
+    # Appends to a session that keeps its index (refreshed every 64 MB) and to one that
+    # keeps none: the same appending thread's figures.
+    for job in ("appends-index", "appends-whole"):
+        r = run_job(copy, job, 1, cache)
+        out.append(f"  {job:<22} 6,500 appends of 20 KB: {r['said']}")
         print(out[-1], flush=True)
     os.unlink(copy)
 

@@ -246,6 +246,21 @@ class Core(Protocol):
         random); when the index served and bytes followed it, only if `extend`. The same
         state, events and ``CoreFailure`` as ``replay``, whatever the index holds."""
 
+    def make_index(
+        self,
+        fd: int,
+        size: int,
+        then: Tuple[int, int, int, int, int],
+        now: Tuple[int, int, int, int, int],
+        secret: Tuple[int, int],
+        index_fd: Optional[int] = None,
+        index_max: int = 0,
+        key: Optional[Tuple[int, int]] = None,
+    ) -> Tuple[Optional[bytes], str]:
+        """The index ``replay_indexed(..., write=True)`` makes, and what became of the one
+        given, without building the state (the native core holds the GIL only to hand
+        the bytes over: a session's refresh runs it beside the appending thread)."""
+
     def index_table(
         self,
         fd: int,

@@ -345,9 +345,8 @@ def update(path: str) -> Tuple[str, str]:
         end = _whole_lines_end(fd, st.st_size)
         candidate = open_index(path)
         try:
-            done = _backend.core.replay_indexed(
-                fd, end, identity(st), identity(st), key, index_fd=candidate,
-                index_max=max_bytes(st.st_size), write=True, path=path,
+            made, used = _backend.core.make_index(
+                fd, end, identity(st), identity(st), key, index_fd=candidate, index_max=max_bytes(st.st_size)
             )
         except CoreFailure as f:
             error = public_error(f, path)
@@ -359,13 +358,13 @@ def update(path: str) -> Tuple[str, str]:
                 os.close(candidate)
     finally:
         os.close(fd)
-    if done.index_bytes is None:
-        if done.used == "used":
+    if made is None:
+        if used == "used":
             return UP_TO_DATE, index_file(path)
         return NOT_INDEXED, "its last envelope has no newline after it yet"
-    if not write(path, done.index_bytes):
+    if not write(path, made):
         return FAILED, f"cannot write {index_file(path)}"
-    return (REFRESHED if done.used == "used" else INDEXED), index_file(path)
+    return (REFRESHED if used == "used" else INDEXED), index_file(path)
 
 
 # --- a reader that does not fold ------------------------------------------------------------
@@ -427,12 +426,8 @@ def refresh(path: str, rfd: int, size: int, st: os.stat_result) -> bool:
         if key is None or coarse_and_recent(st):
             return False
         then = identity(st, size)
-        done = _backend.core.replay_indexed(
-            rfd, size, then, then, key, index_fd=candidate, index_max=max_bytes(size), write=True, path=path
-        )
-        if done.index_bytes is None:
-            return False
-        return write(path, done.index_bytes)
+        made, _ = _backend.core.make_index(rfd, size, then, then, key, index_fd=candidate, index_max=max_bytes(size))
+        return made is not None and write(path, made)
     except Exception:  # noqa: BLE001 - a cache: the next load reads the file whole instead
         return False
     finally:

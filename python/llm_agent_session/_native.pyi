@@ -19,6 +19,7 @@ __all__ = [
     "replay",
     "replay_indexed",
     "index_table",
+    "make_index",
     "IndexedSpans",
     "scan",
     "history",
@@ -182,6 +183,18 @@ def replay_indexed(
     and ``CoreFailure``, only the bytes after the index's end read when it still
     describes the file; the indexed envelopes' ids, extras and section texts are read
     from their lines when asked for."""
+
+def make_index(
+    fd: int,
+    size: int,
+    then: Tuple[int, int, int, int, int],
+    now: Tuple[int, int, int, int, int],
+    secret: Tuple[int, int],
+    index_fd: Optional[int] = None,
+    index_max: int = 0,
+    key: Optional[Tuple[int, int]] = None,
+) -> Tuple[Optional[bytes], str]:
+    """``Core.make_index``: the index ``replay_indexed`` makes, no state built."""
 
 def index_table(
     fd: int,

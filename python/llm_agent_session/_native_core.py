@@ -18,11 +18,12 @@ from ._native import encode_envelope as _encode_envelope
 from ._native import history as _history
 from ._native import replay as _replay
 from ._native import index_table as _index_table
+from ._native import make_index as make_index
 from ._native import replay_indexed as _replay_indexed
 from ._native import scan as _scan
 from ._native import dataset_pass as dataset_pass
 
-__all__ = ["name", "tail_check", "copy_prefix", "replay", "replay_indexed", "index_table", "scan", "history", "encode_envelope", "append_size",
+__all__ = ["name", "tail_check", "copy_prefix", "replay", "replay_indexed", "make_index", "index_table", "scan", "history", "encode_envelope", "append_size",
            "identical_prefix", "find_lines", "find_hits", "dataset_pass"]
 
 name = "native"

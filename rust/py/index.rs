@@ -372,3 +372,55 @@ pub fn index_table<'py>(
     )
     .map(Some)
 }
+
+/// The index of the first `size` bytes of `fd`, made as `replay_indexed` makes it
+/// (through the index open at `index_fd` when it still describes the file, `then`;
+/// else from the whole file), and nothing else: no Python object is built, the GIL is
+/// held only to hand the bytes over. A session's refresh runs it on a thread beside
+/// the appending one. `(bytes or None, what became of the index)`; `CoreFailure` as
+/// `replay` raises it.
+#[pyfunction]
+#[pyo3(signature = (fd, size, then, now, secret, index_fd=None, index_max=0, key=None))]
+#[allow(clippy::too_many_arguments)]
+pub fn make_index<'py>(
+    py: Python<'py>,
+    fd: i32,
+    size: u64,
+    then: Stat,
+    now: Stat,
+    secret: (u64, u64),
+    index_fd: Option<i32>,
+    index_max: u64,
+    key: Option<(u64, u64)>,
+) -> PyResult<(Option<Bound<'py, PyBytes>>, String)> {
+    let (then, now) = (identity(then), identity(now));
+    let key = key.map(|(k0, k1)| SipKey { k0, k1 });
+    let done = py.allow_threads(move || {
+        let index = match index_fd {
+            Some(ifd) => read_index(ifd, index_max)?,
+            None => None,
+        };
+        let ask = Ask {
+            index,
+            then,
+            now,
+            write: true,
+            extend: true,
+            key,
+            secret: SipKey {
+                k0: secret.0,
+                k1: secret.1,
+            },
+        };
+        let file = BorrowedFile::new(fd)?;
+        let size = size.min(file.size()?);
+        indexed::replay(&*file, size, ask).map(|r| (r.index, r.used))
+    });
+    let (bytes, used) = done.map_err(|e| to_pyerr(py, e))?;
+    let used = match used {
+        Use::None => "none".to_owned(),
+        Use::Used => "used".to_owned(),
+        Use::Ignored(why) => format!("ignored: {why}"),
+    };
+    Ok((bytes.map(|b| PyBytes::new(py, &b)), used))
+}

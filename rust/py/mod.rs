@@ -382,6 +382,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(replay, m)?)?;
     m.add_function(wrap_pyfunction!(index::replay_indexed, m)?)?;
     m.add_function(wrap_pyfunction!(index::index_table, m)?)?;
+    m.add_function(wrap_pyfunction!(index::make_index, m)?)?;
     m.add_class::<index::IndexedSpans>()?;
     m.add_function(wrap_pyfunction!(scan, m)?)?;
     m.add_function(wrap_pyfunction!(history::history, m)?)?;

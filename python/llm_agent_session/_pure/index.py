@@ -591,6 +591,21 @@ def _rebuild(index: IndexData, reader: _Reader) -> Tuple[FoldState, _Base, Dict[
 # --- the core's entry point -------------------------------------------------------------------
 
 
+def make_index(
+    fd: int,
+    size: int,
+    then: Stat,
+    now: Stat,
+    secret: Tuple[int, int],
+    index_fd: Optional[int] = None,
+    index_max: int = 0,
+    key: Optional[Tuple[int, int]] = None,
+) -> Tuple[Optional[bytes], str]:
+    """``Core.make_index``: ``replay_indexed``'s index, its state left unused."""
+    done = replay_indexed(fd, size, then, now, secret, index_fd, index_max, write=True, key=key)
+    return done.index_bytes, done.used
+
+
 def _read_index(fd: int, most: int) -> Optional[bytes]:
     """The bytes of the index file open at `fd`, None when it holds more than `most`."""
     size = os.fstat(fd).st_size

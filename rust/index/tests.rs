@@ -361,3 +361,45 @@ fn an_index_of_another_file_or_of_changed_bytes_is_ignored() {
     let r = replay(&changed[..], size, ask(Some(&bytes), size, None));
     assert!(!matches!(r.as_ref().map(|r| &r.used), Ok(Use::Used)));
 }
+
+#[test]
+fn an_appended_id_whose_fingerprint_an_indexed_one_has_is_still_new() {
+    // A thousand indexed ids under a fixed key; an appended id found to share one's
+    // 32-bit fingerprint (about four million tries): read as new, the index used.
+    let key = SipKey { k0: 11, k1: 12 };
+    let mut lines = vec![line("m", "session-meta", "{}")];
+    for i in 0..1000 {
+        lines.push(line(&format!("id-{i}"), "message", r#"{"role":"user"}"#));
+    }
+    let data = lines.concat().into_bytes();
+    let size = data.len() as u64;
+    let bytes = replay(&data[..], size, ask(None, size, Some(key)))
+        .ok()
+        .and_then(|r| r.index)
+        .unwrap();
+    let fp = |id: &str| super::hash::fingerprint(super::hash::siphash13(key, id.as_bytes()));
+    let indexed: std::collections::HashSet<u32> = (0..1000)
+        .map(|i| fp(&format!("id-{i}")))
+        .chain([fp("m")])
+        .collect();
+    let twin = (0u64..)
+        .map(|k| format!("late-{k}"))
+        .find(|id| indexed.contains(&fp(id)))
+        .unwrap();
+    let grown = [
+        data.clone(),
+        line(&twin, "message", r#"{"role":"user"}"#).into_bytes(),
+    ]
+    .concat();
+    let n = grown.len() as u64;
+    let through = replay(&grown[..], n, ask(Some(&bytes), n, None)).unwrap();
+    assert_eq!(through.used, Use::Used);
+    assert_eq!(through.fold.live.len(), 1001);
+    // An id that is the indexed one is refused, with the whole read's line.
+    let again = [data, line("id-7", "message", "{}").into_bytes()].concat();
+    let m = again.len() as u64;
+    let err = replay(&again[..], m, ask(Some(&bytes), m, None)).err();
+    assert!(
+        matches!(err, Some(CoreError::Failure(f)) if f.line == 1002 && f.reason.starts_with("duplicate"))
+    );
+}

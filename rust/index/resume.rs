@@ -229,6 +229,7 @@ impl Base {
     pub fn digests<S: Source + ?Sized>(&self, src: &S, lines: &Lines) -> CoreResult<Vec<String>> {
         let keys = IdKeys::with_key(self.key);
         let mut out = Vec::with_capacity(self.sections.len());
+        let mut seen = std::collections::HashSet::new();
         let mut last: Option<(u64, Vec<String>)> = None;
         for &(fp, e) in &self.sections {
             if last.as_ref().map(|l| l.0) != Some(e) {
@@ -246,8 +247,9 @@ impl Base {
             if let Some((_, digests)) = &last {
                 if let Some(d) = digests
                     .iter()
-                    .find(|d| self.fingerprint_of(d) == fp && !out.contains(*d))
+                    .find(|d| self.fingerprint_of(d) == fp && !seen.contains(*d))
                 {
+                    seen.insert(d.clone());
                     out.push(d.clone());
                 }
             }

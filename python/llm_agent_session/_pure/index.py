@@ -142,13 +142,13 @@ class _Base:
         return None
 
     def digests(self) -> List[str]:
-        out: List[str] = []
+        out: Dict[str, None] = {}
         for fp, e in self.sections:
             for digest, _ in _sections(self.reader.envelope(e)[3]):
                 if fingerprint(self.key, digest) == fp and digest not in out:
-                    out.append(digest)
+                    out[digest] = None
                     break
-        return out
+        return list(out)
 
 
 def _sections(payload: Dict[str, Any]) -> Iterator[Tuple[str, str]]:

@@ -237,7 +237,7 @@ def indexed_cases(draw: Any) -> Tuple[bytes, int]:
     return data, draw(st.integers(1, max(len(lines), 1)))
 
 
-SHORT = settings(max_examples=25, deadline=None, suppress_health_check=list(HealthCheck))
+SHORT = settings(max_examples=12, deadline=None, suppress_health_check=list(HealthCheck))
 LONG = settings(max_examples=400, deadline=None, suppress_health_check=list(HealthCheck))
 
 
@@ -255,15 +255,24 @@ def test_hypothesis_index_loads_are_whole_reads(tmp_path_factory: Any, case: Tup
     assert_index_agrees(tmp_path_factory.mktemp("i"), data, cut)
 
 
-def test_every_prefix_of_a_representative_transcript_indexes_and_serves(tmp_path: Any) -> None:
+def representative_cuts(tmp_path: Any, cuts: Any) -> None:
     data = representative() + line("late", "message", {"role": "user", "content": "tail"})
     lines = data.splitlines(keepends=True)
     used = []
-    for cut in range(1, len(lines) + 1):
+    for cut in cuts(len(lines)):
         used += assert_index_agrees(tmp_path, data, cut)
         # The same with a torn tail appended after the index's end.
         used += assert_index_agrees(tmp_path, data + b'{"id":"torn', cut)
     assert used and set(used) == {"used"}, used
+
+
+def test_every_prefix_of_a_representative_transcript_indexes_and_serves(tmp_path: Any) -> None:
+    representative_cuts(tmp_path, lambda n: range(1, n + 1))
+
+
+def test_a_representative_transcript_indexed_at_its_start_middle_and_end(tmp_path: Any) -> None:
+    """The inner loop's share of the one above."""
+    representative_cuts(tmp_path, lambda n: (1, n // 2, n))
 
 
 def test_a_failure_after_the_index_is_the_whole_reads(tmp_path: Any) -> None:

@@ -64,6 +64,7 @@ SLOW_TESTS = (
     # Four exports and three fresh ones to compare with; the straddle itself is in the inner
     # loop too (test_dataset_grow.py's GROWTHS, "a line of a response counted before").
     "test_a_response_whose_lines_straddle_two_growths_is_counted_once",
+    "test_every_prefix_of_a_representative_transcript_indexes_and_serves",
 )
 
 

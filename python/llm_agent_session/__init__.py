@@ -5,11 +5,13 @@ transcript; ``Message`` and its helpers (``system_message``, ``user_message``,
 ``assistant_message``, ``tool_message``) are what it records; ``Event`` and
 ``PendingToolOperation`` are what it reads back; ``Usage`` is a response's token
 usage (``llm_agent_session.usage`` counts it); every error about a transcript
-inherits ``TranscriptError``. ``backend()`` says which core runs. See
+inherits ``TranscriptError``. ``backend()`` says which core runs; ``index_file(path)``
+where a transcript's side index is kept. See
 ``help(llm_agent_session.Session)``, the README, and docs/FORMAT.md for the file.
 """
 
 from ._backend import backend
+from ._index import index_file
 from .errors import (
     CorruptTranscript,
     DanglingReference,
@@ -46,6 +48,7 @@ __all__ = [
     "Usage",
     "UsageTotals",
     "backend",
+    "index_file",
     "TranscriptError",
     "NotATranscript",
     "CorruptTranscript",

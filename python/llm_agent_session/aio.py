@@ -138,16 +138,22 @@ class AsyncSession:
         return await _open(cls, Session.create, path, meta, fsync=fsync)
 
     @classmethod
-    async def load(cls: "type[A]", path: Any, *, fsync: bool = False) -> A:
-        """``Session.load`` (lock, repair, replay) off the event loop."""
-        return await _open(cls, Session.load, path, fsync=fsync)
+    async def load(cls: "type[A]", path: Any, *, fsync: bool = False, index: bool = True) -> A:
+        """``Session.load`` (lock, repair, replay; through the side index unless
+        ``index=False``) off the event loop."""
+        return await _open(cls, Session.load, path, fsync=fsync, index=index)
 
     @staticmethod
     async def peek(
-        path: Any, *, offset: int = 0, identity: Optional[Tuple[int, int]] = None, survey: bool = False
+        path: Any,
+        *,
+        offset: int = 0,
+        identity: Optional[Tuple[int, int]] = None,
+        survey: bool = False,
+        index: bool = True,
     ) -> Dict[str, Any]:
         """``Session.peek`` off the event loop."""
-        return await _off_loop(Session.peek, path, offset=offset, identity=identity, survey=survey)
+        return await _off_loop(Session.peek, path, offset=offset, identity=identity, survey=survey, index=index)
 
     @staticmethod
     async def salvage(path: Any, out: Any) -> Dict[str, Any]:

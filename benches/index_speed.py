@@ -40,7 +40,7 @@ import generate  # noqa: E402
 CHILD = r"""
 import json, os, sys, time
 from llm_agent_session import Session, _index
-from llm_agent_session.cli.verdict import verdict
+from llm_agent_session.verdict import verdict
 path, job, rounds = sys.argv[1], sys.argv[2], int(sys.argv[3])
 
 def load(index):

@@ -72,7 +72,7 @@ def test_stats_and_check_through_an_index_say_what_they_say_without(transcript, 
     elision among them; a line appended after the index, then a torn tail)."""
     from llm_agent_session.cli import stats
     from llm_agent_session.cli.check import report
-    from llm_agent_session.cli.verdict import verdict
+    from llm_agent_session.verdict import verdict
 
     path = transcript.path
     with open(path, "rb") as f:

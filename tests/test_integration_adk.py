@@ -516,3 +516,16 @@ def test_the_command_line_shows_authors_and_invocations(tmp_path):
     assert "tool" in cli("stats", path)
     exported = json.loads(cli("export", "--format", "openai", path))
     assert [m.get("name") for m in exported][:2] == ["user", "cashier"]
+
+
+def test_the_example_kills_and_resumes(tmp_path):
+    example = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "examples", "adk_resume.py")
+    proc = subprocess.run([sys.executable, example, str(tmp_path)], env=child_env(), capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    out = proc.stdout
+    assert "killed the agent with SIGKILL inside charge_card (exit -9)" in out
+    assert "left by the crash: [('call_pay', 'charge_card', 'dispatched')]" in out
+    assert 'get_session answered it: user: function_response id=call_pay {"error": "This tool call was interrupted' in out
+    sent = out.split("the model was sent:\n", 1)[1].splitlines()
+    assert [line.split(":")[0].strip() for line in sent] == ["user", "model", "user", "user"]
+    assert "id=call_pay" in sent[2] and "may or may not have run" in sent[2]

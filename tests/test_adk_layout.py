@@ -4,6 +4,7 @@ the lines a reading from its start gives, in reverse."""
 
 from __future__ import annotations
 
+import json
 import os
 import re
 
@@ -11,7 +12,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from llm_agent_session.integrations._adk_files import line_at, lines_backward, lines_forward
+from llm_agent_session.integrations._adk_files import SIDECAR_BYTES, Sidecar, line_at, lines_backward, lines_forward
 from llm_agent_session.integrations._adk_layout import MAX_NAME, escape_name, unescape_name
 
 
@@ -102,5 +103,23 @@ def test_backward_stops_reading_where_the_caller_stops(tmp_path):
         reader = lines_backward(fd, size, block=8)
         assert next(reader) == (110, b"last")
         assert next(reader) == (9, b"x" * 100)
+    finally:
+        os.close(fd)
+
+
+def test_a_sidecar_read_half_rewritten_is_not_trusted(tmp_path):
+    path = str(tmp_path / ".s.adk.json")
+    fd = Sidecar.open(path)
+    try:
+        Sidecar(1000, 1, 2, 500, 1.5, "id-a", 0).write(fd)
+        Sidecar(20, 1, 2, 0, 2.5, "id-b", 1).write(fd)  # shorter: the record keeps its size
+        assert Sidecar.read(path) == Sidecar(20, 1, 2, 0, 2.5, "id-b", 1)
+        data = open(path, "rb").read()
+        assert len(data) == SIDECAR_BYTES
+        # what a reader meeting a rewrite half way sees: valid JSON, some fields of each record
+        mixed = data.replace(b'"size":20', b'"size":10', 1)
+        with open(path, "wb") as f:
+            f.write(mixed)
+        assert json.loads(mixed)["size"] == 10 and Sidecar.read(path) is None
     finally:
         os.close(fd)

@@ -6,8 +6,9 @@
 * The sidecar beside each transcript (``Sidecar``): the size and identity of the
   transcript it describes, where the line holding the session's state is, the last
   update time, the last envelope's id and how many dispatched calls are unsettled. A
-  cache only: written after every append, trusted only while the transcript still has
-  that size and identity; the transcript alone can always rebuild it.
+  cache only: rewritten in place after every append (one record of a fixed size with a
+  checksum, so a reader that meets a rewrite half way knows it), trusted only while the
+  transcript still has that size and identity; the transcript alone rebuilds it.
 * A shared state file (``SharedState``): the state of an app or of a user, which every
   session of that app or user writes. Replaced whole (a temporary file renamed over it),
   under an exclusive lock on a lock file beside it, so a reader never sees half of one.
@@ -19,6 +20,7 @@
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import json
 import os
 from dataclasses import asdict, dataclass
@@ -159,6 +161,11 @@ def replace_file(path: str, value: Any, *, fsync: bool) -> None:
         _files.fsync_dir(path)
 
 
+# A sidecar is one record of this many bytes, rewritten in place (a rename per append
+# costs more than the append itself on some file systems).
+SIDECAR_BYTES = 512
+
+
 @dataclass
 class Sidecar:
     """What the service keeps beside a transcript (see the module's docstring)."""
@@ -177,10 +184,28 @@ class Sidecar:
 
     @staticmethod
     def read(path: str) -> Optional["Sidecar"]:
-        value = read_json(path)
-        if not isinstance(value, dict) or value.get("v") != 1:
-            return None
+        """The sidecar at `path`; None when there is none or it does not read whole (a
+        read that met a rewrite half way is tried again)."""
+        for _ in range(3):
+            try:
+                with open(path, "rb") as f:
+                    data = f.read(SIDECAR_BYTES + 1)
+            except (FileNotFoundError, NotADirectoryError):
+                return None
+            found = Sidecar._parse(data)
+            if found is not None:
+                return found
+        return None
+
+    @staticmethod
+    def _parse(data: bytes) -> Optional["Sidecar"]:
         try:
+            value = json.loads(data)
+            if not isinstance(value, dict) or value.get("v") != 1:
+                return None
+            check = value.pop("check", None)
+            if check != _check(value):
+                return None
             return Sidecar(
                 size=int(value["size"]), dev=int(value["dev"]), ino=int(value["ino"]),
                 state_at=int(value["state-at"]), updated=float(value["updated"]),
@@ -189,10 +214,26 @@ class Sidecar:
         except (KeyError, TypeError, ValueError):
             return None
 
-    def write(self, path: str, *, fsync: bool) -> None:
-        fields = asdict(self)
+    def write(self, fd: int) -> None:
+        """Rewrite the record in place: one write of a fixed size, its own checksum inside."""
+        fields: Dict[str, Any] = {"v": 1, **asdict(self)}
         fields["state-at"] = fields.pop("state_at")
-        replace_file(path, {"v": 1, **fields}, fsync=fsync)
+        fields["check"] = _check(fields)
+        data = dumps(fields).encode("utf-8")
+        if len(data) >= SIDECAR_BYTES:
+            raise ValueError(f"a sidecar record is over {SIDECAR_BYTES} bytes: {data[:80]!r}...")
+        record = data + b" " * (SIDECAR_BYTES - 1 - len(data)) + b"\n"
+        if os.pwrite(fd, record, 0) != len(record):
+            raise OSError("short write of a sidecar record")
+
+    @staticmethod
+    def open(path: str) -> int:
+        """The sidecar's descriptor for `write`."""
+        return _files.open_fd(path, os.O_RDWR | os.O_CREAT | _platform.O_NOFOLLOW, 0o600)
+
+
+def _check(fields: Dict[str, Any]) -> str:
+    return hashlib.sha256(dumps(fields).encode("utf-8")).hexdigest()[:16]
 
 
 Stamp = Tuple[float, str]

@@ -96,6 +96,15 @@ class _Writer:
     state_at: int
     updated: float
     marker: str
+    side_fd: int = -1
+
+    def close(self) -> None:
+        try:
+            if self.side_fd >= 0:
+                os.close(self.side_fd)
+                self.side_fd = -1
+        finally:
+            self.transcript.close()
 
 
 @dataclass
@@ -256,14 +265,15 @@ class TranscriptSessionService(BaseSessionService):
             transcript = Session.create(path, meta, fsync=self._fsync)
         except FileExistsError:
             raise AlreadyExistsError(f"Session with id {sid} already exists.") from None
+        marker = transcript.events[0].id
+        app_part, user_part, own = _split(initial)
+        writer = _Writer((app, user, sid), transcript, side_path(path), own, 0, now, marker)
         try:
-            marker = transcript.events[0].id
-            app_part, user_part, own = _split(initial)
             self._write_shared(app, user, app_part, user_part, (now, marker), redo=False)
-            writer = _Writer((app, user, sid), transcript, side_path(path), own, 0, now, marker)
+            writer.side_fd = Sidecar.open(writer.side)
             self._write_side(writer, pending=0)
         except BaseException:
-            transcript.close()
+            writer.close()
             raise
         self._hold(writer)
         return _adk_session(app, user, sid, self._merged(app, user, own), [], now, marker)
@@ -368,12 +378,12 @@ class TranscriptSessionService(BaseSessionService):
     def _release(self, key: _Key) -> None:
         writer = self._writers.pop(key, None)
         if writer is not None:
-            writer.transcript.close()
+            writer.close()
 
     def _close_all(self) -> None:
         while self._writers:
             _, writer = self._writers.popitem(last=False)
-            writer.transcript.close()
+            writer.close()
 
     # -- holding sessions -------------------------------------------------------------------
 
@@ -382,11 +392,11 @@ class TranscriptSessionService(BaseSessionService):
         self._writers.move_to_end(writer.key)
         while len(self._writers) > self._max_open:
             _, oldest = self._writers.popitem(last=False)
-            oldest.transcript.close()
+            oldest.close()
 
     @staticmethod
     def _release_after(opened: Tuple[_Writer, List[Event], str]) -> None:
-        opened[0].transcript.close()
+        opened[0].close()
 
     def _open_writer(self, key: _Key, path: str) -> Tuple[_Writer, List[Event], str]:
         """Load the session for writing (its lock taken, a torn tail repaired) and finish
@@ -428,12 +438,18 @@ class TranscriptSessionService(BaseSessionService):
             os.close(fd)
         writer = _Writer(key, transcript, side_path(path), view.state, state_at, view.updated, view.marker)
         before = writer.marker
-        if view.pending == 0:
-            return writer, [], before
-        if view.pending is None:  # the last append may have stopped half way: finish it
-            self._redo(writer, view)
-        answers = self._answer_interrupted(writer)
-        self._write_side(writer)
+        writer.side_fd = Sidecar.open(writer.side)
+        try:
+            if view.pending == 0:
+                return writer, [], before
+            if view.pending is None:  # the last append may have stopped half way: finish it
+                self._redo(writer, view)
+            answers = self._answer_interrupted(writer)
+            self._write_side(writer)
+        except BaseException:
+            os.close(writer.side_fd)
+            writer.side_fd = -1
+            raise
         return writer, answers, before
 
     def _redo(self, writer: _Writer, view: _View) -> None:
@@ -552,9 +568,8 @@ class TranscriptSessionService(BaseSessionService):
         st = os.stat(writer.transcript.path)
         if pending is None:
             pending = sum(op.state == "dispatched" for op in writer.transcript.pending_tool_operations())
-        Sidecar(st.st_size, st.st_dev, st.st_ino, writer.state_at, writer.updated, writer.marker, pending).write(
-            writer.side, fsync=self._fsync
-        )
+        # Not flushed even with fsync: a sidecar is checked against the transcript it describes.
+        Sidecar(st.st_size, st.st_dev, st.st_ino, writer.state_at, writer.updated, writer.marker, pending).write(writer.side_fd)
 
     # -- reading ------------------------------------------------------------------------------
 

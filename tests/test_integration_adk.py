@@ -11,6 +11,7 @@ import json
 import os
 import subprocess
 import sys
+import time
 
 import pytest
 
@@ -529,3 +530,39 @@ def test_the_example_kills_and_resumes(tmp_path):
     sent = out.split("the model was sent:\n", 1)[1].splitlines()
     assert [line.split(":")[0].strip() for line in sent] == ["user", "model", "user", "user"]
     assert "id=call_pay" in sent[2] and "may or may not have run" in sent[2]
+
+
+def test_the_viewer_and_the_dataset_read_it(tmp_path):
+    root = tmp_path / "sessions"
+    service = TranscriptSessionService(root)
+    a_conversation(service)
+    run(service.close())
+    sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "view"))
+    from view_support import client_for
+
+    client = client_for([str(root)])
+    for _ in range(500):
+        shelf = client.get("/api/shelf").json()
+        if shelf["done"]:
+            break
+        time.sleep(0.02)
+    rows = {row["name"]: row for row in shelf["rows"]}
+    assert sorted(rows) == ["sessions/shop/ada/s1.jsonl"]  # the service's own files are not transcripts
+    assert rows["sessions/shop/ada/s1.jsonl"]["agent"] == "shop"
+    items = client.get("/api/window", params={"t": "sessions/shop/ada/s1.jsonl", "from": 0, "count": 200}).json()["items"]
+    messages = [i for i in items if i["type"] == "message"]
+    assert any({"text": "name: cashier", "cls": "note"} in i["badges"] for i in messages)
+    assert any(key == "adk-invocation" and value == '"inv-2"' for i in messages for key, value in i["extras"])
+
+    pytest.importorskip("pyarrow")
+    import pyarrow.parquet as pq
+
+    proc = subprocess.run([sys.executable, "-m", "llm_agent_session", "dataset", str(root), str(tmp_path / "ds")],
+                          env=child_env(), capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    def table(name):
+        top = tmp_path / "ds" / name  # the table as readers see it (not its versions)
+        return [row for d, _, fs in os.walk(top) for f in fs if f.endswith(".parquet") for row in pq.read_table(os.path.join(d, f)).to_pylist()]
+
+    assert {"user", "cashier"} <= {row.get("name") for row in table("messages")}
+    assert sorted(row["outcome"] for row in table("tool_calls")) == ["completed", "failed"]

@@ -566,3 +566,66 @@ def test_the_viewer_and_the_dataset_read_it(tmp_path):
 
     assert {"user", "cashier"} <= {row.get("name") for row in table("messages")}
     assert sorted(row["outcome"] for row in table("tool_calls")) == ["completed", "failed"]
+
+
+def leave_only(path, keep):
+    """Truncate the transcript to its first `keep` lines, as a kill between two writes of
+    one append leaves it (an append is several whole-line writes), and drop the sidecar."""
+    lines = path.read_bytes().split(b"\n")[:keep]
+    path.write_bytes(b"\n".join(lines) + b"\n")
+    path.with_name("." + path.name[: -len(".jsonl")] + ".adk.json").unlink()
+
+
+def model_call_then(tmp_path, respond):
+    async def go():
+        service = TranscriptSessionService(tmp_path)
+        made = await service.create_session(app_name="a", user_id="u", session_id="s")
+        ask = types.FunctionCall(id="c1", name="refund", args={"order": 7})
+        await service.append_event(made, Event(invocation_id="i", author="agent",
+                                               content=types.Content(role="model", parts=[types.Part(function_call=ask)])))
+        if respond:
+            answer = types.FunctionResponse(id="c1", name="refund", response={"refunded": True})
+            await service.append_event(made, Event(invocation_id="i", author="agent",
+                                                   content=types.Content(role="user", parts=[types.Part(function_response=answer)])))
+        await service.close()
+
+    run(go())
+    return tmp_path / "a" / "u" / "s.jsonl"
+
+
+def types_of(path):
+    return [json.loads(line)["type"] for line in path.read_bytes().splitlines()]
+
+
+def get_twice(tmp_path):
+    async def go():
+        service = TranscriptSessionService(tmp_path)
+        got = [await service.get_session(app_name="a", user_id="u", session_id="s") for _ in range(2)]
+        await service.close()
+        return got
+
+    return run(go())
+
+
+def test_a_kill_between_a_call_and_its_dispatch_still_gets_an_answer(tmp_path):
+    path = model_call_then(tmp_path, respond=False)
+    assert types_of(path) == ["session-meta", "message", "tool-dispatched"]
+    leave_only(path, 2)  # the model's event is on disk, its dispatch never was
+    first, again = get_twice(tmp_path)
+    response = first.events[-1].content.parts[0].function_response
+    assert (response.id, response.response) == ("c1", INTERRUPTED_RESPONSE)
+    assert len(again.events) == len(first.events) == 2
+
+
+def test_a_kill_between_a_response_and_its_settle_is_settled_after(tmp_path):
+    path = model_call_then(tmp_path, respond=True)
+    assert types_of(path) == ["session-meta", "message", "tool-dispatched", "message", "tool-settled"]
+    leave_only(path, 4)  # the response is on disk, its settle never was
+    first, _ = get_twice(tmp_path)
+    assert [e.author for e in first.events] == ["agent", "agent"]  # nothing synthesized: the call has its answer
+    s = Session.load(path)
+    try:
+        assert s.pending_tool_operations() == []
+        assert [e.payload["outcome"] for e in s.events if e.type == "tool-settled"] == ["completed"]
+    finally:
+        s.close()

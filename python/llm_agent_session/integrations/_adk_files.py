@@ -8,7 +8,9 @@
   update time, the last envelope's id and how many dispatched calls are unsettled. A
   cache only: rewritten in place after every append (one record of a fixed size with a
   checksum, so a reader that meets a rewrite half way knows it), trusted only while the
-  transcript still has that size and identity; the transcript alone rebuilds it.
+  transcript still has that size and identity; the transcript alone rebuilds it. (A side
+  index of the transcript kept by the core, envelope offsets and a fold checkpoint, could
+  answer the same questions; the service asks only `describes`, `state_at` and the rest.)
 * A shared state file (``SharedState``): the state of an app or of a user, which every
   session of that app or user writes. Replaced whole (a temporary file renamed over it),
   under an exclusive lock on a lock file beside it, so a reader never sees half of one.

@@ -19,7 +19,6 @@ import pytest
 try:
     from google.adk.errors.already_exists_error import AlreadyExistsError
     from google.adk.errors.session_not_found_error import SessionNotFoundError
-    from google.adk.errors._stale_session_error import StaleSessionError
     from google.adk.events.event import Event
     from google.adk.events.event_actions import EventActions
     from google.adk.sessions.base_session_service import BaseSessionService, GetSessionConfig
@@ -27,7 +26,7 @@ try:
 except ImportError:
     pytest.skip("google-adk not installed: pip install 'llm-agent-session[adk]'", allow_module_level=True)
 
-from llm_agent_session.integrations.adk import TranscriptSessionService
+from llm_agent_session.integrations.adk import StaleSessionError, TranscriptSessionService
 
 
 def run(coro):

@@ -35,7 +35,6 @@ from typing import Any, Dict, Iterator, List, Optional, Tuple
 
 try:
     from google.adk.errors.already_exists_error import AlreadyExistsError
-    from google.adk.errors._stale_session_error import StaleSessionError
     from google.adk.errors.session_not_found_error import SessionNotFoundError
     from google.adk.events.event import Event
     from google.adk.sessions.base_session_service import BaseSessionService, GetSessionConfig, ListSessionsResponse
@@ -48,6 +47,12 @@ except ImportError as e:  # pragma: no cover - exercised by a test in a bare int
         "llm_agent_session.integrations.adk needs Google's Agent Development Kit: "
         "pip install 'llm-agent-session[adk]'"
     ) from e
+try:
+    from google.adk.errors._stale_session_error import StaleSessionError
+except ImportError:  # ADK before 2.13 has no class of its own for it
+
+    class StaleSessionError(ValueError):  # type: ignore[no-redef]
+        """The Session object is older than the stored session."""
 
 from .. import Session, _files
 from ..errors import SessionLocked
@@ -75,7 +80,7 @@ from ._adk_files import (
 from ._adk_layout import USER_STATE, Layout, side_path
 from ._mirror import adapter_thread
 
-__all__ = ["TranscriptSessionService", "INTERRUPTED_RESPONSE", "SYNTHESIZED"]
+__all__ = ["TranscriptSessionService", "INTERRUPTED_RESPONSE", "SYNTHESIZED", "StaleSessionError"]
 
 # The response of the function_response event that answers a call a crash cut off.
 INTERRUPTED_RESPONSE: Dict[str, Any] = {"outcome": "unknown", "error": INTERRUPTED_TEXT}
@@ -223,8 +228,13 @@ class TranscriptSessionService(BaseSessionService):
     async def append_event(self, session: AdkSession, event: Event) -> Event:
         if event.partial:
             return event
-        self._apply_temp_state(session, event)
-        event = self._trim_temp_delta_state(event)
+        # As ADK's base class does: temp keys reach the Session object, never the store.
+        delta = event.actions.state_delta if event.actions else None
+        if delta:
+            for name, value in delta.items():
+                if name.startswith(State.TEMP_PREFIX):
+                    session.state[name] = value
+            event.actions.state_delta = {k: v for k, v in delta.items() if not k.startswith(State.TEMP_PREFIX)}
         if not event.id:
             event.id = str(uuid.uuid4())
         key = (session.app_name, session.user_id, session.id)
@@ -232,7 +242,10 @@ class TranscriptSessionService(BaseSessionService):
         session.events.extend(answers)
         session.last_update_time = event.timestamp
         session._storage_update_marker = marker
-        return self._commit_event_to_session(session, event)
+        if event.actions and event.actions.state_delta:
+            session.state.update(event.actions.state_delta)
+        session.events.append(event)
+        return event
 
     # -- beyond ADK's interface ------------------------------------------------------------
 

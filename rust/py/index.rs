@@ -369,6 +369,8 @@ pub fn index_table<'py>(
         lines = index.lines,
         meta = meta,
         survey = survey,
+        times = PyBytes::new(py, index.times.bytes()),
+        failed = PyBytes::new(py, index.failed.bytes()),
     )
     .map(Some)
 }

@@ -97,6 +97,10 @@ class IndexTable(NamedTuple):
     # The index's FAIL section: bit ``e % 8`` of byte ``e // 8`` set when envelope ``e``
     # is a ``tool-dispatched`` whose operation was settled ``failed``.
     failed: bytes = b""
+    # The index's FPRS section (u32 little-endian an envelope: ``index_format.fingerprint``
+    # of its id under `id_key`): an id found without reading the file.
+    fingerprints: bytes = b""
+    id_key: Tuple[int, int] = (0, 0)
 
 
 class Scanned(NamedTuple):

@@ -142,6 +142,28 @@ def peek(
     return result
 
 
+def peek_through_index(path: str) -> Optional[Dict[str, Any]]:
+    """A whole file's ``peek(path, spans=True)`` when a side index still describes it,
+    with that index's table as ``table`` (a viewer's jumps read it); else None, having
+    read nothing but the index and the bytes it checks (the viewer shows the file's end
+    first then)."""
+    opened = open_to_read(path)
+    if isinstance(opened, str):
+        return None
+    fd, st = opened
+    try:
+        table = _index.table(path, fd, st, False)
+        if table is None:
+            return None
+        found = _backend.core.scan(fd, table.end, st.st_size, path=path)
+    finally:
+        os.close(fd)
+    result: Dict[str, Any] = {"path": path, "restarted": False}
+    result = _indexed(result, table, found, st.st_size, (st.st_dev, st.st_ino), False, True)
+    result["table"] = table
+    return result
+
+
 def _indexed(
     result: Dict[str, Any], table: IndexTable, found: Scanned, size: int, ident: Tuple[int, int], survey: bool,
     spans: bool,

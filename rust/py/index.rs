@@ -371,6 +371,8 @@ pub fn index_table<'py>(
         survey = survey,
         times = PyBytes::new(py, index.times.bytes()),
         failed = PyBytes::new(py, index.failed.bytes()),
+        fingerprints = PyBytes::new(py, index.fingerprints.bytes()),
+        id_key = (index.key.k0, index.key.k1),
     )
     .map(Some)
 }

@@ -16,6 +16,7 @@ from __future__ import annotations
 import io
 import os
 import struct
+import sys
 from array import array
 from typing import Any, Dict, Iterator, List, Mapping, MutableMapping, Optional, Sequence, Set, Tuple, cast
 
@@ -774,7 +775,17 @@ def index_table(
         survey=survey,
         times=struct.pack(f"<{len(index.times)}q", *index.times),
         failed=bytes(index.failed),
+        fingerprints=_little_endian(index.fingerprints),
+        id_key=index.key,
     )
+
+
+def _little_endian(values: "array[int]") -> bytes:
+    if sys.byteorder == "little":
+        return values.tobytes()
+    swapped = array(values.typecode, values)
+    swapped.byteswap()
+    return swapped.tobytes()
 
 
 class _PeekMessages(_ListLike[Message]):

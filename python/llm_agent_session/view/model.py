@@ -89,6 +89,7 @@ def info(t: Transcript) -> Dict[str, Any]:
         "first_warnings": [visible(w) for w in t.warnings[:20]],
         "error": visible(t.error) if t.error else None,
         "ready": t.ready,
+        "preview": t.preview,
         "verdict": None if v is None else _verdict(v),
         "live": None if state is None else len(state.ids),
         # pending(): not every operation's state (a native read would build them all)

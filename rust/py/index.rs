@@ -271,6 +271,17 @@ impl IndexedSpans {
             .copied();
         Ok((e as u64 + 1 + blank.unwrap_or(0), at.offset, at.len))
     }
+
+    /// Every envelope's byte offset, eight bytes little-endian apiece (a viewer places
+    /// search hits by them without building a span an envelope).
+    fn offsets<'py>(&self, py: Python<'py>) -> Bound<'py, PyBytes> {
+        let mut out = Vec::with_capacity(self.lines.len() * 8);
+        for e in 0..self.lines.len() {
+            let offset = self.lines.get(e).map_or(0, |at| at.offset);
+            out.extend_from_slice(&offset.to_le_bytes());
+        }
+        PyBytes::new(py, &out)
+    }
 }
 
 /// What peek takes from the side index open at `index_fd` (read if it holds at most

@@ -100,6 +100,7 @@ class Transcript:
         # The side index's table: envelopes [0, first) are placed, typed and timed by it.
         self.table: Optional[IndexTable] = None
         self.first = 0
+        self.table_offsets: Optional["array[int]"] = None  # its envelopes' offsets (read in the background)
         self._time_runs: Optional[List[int]] = None  # the running maximum of its block times
         # Showing the file's last bytes only, while its index is built (positions from there).
         self.preview = False
@@ -222,6 +223,13 @@ class Transcript:
 
     def _background(self, generation: int) -> None:
         try:
+            with self.lock:
+                table = self.table if generation == self.generation else None
+            if table is not None:  # 8 bytes an envelope: a search's hits placed at C speed
+                offsets = _peek.offsets_of(table.spans)
+                with self.lock:
+                    if generation == self.generation:
+                        self.table_offsets = offsets
             self._build_index(generation)
             if generation != self.generation:
                 return
@@ -417,7 +425,9 @@ class Transcript:
         with self.lock:
             table, first = self.table, self.first
             indexed_end = table.end if table is not None else 0
-            starts = _Offsets(table.spans) if table is not None else None
+            starts: Any = None  # an array, or the spans read one by one
+            if table is not None:
+                starts = self.table_offsets if self.table_offsets is not None else _Offsets(table.spans)
             index, n, lo, tlo = self.offsets, len(self.offsets), 0, 0
             for offset in offsets:
                 if starts is not None and offset < indexed_end:

@@ -275,11 +275,14 @@ impl IndexedSpans {
     /// Every envelope's byte offset, eight bytes little-endian apiece (a viewer places
     /// search hits by them without building a span an envelope).
     fn offsets<'py>(&self, py: Python<'py>) -> Bound<'py, PyBytes> {
-        let mut out = Vec::with_capacity(self.lines.len() * 8);
-        for e in 0..self.lines.len() {
-            let offset = self.lines.get(e).map_or(0, |at| at.offset);
-            out.extend_from_slice(&offset.to_le_bytes());
-        }
+        let lines = self.lines.clone();
+        let out = py.allow_threads(move || {
+            let mut out = Vec::with_capacity(lines.len() * 8);
+            for at in lines.iter() {
+                out.extend_from_slice(&at.offset.to_le_bytes());
+            }
+            out
+        });
         PyBytes::new(py, &out)
     }
 }

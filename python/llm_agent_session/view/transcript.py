@@ -32,18 +32,15 @@ from __future__ import annotations
 import bisect
 import ctypes
 import os
-import re
-import struct
+import stat
 import sys
 import threading
 from array import array
-from itertools import accumulate
 from typing import Any, Dict, Iterable, List, Optional, Sequence, Tuple
 
-from .. import _index, _peek, search
-from .._core import IndexTable
-from .._pure.index_format import fingerprint
-from .._times import TIME_BLOCK, time_key
+from .. import indexed as side_index
+from .. import search
+from ..indexed import Indexed, time_key
 from ..history import History
 from ..messages import Event
 from ..session import Session
@@ -62,8 +59,6 @@ JUMPS = tuple(TYPE_JUMPS) + HISTORY_JUMPS
 # second or more), and this much of it.
 PREVIEW_FROM = 256 << 20
 PREVIEW_BYTES = 4 << 20
-#: The kind code of an envelope whose kind a side index does not hold (read its line).
-OTHER_KIND = 255
 
 
 class Segment:
@@ -97,11 +92,10 @@ class Transcript:
         self.identity: Optional[Tuple[int, int]] = None
         self.meta: Dict[str, Any] = {}
         self.warnings: List[str] = []
-        # The side index's table: envelopes [0, first) are placed, typed and timed by it.
-        self.table: Optional[IndexTable] = None
+        # The side index's: envelopes [0, first) are placed, typed and timed by it.
+        self.table: Optional[Indexed] = None
         self.first = 0
         self.table_offsets: Optional["array[int]"] = None  # its envelopes' offsets (read in the background)
-        self._time_runs: Optional[List[int]] = None  # the running maximum of its block times
         # Showing the file's last bytes only, while its index is built (positions from there).
         self.preview = False
         # Envelopes [first, indexed) by the viewer's own index (what no side index holds):
@@ -119,7 +113,7 @@ class Transcript:
         self._removals: Tuple[Any, Dict[str, Tuple[int, str]]] = (None, {})
 
     def _read_all(self) -> None:
-        found = _peek.peek_through_index(self.path)
+        found = side_index.peek(self.path)
         if found is None and self._preview():
             return
         if found is None:
@@ -132,19 +126,20 @@ class Transcript:
         """Take in a peek of the whole file (through its side index when ``table``)."""
         self.error = found.get("error")
         self.meta = found["meta"]
-        self.table = found.get("table")
-        self.first = self.indexed = len(self.table.events) if self.table is not None else 0
+        self.table = found.get("indexed")
+        self.first = self.indexed = self.table.count if self.table is not None else 0
         self._add(found)
 
     def _preview(self) -> bool:
         """Show the last ``PREVIEW_BYTES`` of a big file without an index, and build its
         index in the background; False for a smaller file (read it whole)."""
-        opened = _peek.open_to_read(self.path)
-        if isinstance(opened, str):
-            return False
-        fd, st = opened
         try:
-            if st.st_size < PREVIEW_FROM:
+            fd = os.open(self.path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
+        except OSError:
+            return False
+        try:
+            st = os.fstat(fd)
+            if not stat.S_ISREG(st.st_mode) or st.st_size < PREVIEW_FROM:
                 return False
             start = _line_start_after(fd, st.st_size - PREVIEW_BYTES)
         finally:
@@ -161,8 +156,8 @@ class Transcript:
         """Build the side index of a previewed file (in the cache, never beside it), then
         read the file through it (or whole, where it cannot have one) as a new generation."""
         try:
-            _index.update(self.path)
-            found = _peek.peek_through_index(self.path) or Session.peek(self.path, spans=True)
+            side_index.update(self.path)
+            found = side_index.peek(self.path) or Session.peek(self.path, spans=True)
         except Exception as e:  # shown on the page; the preview stays
             with self.lock:
                 self.error = self.error or f"reading {self.name} failed: {e}"
@@ -226,7 +221,7 @@ class Transcript:
             with self.lock:
                 table = self.table if generation == self.generation else None
             if table is not None:  # 8 bytes an envelope: a search's hits placed at C speed
-                offsets = _peek.offsets_of(table.spans)
+                offsets = table.offsets()
                 with self.lock:
                     if generation == self.generation:
                         self.table_offsets = offsets
@@ -369,7 +364,7 @@ class Transcript:
         with self.lock:
             history, hashes, indexed, table, first = self.history, self.id_hashes, self.indexed, self.table, self.first
         if table is not None:
-            found = self._table_index_of_id(table, envelope_id)
+            found = table.find_id(envelope_id)
             if found is not None:
                 return found
         if indexed > first:  # the viewer's own index of the envelopes after the side index's
@@ -402,18 +397,6 @@ class Transcript:
             os.close(fd)
         return None
 
-    @staticmethod
-    def _table_index_of_id(table: IndexTable, envelope_id: str) -> Optional[int]:
-        """The side index's envelope `envelope_id`, by its id's fingerprint."""
-        prints = table.fingerprints
-        wanted = struct.pack("<I", fingerprint(table.id_key, envelope_id))
-        at = prints.find(wanted)
-        while at != -1:
-            if at % 4 == 0 and table.events[at // 4].id == envelope_id:
-                return at // 4
-            at = prints.find(wanted, at + 1)
-        return None
-
     def index_of_offset(self, offset: int) -> Optional[int]:
         """The envelope whose line starts at `offset` (None: not an envelope, or not indexed yet)."""
         return self.indexes_of_offsets([offset])[0]
@@ -440,20 +423,14 @@ class Transcript:
 
     def index_of_time(self, key: int) -> Optional[int]:
         """The first envelope in file order whose time is at or after `key` (see time_key):
-        among the side index's envelopes, in the first block whose largest time is (its
-        64 lines read); else among the others, by the running maximum of their times."""
+        among the side index's envelopes by its times per block; else among the others, by
+        the running maximum of their times."""
         with self.lock:
             table, first = self.table, self.first
-            if table is not None and self._time_runs is None:
-                blocks = struct.unpack(f"<{len(table.times) // 8}q", table.times)
-                self._time_runs = list(accumulate(blocks, max))
-            runs = self._time_runs
-        if table is not None and runs is not None:
-            block = bisect.bisect_left(runs, key)
-            if block < len(runs):
-                for i in range(block * TIME_BLOCK, min((block + 1) * TIME_BLOCK, first)):
-                    if time_key(table.events[i].ts) >= key:
-                        return i
+        if table is not None:
+            found = table.first_at_or_after(key)
+            if found is not None:
+                return found
         with self.lock:
             i = bisect.bisect_left(self.times, key)
             return first + i if i < len(self.times) else None
@@ -462,7 +439,7 @@ class Transcript:
         """The first envelope of `kind` (see JUMPS) after `after` (before it, `backwards`):
         the nearer of the side index's (`in_table`, envelopes before ``first``) and the
         others' (`positions`, in order)."""
-        in_table: Optional[Any] = None
+        in_table: Optional[side_index.Positions] = None
         with self.lock:
             first = self.first
             if kind in TYPE_JUMPS:
@@ -473,12 +450,12 @@ class Transcript:
             elif kind == "pending" and self.pending_ids is not None:
                 positions = self._verdict_pending()
             elif kind == "failed" and self.table is not None:
-                positions, in_table = self._tail_failed(), _Bits(self.table.failed)
+                positions, in_table = self._tail_failed(), self.table.failed()
             else:
                 return None
         if backwards:
             i = bisect.bisect_left(positions, after) - 1
-            found = [positions[i]] if i >= 0 else []
+            found: List[Optional[int]] = [positions[i]] if i >= 0 else []
             if in_table is not None:
                 found.append(in_table.before(min(after, first)))
             return max((f for f in found if f is not None), default=None)
@@ -488,14 +465,9 @@ class Transcript:
             found.append(in_table.after(max(after + 1, 0), first))
         return min((f for f in found if f is not None), default=None)
 
-    def _table_positions(self, kind: str) -> Optional["_Kinds"]:
+    def _table_positions(self, kind: str) -> Optional[side_index.Positions]:
         """The side index's envelopes of a type jump's kind (None: no index)."""
-        table = self.table
-        if table is None:
-            return None
-        wanted = TYPE_JUMPS[kind]
-        codes = [code for code, (type_, _) in enumerate(table.kind_table) if type_ == wanted]
-        return _Kinds(table, codes, wanted)
+        return self.table.of_type(TYPE_JUMPS[kind]) if self.table is not None else None
 
     def _tail_failed(self) -> List[int]:
         """The dispatches settled as failed after the side index's end (found by id)."""
@@ -610,89 +582,6 @@ class _Offsets:
 
     def __getitem__(self, i: int) -> int:
         return self._spans[i][1]
-
-
-class _Kinds:
-    """The side index's envelopes of one type, found in its kinds (a byte an envelope) at C
-    speed; an envelope of a kind the index does not hold (``OTHER_KIND``) is checked by its line."""
-
-    def __init__(self, table: IndexTable, codes: List[int], type_: str) -> None:
-        self._table = table
-        self._codes = [*codes, OTHER_KIND]
-        self._pattern = re.compile(b"[" + b"".join(re.escape(bytes([c])) for c in self._codes) + b"]")
-        self._type = type_
-
-    def _is(self, e: int) -> bool:
-        return self._table.kinds[e] != OTHER_KIND or self._table.events[e].type == self._type
-
-    def after(self, start: int, stop: int) -> Optional[int]:
-        """The first at or after `start`, before `stop`."""
-        at = start
-        while True:
-            m = self._pattern.search(self._table.kinds, at, stop)
-            if m is None:
-                return None
-            if self._is(m.start()):
-                return m.start()
-            at = m.start() + 1
-
-    def before(self, stop: int) -> Optional[int]:
-        """The last before `stop`."""
-        kinds = self._table.kinds
-        while stop > 0:
-            at = max(kinds.rfind(bytes([c]), 0, stop) for c in self._codes)
-            if at < 0 or self._is(at):
-                return at if at >= 0 else None
-            stop = at
-        return None
-
-
-class _Bits:
-    """A side index's bitmap of one bit an envelope (its ``failed``), searched at C speed."""
-
-    _SET = re.compile(b"[^\x00]")
-
-    def __init__(self, bits: bytes) -> None:
-        self._bits = bits
-
-    def _set(self, e: int) -> bool:
-        return bool(self._bits[e // 8] >> (e % 8) & 1)
-
-    def after(self, start: int, stop: int) -> Optional[int]:
-        at = start
-        while at < stop:
-            if at % 8:
-                if self._set(at):
-                    return at
-                at += 1
-                continue
-            m = self._SET.search(self._bits, at // 8, (stop + 7) // 8)
-            if m is None:
-                return None
-            at = max(at, m.start() * 8)
-            for e in range(at, min(at + 8, stop)):
-                if self._set(e):
-                    return e
-            at += 8
-        return None
-
-    def before(self, stop: int) -> Optional[int]:
-        at = stop - 1
-        while at >= 0:
-            if at % 8 != 7:
-                if self._set(at):
-                    return at
-                at -= 1
-                continue
-            nonzero = len(self._bits[: at // 8 + 1].rstrip(b"\x00"))
-            if nonzero == 0:
-                return None
-            at = min(at, nonzero * 8 - 1)
-            for e in range(at, at - 8, -1):
-                if self._set(e):
-                    return e
-            at -= 8
-        return None
 
 
 def _line_start_after(fd: int, at: int) -> int:

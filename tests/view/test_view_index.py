@@ -130,6 +130,7 @@ def test_appended_after_the_index_and_followed(run: str, monkeypatch: Any) -> No
     assert t.refresh()
     assert 0 < t.first < t.count
     got = answers(wait(t, "index"), kinds=[k for k in JUMPS if k != "pending"])
+    assert t.locate_kind("pending", -1).get("wait")  # the verdict's were of fewer envelopes: the history's
     monkeypatch.undo()
     reopened = wait(Transcript("run", run), "verdict")  # the index, then the bytes after it
     assert reopened.table is not None and reopened.first < reopened.count

@@ -109,6 +109,8 @@ class Transcript:
         self.failed: List[int] = []  # positions of the failed operations' dispatches, in order
         self.verdict: Optional[Verdict] = None
         self.pending_ids: Optional[List[str]] = None  # the verdict's pending operations
+        self._verdict_count = -1  # the envelopes there were when the verdict was asked for
+        self._found_by_id: Dict[str, Tuple[Tuple[int, int], List[int]]] = {}  # pending/failed positions
         # What each compaction and rewind removed, counted for the history as it was then.
         self._removals: Tuple[Any, Dict[str, Tuple[int, str]]] = (None, {})
 
@@ -228,6 +230,7 @@ class Transcript:
             self._build_index(generation)
             if generation != self.generation:
                 return
+            count = self.count
             found = verdict(self.path)
             # Its replay's state is load's live conversation, which the history holds too:
             # kept until the history was read, the two doubled the peak (1.30 GB against
@@ -237,7 +240,7 @@ class Transcript:
             _release_freed_memory()
             with self.lock:
                 if generation == self.generation:
-                    self.verdict, self.pending_ids = found, pending
+                    self.verdict, self.pending_ids, self._verdict_count = found, pending, count
             self._build_history(generation)
         except Exception as e:  # shown on the page; the viewer goes on without it
             with self.lock:
@@ -447,10 +450,10 @@ class Transcript:
                 in_table = self._table_positions(kind)
             elif self.history is not None:
                 positions = self._history_positions(kind)
-            elif kind == "pending" and self.pending_ids is not None:
-                positions = self._verdict_pending()
+            elif kind == "pending" and self._jumps_without_history(kind):
+                positions = self._positions_of("pending", self.pending_ids or [])
             elif kind == "failed" and self.table is not None:
-                positions, in_table = self._tail_failed(), self.table.failed()
+                positions, in_table = self._positions_of("failed", self.settled_failed), self.table.failed()
             else:
                 return None
         if backwards:
@@ -469,14 +472,16 @@ class Transcript:
         """The side index's envelopes of a type jump's kind (None: no index)."""
         return self.table.of_type(TYPE_JUMPS[kind]) if self.table is not None else None
 
-    def _tail_failed(self) -> List[int]:
-        """The dispatches settled as failed after the side index's end (found by id)."""
-        found = (self.index_of_id(op_id, scan=False) for op_id in self.settled_failed)
-        return sorted(i for i in found if i is not None)
-
-    def _verdict_pending(self) -> List[int]:
-        found = (self.index_of_id(op_id, scan=False) for op_id in self.pending_ids or ())
-        return sorted(i for i in found if i is not None)
+    def _positions_of(self, kind: str, op_ids: List[str]) -> List[int]:
+        """The dispatches of `op_ids` in order (failed ones settled after the side index's
+        end; pending ones by load's verdict), found by id once for each count of them and
+        of envelopes."""
+        known = self._found_by_id.get(kind)
+        if known is None or known[0] != (self.count, len(op_ids)):
+            found = (self.index_of_id(op_id, scan=False) for op_id in op_ids)
+            known = ((self.count, len(op_ids)), sorted(i for i in found if i is not None))
+            self._found_by_id[kind] = known
+        return known[1]
 
     def _history_positions(self, kind: str) -> Sequence[int]:
         """Not from every operation: on a native read each would be built (and kept)."""
@@ -546,7 +551,9 @@ class Transcript:
     def _jumps_without_history(self, kind: str) -> bool:
         """Whether `kind`'s jumps are known before the history: failed calls from a side
         index, pending ones from load's verdict."""
-        return self.pending_ids is not None if kind == "pending" else self.table is not None
+        if kind == "pending":  # the verdict's, of the envelopes shown (a follow since: the history's)
+            return self.pending_ids is not None and self._verdict_count == self.count
+        return self.table is not None
 
     def search(self, text: str, ignore_case: bool = True, extras: bool = False,
                start: int = 0) -> Optional[transcript_search.Reports]:

@@ -144,18 +144,18 @@ def peek(
     return result
 
 
-def peek_through_index(path: str) -> Optional[Dict[str, Any]]:
-    """A whole file's ``peek(path, spans=True)`` when a side index still describes it,
-    with that index's table as ``table`` (a viewer's jumps read it); else None, having
-    read nothing but the index and the bytes it checks (the viewer shows the file's end
-    first then)."""
+def peek_through_index(path: str, unindexed_at_most: Optional[int] = None) -> Optional[Dict[str, Any]]:
+    """A whole file's ``peek(path, spans=True)`` when a side index still describes it
+    (and, with `unindexed_at_most`, no more bytes than that follow its end), with that
+    index's table as ``table`` (a viewer's jumps read it); else None, having read nothing
+    but the index and the bytes it checks (the viewer shows the file's end first then)."""
     opened = open_to_read(path)
     if isinstance(opened, str):
         return None
     fd, st = opened
     try:
         table = _index.table(path, fd, st, False)
-        if table is None:
+        if table is None or (unindexed_at_most is not None and st.st_size - table.end > unindexed_at_most):
             return None
         found = _backend.core.scan(fd, table.end, st.st_size, path=path)
     finally:

@@ -30,11 +30,12 @@ __all__ = ["peek", "update", "Indexed", "time_key", "TIME_BLOCK"]
 OTHER_KIND = 255
 
 
-def peek(path: str) -> Optional[Dict[str, Any]]:
+def peek(path: str, unindexed_at_most: Optional[int] = None) -> Optional[Dict[str, Any]]:
     """``Session.peek(path, spans=True)`` of the whole file through its side index, with
     ``indexed`` (an :class:`Indexed` of the envelopes the index holds: the first
-    ``indexed.count``); None where no index describes the file (nothing else is read)."""
-    found = _peek.peek_through_index(path)
+    ``indexed.count``); None where no index describes the file, or (with
+    `unindexed_at_most`) more bytes than that were appended after it (nothing else is read)."""
+    found = _peek.peek_through_index(path, unindexed_at_most)
     if found is None:
         return None
     found["indexed"] = Indexed(found.pop("table"))

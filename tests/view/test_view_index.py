@@ -8,12 +8,14 @@ from __future__ import annotations
 
 import os
 import shutil
+import threading
 import time
 from typing import Any, Dict, List, Optional
 
 import pytest
 
 from llm_agent_session import Session, _index, assistant_message, tool_message, user_message
+from llm_agent_session import indexed as side_index
 from llm_agent_session.view import transcript as transcript_module
 from llm_agent_session.view.model import info
 from llm_agent_session.view.transcript import JUMPS, Transcript
@@ -21,7 +23,7 @@ from llm_agent_session.view.transcript import JUMPS, Transcript
 SEARCHES = ("needle", "NEEDLE-7", "pytest", "ok")
 
 
-def build(path: str, rounds: int = 90, start: int = 0) -> None:
+def build(path: str, rounds: int = 50, start: int = 0) -> None:
     """Messages, tool calls settled completed or failed or left pending, compactions and
     rewinds: more than two blocks of 64 envelopes, with the searched texts among them."""
     opened = Session.load(path) if start else Session.create(path, {"title": "indexed"})
@@ -203,3 +205,23 @@ def test_the_viewer_writes_nothing_beside_an_indexed_transcript(run: str) -> Non
         answers(t)
         t.refresh()
     assert {name: os.stat(os.path.join(folder, name)).st_mtime_ns for name in os.listdir(folder)} == before
+
+
+def test_an_index_far_behind_the_file_is_extended_while_the_end_shows(run: str, monkeypatch: Any) -> None:
+    """More was appended after the index than a preview's threshold: the end first, the
+    index extended in the background (only the appended bytes read), then the whole file."""
+    assert _index.update(run)[0] == _index.INDEXED
+    before = os.path.getsize(run)
+    build(run, rounds=20, start=1000)
+    monkeypatch.setattr(transcript_module, "PREVIEW_FROM", (os.path.getsize(run) - before) // 2)
+    monkeypatch.setattr(transcript_module, "PREVIEW_BYTES", 2000)
+    gate = threading.Event()
+    update = side_index.update
+    monkeypatch.setattr(side_index, "update", lambda p: (gate.wait(20), update(p))[1])
+    t = Transcript("run", run)
+    assert t.preview and t.table is None
+    gate.set()
+    wait(t, "history")
+    assert t.generation == 1 and t.table is not None and t.first == t.count
+    monkeypatch.undo()
+    assert answers(t) == without_index(run)

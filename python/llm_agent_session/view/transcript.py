@@ -115,7 +115,8 @@ class Transcript:
         self._removals: Tuple[Any, Dict[str, Tuple[int, str]]] = (None, {})
 
     def _read_all(self) -> None:
-        found = side_index.peek(self.path)
+        # (An index far behind the file is extended in the background, the end shown first.)
+        found = side_index.peek(self.path, unindexed_at_most=PREVIEW_FROM)
         if found is None and self._preview():
             return
         if found is None:

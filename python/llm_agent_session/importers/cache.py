@@ -26,20 +26,22 @@ across processes (a lock file in ``view-imports/.locks``).
 
 from __future__ import annotations
 
-import concurrent.futures
 import contextlib
 import hashlib
 import os
 import shutil
 import uuid
 from dataclasses import dataclass
-from typing import Any, Callable, Dict, FrozenSet, Iterator, List, Optional, Tuple
+from typing import TYPE_CHECKING, Any, Callable, Dict, FrozenSet, Iterator, List, Optional, Tuple
 
 from .. import _backend, _platform
 from .._cache import cache_dir
 from .._files import make_private_dirs, open_fd
-from . import claude_code, codex
 from ._report import ImportReport
+from .detect import CLAUDE_CODE, CODEX
+
+if TYPE_CHECKING:
+    import concurrent.futures
 
 FOLDER = "view-imports"
 _LOCKS = ".locks"
@@ -67,14 +69,16 @@ def cached(path: str, fmt: str) -> Cached:
     """Where the source `path` (of format `fmt`) is imported in the cache (see the module's doc)."""
     real = os.path.realpath(path)
     folder, name = os.path.split(real)
-    if fmt == claude_code.FORMAT and os.path.basename(folder) == "subagents":
+    if fmt == CLAUDE_CODE and os.path.basename(folder) == "subagents":
         session = os.path.dirname(folder)  # .../<project>/<session-uuid>
         mirror = _mirror(os.path.dirname(session))
         stem = os.path.basename(session)
         main = os.path.join(mirror, stem + ".jsonl")
         return Cached(fmt, real, os.path.join(mirror, stem, "subagents", name), True,
                       main if os.path.isfile(session + ".jsonl") else None)
-    if fmt == codex.FORMAT:
+    if fmt == CODEX:
+        from . import codex
+
         name = codex.out_name(name)
     return Cached(fmt, real, os.path.join(_mirror(folder), name))
 
@@ -106,7 +110,9 @@ def refresh(item: Cached, known: FrozenSet[str] = frozenset(),
 
 
 def _import(item: Cached) -> ImportReport:
-    if item.format == codex.FORMAT:
+    from . import claude_code, codex  # (here: a viewer that finds no session never loads them)
+
+    if item.format == CODEX:
         return codex.import_transcript(item.source, item.out)
     if item.subagent:
         return claude_code.import_subagent(item.source, item.out, parent_out=item.parent_out)
@@ -133,7 +139,7 @@ def _afresh(item: Cached, first: ImportReport, why: str) -> Tuple[ImportReport, 
     report of what is there now, and the note that says what happened."""
     tag = f".was-{uuid.uuid4().hex[:12]}"
     made = [item.out]
-    if item.format == claude_code.FORMAT and not item.subagent:
+    if item.format == CLAUDE_CODE and not item.subagent:
         made.append(os.path.join(item.out[: -len(".jsonl")], "sidechains"))
     aside = [(path, path + tag) for path in made if os.path.lexists(path)]
     for path, moved in aside:
@@ -201,9 +207,10 @@ def clear() -> Tuple[str, int, int]:
     return where, files, size
 
 
-def worker_pool(workers: int) -> concurrent.futures.ProcessPoolExecutor:
+def worker_pool(workers: int) -> "concurrent.futures.ProcessPoolExecutor":
     """A pool of `workers` processes for :func:`refresh`, running this process's core.
     Spawned, not forked: a server's threads would be copied mid-flight."""
+    import concurrent.futures
     import multiprocessing
 
     return concurrent.futures.ProcessPoolExecutor(

@@ -24,7 +24,11 @@ import stat
 from typing import Any, Callable, List, Optional
 
 from .._files import open_to_read
-from . import claude_code, codex
+from . import FORMATS
+
+# The formats, as CLAUDE_CODE and CODEX name them (not imported: a walk that
+# looks at files needs neither importer).
+CLAUDE_CODE, CODEX = FORMATS
 
 #: How much of a file's start is looked at (decompressed, for ``.jsonl.zst``) ...
 HEAD = 64 << 10
@@ -51,7 +55,7 @@ def format_of(path: str) -> Optional[str]:
     if path.endswith(".jsonl.zst"):
         head = _zstd_head(path)
         if head is None:
-            return codex.FORMAT if os.path.basename(path).startswith("rollout-") else None
+            return CODEX if os.path.basename(path).startswith("rollout-") else None
     else:
         head = _head(path)
     return _format_of_head(head, len(head) >= HEAD)  # (a shorter head is the whole file)
@@ -131,13 +135,13 @@ def _format_of_line(obj: Any, after_first: Optional[List[Any]]) -> Optional[str]
     if kind == "session-meta":
         return None  # a transcript of this library
     if kind in _CODEX_TYPES and isinstance(obj.get("payload"), dict) and "timestamp" in obj:
-        return codex.FORMAT
+        return CODEX
     if kind in _CLAUDE_CODE_TYPES and any(isinstance(obj.get(key), str) for key in _CLAUDE_CODE_KEYS):
-        return claude_code.FORMAT
+        return CLAUDE_CODE
     if after_first is not None and _legacy_codex_header(obj):
         if any(isinstance(o, dict) and "payload" not in o and ("record_type" in o or o.get("type") in _CODEX_ITEMS)
                for o in after_first):
-            return codex.FORMAT
+            return CODEX
     return None
 
 

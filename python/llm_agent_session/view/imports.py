@@ -22,15 +22,17 @@ on the transcript's page (``note``); one that fails leaves a row that says why.
 
 from __future__ import annotations
 
-import concurrent.futures
 import os
 import threading
 import time
-from typing import Any, Dict, FrozenSet, List, Optional, Set, Tuple
+from typing import TYPE_CHECKING, Any, Dict, FrozenSet, List, Optional, Set, Tuple
 
 from ..importers import cache
 from ..visible import visible
 from .shelf import TRANSCRIPT, Found, Shelf, look, row_of_file
+
+if TYPE_CHECKING:
+    import concurrent.futures
 
 POLL = 0.5  # seconds between two looks at the sources (a stat each)
 RESCAN = 5.0  # seconds between two walks for new sources
@@ -87,7 +89,7 @@ class Imports:
         self.first: List[Unit] = []  # the walk's, until walked()
         self.started = False
         self.closed = False
-        self.pool: Optional[concurrent.futures.ProcessPoolExecutor] = None
+        self.pool: Optional["concurrent.futures.ProcessPoolExecutor"] = None
         self.pool_failures = 0
         self.looked: Dict[str, Tuple[int, Optional[str]]] = {}  # a rescan's memo: path -> (size, what it is)
         shelf.sources = self

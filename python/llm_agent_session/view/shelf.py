@@ -31,7 +31,7 @@ import threading
 from dataclasses import dataclass
 from typing import Any, Callable, Dict, Iterator, List, Optional, Protocol, Set, Tuple
 
-from ..importers import codex, detect
+from ..importers import detect
 from ..messages import model_named
 from ..session import Session
 from ..verdict import Verdict, is_transcript, verdict
@@ -151,7 +151,9 @@ class Roots:
                 continue
             for path, unreadable, is_dir, kind in _walk(root.real, looking or look):
                 relative = os.path.relpath(path, root.real).replace(os.sep, "/")
-                if kind == codex.FORMAT:
+                if kind == detect.CODEX:
+                    from ..importers import codex
+
                     relative = codex.out_name(relative)  # its transcript's name, as import names it
                 name = root.label if relative == "." else root.label + "/" + relative
                 source = kind if kind not in (None, TRANSCRIPT) else None

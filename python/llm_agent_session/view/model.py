@@ -71,8 +71,9 @@ class Viewer:
 
 
 def renderer(t: Transcript, limit: int = LIMIT) -> render.Renderer:
-    """A renderer of `t`'s envelopes with what its history knows (nothing yet, before it is read)."""
-    return render.Renderer(t.history, t.removals(), limit)
+    """A renderer of `t`'s envelopes with what its history knows (nothing yet, before it is
+    read), and its envelopes around each (a tool call's card, a run of bookkeeping)."""
+    return render.Renderer(t.history, t.removals(), limit, t.envelope, t.card_homes)
 
 
 def info(t: Transcript) -> Dict[str, Any]:

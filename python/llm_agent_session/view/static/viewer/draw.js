@@ -135,18 +135,20 @@ export function envelopeNode(i) {
   }
   if (item.run && history) head.append(runButton(item.run, item.run.count === 1 ? "fold" : "fold " + fmtInt(item.run.count)));
   a.append(head);
-  let open = T.hitSet.has(i) && history;
+  let open = T.hitSet.has(i) && history, bare = false;
   if (removed || part) {
     // Folded unless the reader unfolded it, or it holds a search hit (until folded again),
     // or (a part of a card) a jump went to it.
     const unfolded = unfoldedAt(i, !!part);
     open = open || unfolded;
+    bare = part && !unfolded;   // a thin line: its body is made when it is unfolded
     if (unfolded) a.classList.add("unfolded");
     const fold = el("button", "fold", unfolded ? "fold" : "show");
     fold.type = "button"; fold.dataset.fold = "1";
     head.append(fold);
-    if (removed && item.preview) a.append(el("div", "preview", item.preview));
+    if (removed && !part && item.preview) a.append(el("div", "preview", item.preview));
   }
+  if (bare) return marked(a, i);
   const body = el("div", "body");
   for (const b of item.body || []) body.append(block(b, item, open));
   a.append(body);
@@ -157,10 +159,15 @@ export function envelopeNode(i) {
     a.append(d);
   }
   if (T.hitSet.has(i) && history) {
-    a.classList.add("hit");
     highlight(a);
     for (const d of a.querySelectorAll("details.thinking")) if (d.querySelector("mark")) d.open = true;
   }
+  return marked(a, i);
+}
+
+function marked(a, i) {   // a search hit, the current one, a jump's target
+  const history = T.mode === "history";
+  if (T.hitSet.has(i) && history) a.classList.add("hit");
   if (T.hits[T.hitAt] === i && history) a.classList.add("hit-current");
   if (T.target === i) a.classList.add("target");
   return a;

@@ -52,9 +52,10 @@ async function onEnvelopeButton(e) {
   if (b.dataset.to) { goToId(b.dataset.to); return; }
   const art = b.closest("article");
   if (b.dataset.fold) {
-    const unfolded = art.classList.toggle("unfolded");
-    T.folds.set(Number(art.dataset.i), unfolded);
-    b.textContent = unfolded ? "fold" : "show";
+    const i = Number(art.dataset.i), unfolded = !art.classList.contains("unfolded");
+    T.folds.set(i, unfolded);
+    if (art.classList.contains("part")) { art.remove(); T.nodes.delete(i); }   // drawn again, with its body
+    else { art.classList.toggle("unfolded", unfolded); b.textContent = unfolded ? "fold" : "show"; }
     render();
     return;
   }

@@ -61,6 +61,10 @@ SLOW_TESTS = (
     "test_jobs_import_a_tree_in_processes_with_the_same_result",
     "test_progress_bar_only_on_a_tty",
     "test_check_of_a_file_8x_larger_than_tmpdir_copies_nothing",
+    # Four exports and three fresh ones to compare with; the straddle itself is in the inner
+    # loop too (test_dataset_grow.py's GROWTHS, "a line of a response counted before").
+    "test_a_response_whose_lines_straddle_two_growths_is_counted_once",
+    "test_every_prefix_of_a_representative_transcript_indexes_and_serves",
 )
 
 

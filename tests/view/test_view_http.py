@@ -244,7 +244,8 @@ def test_imported_claude_code_and_codex_histories(tmp_path):
     said = {json.dumps(item["body"]): item for item in items if item["type"] == "message"}
     first = next(item for text, item in said.items() if "fix the date parser" in text)
     assert first["ts"].startswith("2025-08-20T09:00:00")  # the source's time, not the import's
-    failed = next(item for text, item in said.items() if "1 failed: test_iso" in text)
+    # The tool message (the result's start is on the assistant's card too).
+    failed = next(item for text, item in said.items() if "1 failed: test_iso" in text and item["title"] == "tool")
     assert "failed" in [b["text"] for b in failed["badges"]]
     compaction = next(item for item in items if item["type"] == "compaction")
     assert ["tokens", "155,000 → unknown"] in compaction["body"][1]["kv"]

@@ -129,3 +129,55 @@ def write_spoofed_outcomes(path: str) -> None:
         line["payload"]["outcome"] = outcome
     with open(path, "w") as f:
         f.writelines(json.dumps(line, separators=(",", ":"), sort_keys=True, ensure_ascii=False) + "\n" for line in lines)
+
+
+@dataclass
+class Imported:
+    """Transcripts imported from the importers' fixtures (the real line shapes of Claude
+    Code and Codex), under one directory PATH."""
+
+    root: str
+    session: str  # Claude Code: tool calls (one failed, one pending), thinking, a compaction, 4 checkpoints at its end
+    subagent: str  # its subagent, in <stem>/subagents/
+    sidechained: str  # an older session whose subagent was a sidechain in the same file
+    sidechain: str  # that sidechain, in <stem>/sidechains/
+    lonely: str  # a copy of the subagent whose parent is not on the shelf
+    codex: str  # a Codex rollout: function, custom and local-shell calls, reasoning
+
+
+def build_imported(root: str, sources: str) -> Imported:
+    """Claude Code's project (a session with a subagent, a session with a sidechain) and
+    a Codex rollout, written as their tools write them under `sources` and imported under
+    `root` (`root/claude`, `root/codex`), plus a subagent copied where its parent is not."""
+    import shutil
+
+    sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    import import_fixtures as fixtures
+
+    from llm_agent_session.importers import claude_code, codex
+
+    project = os.path.join(sources, "claude", "-home-dev-proj")
+    fixtures.write(os.path.join(project, "sess-1.jsonl"), fixtures.claude_code_session())
+    fixtures.write(os.path.join(project, "sess-1", "subagents", "agent-a1b2.jsonl"), fixtures.claude_code_subagent())
+    fixtures.write(os.path.join(project, "side.jsonl"), fixtures.claude_code_with_sidechain())
+    rollout = os.path.join(sources, "codex", "2025", "09", "10", "rollout-2025-09-10T12-00-00-0199-sess.jsonl")
+    fixtures.write(rollout, fixtures.codex_rollout())
+    for report in claude_code.import_tree(os.path.join(sources, "claude"), os.path.join(root, "claude")):
+        assert report["status"] == "imported", report
+    for report in codex.import_tree(os.path.join(sources, "codex"), os.path.join(root, "codex")):
+        assert report["status"] == "imported", report
+    # Three imports more of the session, each after Claude Code wrote only a progress line
+    # (nothing of the conversation): four import checkpoints side by side at its end.
+    for k in range(3):
+        with open(os.path.join(project, "sess-1.jsonl"), "a") as f:
+            f.write(json.dumps({"type": "progress", "uuid": f"p-{k}", "parentUuid": "a9", "data": {"type": "bash_progress"},
+                                "timestamp": f"2025-08-20T09:01:0{k}.000Z"}) + "\n")
+        for report in claude_code.import_tree(os.path.join(sources, "claude"), os.path.join(root, "claude")):
+            assert report["status"] in ("appended", "unchanged"), report
+    out = os.path.join(root, "claude", "-home-dev-proj")
+    lonely = os.path.join(root, "lonely", "sess-9", "subagents", "agent-a1b2.jsonl")
+    os.makedirs(os.path.dirname(lonely))
+    shutil.copyfile(os.path.join(out, "sess-1", "subagents", "agent-a1b2.jsonl"), lonely)
+    return Imported(root, os.path.join(out, "sess-1.jsonl"), os.path.join(out, "sess-1", "subagents", "agent-a1b2.jsonl"),
+                    os.path.join(out, "side.jsonl"), os.path.join(out, "side", "sidechains", "s1.jsonl"), lonely,
+                    os.path.join(root, "codex", "2025", "09", "10", "rollout-2025-09-10T12-00-00-0199-sess.jsonl"))

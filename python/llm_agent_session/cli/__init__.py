@@ -145,14 +145,15 @@ def build_parser() -> CommandParser:
 
     p = add_parser(
         "stats", {OK: "counted", **READS_TRANSCRIPT},
-        parents=[common], help="bytes, messages, tool operations, compactions, elisions, artifacts",
+        parents=[common], help="bytes, messages, tool operations, compactions, elisions, artifacts, token usage",
     )
     p.add_argument("file", metavar="FILE", help=FILE_HELP)
     p.add_argument("--json", action="store_true", help="print the report as JSON")
 
-    from . import dataset, export, import_, query  # these commands keep their parsers in their own modules
+    from . import dataset, export, import_, index, query  # these commands keep their parsers in their own modules
 
     export.add_parser(add_parser, common)
+    index.add_parser(add_parser, common)
     import_.add_parser(add_parser, common)
     dataset.add_parser(add_parser, common)
     query.add_parser(add_parser, common)
@@ -200,6 +201,7 @@ COMMANDS: Dict[str, Handler] = {
         ("search", "search"),
         ("dataset", "dataset"),
         ("query", "query"),
+        ("index", "index"),
     )
 }
 

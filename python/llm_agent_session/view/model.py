@@ -21,12 +21,14 @@ from ..visible import json_visible, visible
 from . import render
 from .problems import Problem
 from .imports import WORKERS, Imports
-from .shelf import NameRefused, Roots, Shelf, verdict_words
+from .shelf import NameRefused, Roots, Shelf
+from .shelf_row import title_of, verdict_words
 from .transcript import Transcript
 
 LIMIT = 20_000  # characters of one value in a window; the rest on request ("more")
 MAX_WINDOW = 200  # envelopes in one window
 KEEP_OPEN = 3  # transcripts kept open (a 1 GB one holds about 0.2 GB)
+TITLE_LOOK = 256  # envelopes looked at for a first prompt, where the meta has no title
 
 
 class Viewer:
@@ -82,8 +84,9 @@ class Viewer:
 
 
 def renderer(t: Transcript, limit: int = LIMIT) -> render.Renderer:
-    """A renderer of `t`'s envelopes with what its history knows (nothing yet, before it is read)."""
-    return render.Renderer(t.history, t.removals(), limit)
+    """A renderer of `t`'s envelopes with what its history knows (nothing yet, before it is
+    read), and its envelopes around each (a tool call's card, a run of bookkeeping)."""
+    return render.Renderer(t.history, t.removals(), limit, t.envelope, t.card_homes)
 
 
 def info(t: Transcript, note: Optional[str] = None) -> Dict[str, Any]:
@@ -98,7 +101,7 @@ def info(t: Transcript, note: Optional[str] = None) -> Dict[str, Any]:
         "size": t.size,
         "end": t.end,
         "meta": json.loads(json_visible(json.dumps(t.meta, ensure_ascii=False))),
-        "title": visible(t.meta["title"]) if isinstance(t.meta.get("title"), str) else None,
+        "title": title_of(t.meta, (t.envelope(i) for i in range(min(t.count, TITLE_LOOK)))),
         "warnings": len(t.warnings),
         "first_warnings": [visible(w) for w in t.warnings[:20]],
         "error": visible(t.error) if t.error else None,

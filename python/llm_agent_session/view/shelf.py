@@ -12,9 +12,9 @@ Directories are walked for ``*.jsonl`` files whose first line that is not blank 
 are skipped). Each directory is walked once, known by its device and inode: a link to one
 already walked (a loop, a link to an ancestor) is not followed, and links come after the
 real directories, so a transcript is listed under its own path. A file or directory that
-cannot be read is a row that says why (``unreadable``). The shelf's rows are made in a background thread, in walk order, and the page reads them as
-they come: ``Session.peek(survey=True)`` for the counts and load's read-only verdict
-(``llm_agent_session.verdict``) for whether it loads.
+cannot be read is a row that says why (``unreadable``). The shelf's rows are made in a
+background thread, in walk order, and the page reads them as they come (a row:
+``shelf_row.describe``).
 
 The walk finds Claude Code sessions and Codex rollouts too (``*.jsonl`` and
 ``*.jsonl.zst`` files whose first lines are theirs: ``importers.detect``), under the name
@@ -32,10 +32,9 @@ from dataclasses import dataclass
 from typing import Any, Callable, Dict, Iterator, List, Optional, Protocol, Set, Tuple
 
 from ..importers import detect
-from ..messages import model_named
-from ..session import Session
-from ..verdict import Verdict, is_transcript, verdict
+from ..verdict import is_transcript
 from ..visible import visible
+from .shelf_row import describe
 
 SUFFIX = ".jsonl"
 COMPRESSED = ".jsonl.zst"  # a Codex rollout, compressed
@@ -259,72 +258,6 @@ def _inside(path: str, top: str) -> bool:
     return os.path.commonpath([real, top]) == top and (real != top or not os.path.isdir(real))
 
 
-def verdict_words(judged: Verdict) -> Tuple[str, str]:
-    """The words for load's verdict, and why (the error, or the torn tail a load cuts)."""
-    why = ""
-    if judged.error is not None:
-        why = str(judged.error)
-    elif judged.torn is not None:
-        why = f"line {judged.torn.line}: {judged.torn.removed:,} bytes a load would cut"
-    return judged.kind.label, visible(why)
-
-
-def describe(path: str) -> Dict[str, Any]:
-    """One shelf row: what the meta says, the times, size and counts, and load's verdict."""
-    found = Session.peek(path, survey=True)
-    survey = found["survey"]
-    meta = found["meta"] if isinstance(found["meta"], dict) else {}
-    first = last = None
-    failed = 0
-    model = _text(meta.get("model"))
-    looked = 0  # messages looked at for a model
-    for event in found["envelopes"]:
-        ts = event.ts
-        if first is None or ts < first:
-            first = ts
-        if last is None or ts > last:
-            last = ts
-        if event.type == "tool-settled" and isinstance(event.payload, dict) and event.payload.get("outcome") == "failed":
-            failed += 1
-        elif model is None and looked < MODEL_LOOK and event.type in ("message", "run-context"):
-            looked += 1
-            model = _text(model_named(event.type, event.payload))
-    verdict_text, why = verdict_words(verdict(path))
-    counts = survey["counts"]
-    return {
-        "title": _text(meta.get("title")) or _text(_first_summary(meta)),
-        "agent": _text(meta.get("agent") or meta.get("imported-from")),
-        "model": model,
-        "source": _text(meta.get("source-path") or meta.get("source")),
-        "first": visible(first) if first else None,
-        "last": visible(last) if last else None,
-        "size": found["size"],
-        "envelopes": len(found["envelopes"]),
-        "messages": counts.get("message", 0),
-        "live": survey["live_messages"],
-        "tool_calls": counts.get("tool-dispatched", 0),
-        "failed": failed,
-        "pending": len(survey["pending_tool_operations"]),
-        "verdict": verdict_text,
-        "why": why,
-        "error": visible(found["error"]) if found.get("error") else None,
-    }
-
-
-def _first_summary(meta: Dict[str, Any]) -> Any:
-    """The first of the meta's ``summaries`` (an import's title), where it is a list."""
-    summaries = meta.get("summaries")
-    return summaries[0] if isinstance(summaries, list) and summaries else None
-
-
-#: How many messages and run contexts a row looks at for the model, when the meta names none.
-MODEL_LOOK = 64
-
-
-def _text(value: Any) -> Optional[str]:
-    return visible(value) if isinstance(value, str) else None
-
-
 BATCH = 100  # rows made in this process before the pool takes over, and per task after
 
 
@@ -337,14 +270,14 @@ def _row(roots: Roots, name: str) -> Dict[str, Any]:
         path = roots.resolve(name)
     except (OSError, ValueError) as e:
         return _unreadable(str(e))
-    return row_of_file(path)
+    return row_of_file(path, name)
 
 
-def row_of_file(path: str) -> Dict[str, Any]:
+def row_of_file(path: str, name: Optional[str] = None) -> Dict[str, Any]:
     """The row of the transcript at `path` (its real path), or an ``unreadable`` one that
-    says why (an import's worker process makes its transcripts' rows with this too)."""
+    says why, listed as `name` (an import's worker process makes its transcripts' rows with this too)."""
     try:
-        return describe(path)
+        return describe(path, name)
     except (OSError, ValueError) as e:
         return _unreadable(str(e))
     except Exception as e:  # a file this code did not foresee costs its own row, never the shelf

@@ -98,6 +98,7 @@ class Transcript:
         self.history: Optional[History] = None
         self.failed: List[int] = []  # positions of the failed operations' dispatches, in order
         self.verdict: Optional[Verdict] = None
+        self.card_homes: Dict[str, int] = {}  # op id -> the position of its card (view/cards.py)
         # What each compaction and rewind removed, counted for the history as it was then.
         self._removals: Tuple[Any, Dict[str, Tuple[int, str]]] = (None, {})
 

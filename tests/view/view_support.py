@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from typing import Dict, Optional, Tuple
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "cli"))
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))  # import_fixtures
 
 from cli_support import build_transcript  # noqa: E402
 
@@ -58,9 +59,10 @@ def verdict_cases(root: str, run: str, suffix: str = "") -> Dict[str, Tuple[int,
             f"{label}/failing{suffix}.jsonl": (5, "would fail"), f"{label}/notes.jsonl": (3, "not a transcript")}
 
 
-def client_for(paths, host: str = f"127.0.0.1:{PORT}", token: Optional[str] = TOKEN):
+def client_for(paths, host: str = f"127.0.0.1:{PORT}", token: Optional[str] = TOKEN, import_workers: int = 0):
     """Starlette's TestClient on the viewer of `paths`, as if reached at `host`, sending
-    `token` as the page does (None: no token)."""
+    `token` as the page does (None: no token). Sources are imported in this process
+    (`import_workers` 0), on the backend under test, unless asked otherwise."""
     from starlette.testclient import TestClient
 
     from llm_agent_session.view.app import app
@@ -70,8 +72,39 @@ def client_for(paths, host: str = f"127.0.0.1:{PORT}", token: Optional[str] = TO
 
     policy = resolve_policy("127.0.0.1", PORT, TOKEN)
     headers = {"authorization": f"Bearer {token}"} if token is not None else {}
-    return TestClient(app(Viewer(Roots(paths)), policy), base_url=f"http://{host}", follow_redirects=False,
-                      headers=headers)
+    return TestClient(app(Viewer(Roots(paths), import_workers=import_workers), policy), base_url=f"http://{host}",
+                      follow_redirects=False, headers=headers)
+
+
+@dataclass
+class Sources:
+    """Claude Code and Codex sessions as their tools lay them out (tests/import_fixtures.py's
+    lines), and a folder of transcripts beside them."""
+
+    projects: str  # ~/.claude/projects
+    sessions: str  # ~/.codex/sessions
+    transcripts: str
+    claude: str  # a session with a subagent
+    subagent: str
+    sidechained: str  # a session with a sidechain in its own file
+    rollout: str
+
+
+def build_sources(root: str) -> Sources:
+    import import_fixtures as fx
+
+    projects, sessions = os.path.join(root, "projects"), os.path.join(root, "sessions")
+    project = os.path.join(projects, "-home-dev-proj")
+    found = Sources(
+        projects, sessions, os.path.join(root, "transcripts"),
+        fx.write(os.path.join(project, "sess-1.jsonl"), fx.claude_code_session()),
+        fx.write(os.path.join(project, "sess-1", "subagents", "agent-a1b2.jsonl"), fx.claude_code_subagent()),
+        fx.write(os.path.join(project, "sess-2.jsonl"), fx.claude_code_with_sidechain()),
+        fx.write(os.path.join(sessions, "2025", "09", "10", "rollout-2025-09-10T12-00-00-0199.jsonl"), fx.codex_rollout()),
+    )
+    with Session.create(os.path.join(found.transcripts, "run.jsonl"), {"title": "a transcript of my own"}) as s:
+        s.append_message(user_message("hello from a transcript"))
+    return found
 
 
 # A Markdown table with every alignment (markdown-it writes it as inline style).

@@ -20,6 +20,7 @@ from ..verdict import Verdict
 from ..visible import json_visible, visible
 from . import render
 from .problems import Problem
+from .imports import WORKERS, Imports
 from .shelf import NameRefused, Roots, Shelf
 from .shelf_row import title_of, verdict_words
 from .transcript import Transcript
@@ -33,17 +34,25 @@ TITLE_LOOK = 256  # envelopes looked at for a first prompt, where the meta has n
 class Viewer:
     """What the routes serve: the roots, the shelf, the open transcripts."""
 
-    def __init__(self, roots: Roots, shelf: Optional[Shelf] = None) -> None:
+    def __init__(self, roots: Roots, shelf: Optional[Shelf] = None, imports: Optional[Imports] = None,
+                 import_workers: int = WORKERS) -> None:
         self.roots = roots
         self.shelf = shelf or Shelf(roots)
+        # The Claude Code and Codex sessions under the roots, imported into the cache.
+        self.imports = imports or Imports(self.shelf, import_workers)
         self.open: "OrderedDict[str, Transcript]" = OrderedDict()
         self.lock = threading.Lock()
         self.opening: Dict[str, threading.Lock] = {}
 
     def transcript(self, link: str) -> Transcript:
-        """The open transcript a link names (opened on first use); Problem 403/404."""
+        """The open transcript a link names (opened on first use; a source's waits for its
+        first import); Problem 403/404."""
         name = self.shelf.name_of(link)
         try:
+            with self.lock:
+                opened_before = name in self.open
+            if not opened_before:  # (a source's transcript is imported before it is opened)
+                self.imports.prepare(name)
             path = self.roots.resolve(name)
         except NameRefused as e:
             raise Problem(403, str(e))
@@ -64,6 +73,10 @@ class Viewer:
                     self.open.popitem(last=False)
             return opened
 
+    def catch_up(self, t: Transcript) -> None:
+        """Before a follow: where `t` is a source's import, what its source gained since."""
+        self.imports.catch_up(t.name)
+
     def shelf_rows(self, start: int) -> Dict[str, Any]:
         """``/api/shelf``: the rows from the `start`-th on (the shelf is read from the first ask)."""
         self.shelf.start()
@@ -76,8 +89,9 @@ def renderer(t: Transcript, limit: int = LIMIT) -> render.Renderer:
     return render.Renderer(t.history, t.removals(), limit, t.envelope, t.card_homes)
 
 
-def info(t: Transcript) -> Dict[str, Any]:
-    """``/api/transcript``: what the page shows above the list, and what is ready."""
+def info(t: Transcript, note: Optional[str] = None) -> Dict[str, Any]:
+    """``/api/transcript``: what the page shows above the list, and what is ready (`note`:
+    what its import says, for a source's: ``Imports.note``)."""
     v = t.verdict
     state = t.live()
     return {
@@ -91,6 +105,7 @@ def info(t: Transcript) -> Dict[str, Any]:
         "warnings": len(t.warnings),
         "first_warnings": [visible(w) for w in t.warnings[:20]],
         "error": visible(t.error) if t.error else None,
+        "note": note,
         "ready": t.ready,
         "verdict": None if v is None else _verdict(v),
         "live": None if state is None else len(state.ids),

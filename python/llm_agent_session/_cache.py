@@ -3,7 +3,7 @@
 ``LLM_AGENT_SESSION_CACHE``, else the platform's user cache directory's ``llm-agent-session``
 (``$XDG_CACHE_HOME`` or ``~/.cache`` on Linux and the BSDs, ``~/Library/Caches`` on macOS,
 ``%LOCALAPPDATA%`` on Windows). Each user of it has a folder of its own below: the search
-across transcripts ``search/``, the viewer's imports of Claude Code and Codex sessions
+across transcripts ``search/``, the side indexes ``index/``, the viewer's imports of Claude Code and Codex sessions
 ``view-imports/``. Everything in it may be deleted at any time; it is made again when needed.
 """
 

@@ -12,7 +12,7 @@ import threading
 
 import pytest
 
-import import_fixtures as fx
+from tests.support import import_fixtures as fx
 from llm_agent_session import Session
 from llm_agent_session.importers import cache, claude_code, codex
 

@@ -9,7 +9,7 @@ import threading
 
 import pytest
 
-import import_fixtures as fx
+from tests.support import import_fixtures as fx
 from llm_agent_session import Session, user_message
 from llm_agent_session.importers import claude_code, codex, detect
 from llm_agent_session.importers.detect import HEAD, format_of

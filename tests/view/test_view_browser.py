@@ -18,14 +18,12 @@ import pytest
 
 pytestmark = pytest.mark.slow
 
-from browser_support import API, AUTH, a_page, browser, ids_shown, serving, wait_until  # noqa: E402,F401
-from view_support import ALIGNED_TABLE, SPOOFED_OUTCOMES, build_shelf, write_spoofed_outcomes  # noqa: E402
+from tests.support.browser import API, AUTH, a_page, browser, ids_shown, serving, wait_until  # noqa: E402,F401
+from tests.support.view import ALIGNED_TABLE, SPOOFED_OUTCOMES, build_shelf, write_spoofed_outcomes  # noqa: E402
 
 from llm_agent_session import Session, assistant_message, tool_message, user_message  # noqa: E402
 from llm_agent_session.visible import visible  # noqa: E402
-
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(__file__)), "cli"))
-import hostile  # noqa: E402
+from tests.support import hostile  # noqa: E402
 
 HOSTILE_HTML = ('<script>window.__pwned = 1</script><img src=x onerror="window.__pwned = 2">'
                 "[click](javascript:window.__pwned=3) <iframe src=\"https://evil.example\"></iframe>")
@@ -450,7 +448,7 @@ def test_an_aligned_markdown_table_keeps_to_the_csp(page, served, backend_name):
 
 def test_the_page_says_loads_verdict_as_the_shelf_does(page, served, backend_name):
     """It showed "load: ?" for every torn or failing transcript."""
-    from view_support import verdict_cases
+    from tests.support.view import verdict_cases
 
     for name, (_, text) in verdict_cases(served["root"], served["shelf"].run, "-" + backend_name).items():
         page.goto(served["base"] + "/t/" + name)

@@ -7,7 +7,7 @@ import json
 import os
 import shutil
 
-from view_support import client_for, verdict_cases
+from tests.support.view import client_for, verdict_cases
 
 from llm_agent_session import Session, user_message
 from llm_agent_session.view.security import CSP
@@ -224,7 +224,7 @@ def test_imported_claude_code_and_codex_histories(tmp_path):
     """Imported sessions on the shelf and in a window: the source's own times, the model the
     session names (as the dataset's sessions table takes it), failed results marked, a
     token count the source did not record shown as unknown, search over what was said."""
-    import import_fixtures as fx
+    from tests.support import import_fixtures as fx
 
     from llm_agent_session.importers import claude_code, codex
 

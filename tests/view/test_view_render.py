@@ -6,7 +6,7 @@ from __future__ import annotations
 import os
 
 import pytest
-from view_support import ALIGNED_TABLE, SPOOFED_OUTCOMES, write_spoofed_outcomes
+from tests.support.view import ALIGNED_TABLE, SPOOFED_OUTCOMES, write_spoofed_outcomes
 
 from llm_agent_session import Session
 from llm_agent_session.visible import visible
@@ -48,7 +48,7 @@ def _items(client, name):
 
 @pytest.fixture
 def imported(tmp_path):
-    from view_support import build_imported
+    from tests.support.view import build_imported
 
     return build_imported(str(tmp_path / "shelf"), str(tmp_path / "sources"))
 
@@ -64,7 +64,7 @@ def _cards(item):
 def test_a_claude_code_call_its_dispatch_result_and_settle_are_one_card(imported):
     """They were four envelopes side by side, each a box of its own; now the message that
     made the call holds its card, and the others say they are part of it."""
-    from view_support import client_for
+    from tests.support.view import client_for
 
     name = _name(imported, imported.session)
     items = _items(client_for([imported.root]), name)
@@ -105,7 +105,7 @@ def test_a_dispatch_no_message_names_is_the_card_itself(client, shelf):
 
 
 def test_codex_calls_an_unknown_outcome_and_the_durations_results_report(imported):
-    from view_support import client_for
+    from tests.support.view import client_for
 
     items = _items(client_for([imported.root]), _name(imported, imported.codex))
     cards = {c["name"]: c for item in items if item["type"] == "message" for c in _cards(item)}
@@ -148,7 +148,7 @@ def test_a_duration_a_line_cannot_hold_is_not_shown(client, shelf):
 
 
 def test_thinking_is_a_block_of_its_message_not_an_extra(imported, tmp_path):
-    from view_support import client_for
+    from tests.support.view import client_for
 
     claude = _items(client_for([imported.root]), _name(imported, imported.session))
     thought = next(item for item in claude if any("thinking" in b for b in item["body"]))
@@ -169,7 +169,7 @@ def test_thinking_is_a_block_of_its_message_not_an_extra(imported, tmp_path):
 
 
 def test_import_checkpoints_side_by_side_are_one_run(imported):
-    from view_support import client_for
+    from tests.support.view import client_for
 
     items = _items(client_for([imported.root]), _name(imported, imported.session))
     runs = [item["run"] for item in items if item["type"] == "import-checkpoint"]

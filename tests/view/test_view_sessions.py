@@ -16,13 +16,11 @@ import pytest
 
 pytestmark = pytest.mark.slow
 
-from browser_support import API, AUTH, a_page, browser, serving, wait_until  # noqa: E402,F401
-from view_support import build_imported, build_shelf  # noqa: E402
+from tests.support.browser import API, AUTH, a_page, browser, serving, wait_until  # noqa: E402,F401
+from tests.support.view import build_imported, build_shelf  # noqa: E402
 
 from llm_agent_session import Session, assistant_message, tool_message, user_message  # noqa: E402
-
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(__file__)), "cli"))
-import hostile  # noqa: E402
+from tests.support import hostile  # noqa: E402
 
 HOSTILE_HTML = ('<script>window.__pwned = 1</script><img src=x onerror="window.__pwned = 2">'
                 "[click](javascript:window.__pwned=3) <iframe src=\"https://evil.example\"></iframe>")

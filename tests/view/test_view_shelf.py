@@ -203,7 +203,7 @@ def _shelf_rows(client):
 
 @pytest.fixture
 def imported(tmp_path):
-    from view_support import build_imported
+    from tests.support.view import build_imported
 
     return build_imported(str(tmp_path / "shelf"), str(tmp_path / "sources"))
 
@@ -211,7 +211,7 @@ def imported(tmp_path):
 def test_an_imported_sessions_row_has_its_title_project_short_id_and_source_times(imported):
     """Every row read "claude/-home-USER-projects-...": no title where the meta had none, no
     project, no session id, and "last" was the time of the import (its checkpoint's)."""
-    from view_support import client_for
+    from tests.support.view import client_for
 
     rows = _shelf_rows(client_for([imported.root]))
     claude = rows["shelf/claude/-home-dev-proj/sess-1.jsonl"]
@@ -276,7 +276,7 @@ def test_the_first_prompt_as_a_title(tmp_path, content, title):
 
 def test_a_transcripts_page_has_the_title_its_row_has(imported):
     """The page said the file's name where the meta had no title (a Codex rollout)."""
-    from view_support import client_for
+    from tests.support.view import client_for
 
     client = client_for([imported.root])
     rows = _shelf_rows(client)

@@ -11,9 +11,9 @@ import os
 import time
 
 import pytest
-from view_support import build_sources, client_for
+from tests.support.view import build_sources, client_for
 
-import import_fixtures as fx
+from tests.support import import_fixtures as fx
 from llm_agent_session.view import imports
 
 CLAUDE = "projects/-home-dev-proj/sess-1.jsonl"

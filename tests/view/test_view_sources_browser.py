@@ -18,28 +18,27 @@ import pytest
 
 pytestmark = pytest.mark.slow
 
-from test_view_browser import browser, wait_until  # noqa: E402,F401 - one Chromium, its skips
+from tests.view.test_view_browser import browser, wait_until  # noqa: E402,F401 - one Chromium, its skips
 
 import uvicorn  # noqa: E402
-from view_support import build_sources  # noqa: E402
+from tests.support.view import build_sources  # noqa: E402
 
-import import_fixtures as fx  # noqa: E402
+from tests.support import import_fixtures as fx  # noqa: E402
+from tests.support.helpers import child_env  # noqa: E402
 from llm_agent_session.view.app import app  # noqa: E402
 from llm_agent_session.view.model import Viewer  # noqa: E402
 from llm_agent_session.view.security import resolve_policy  # noqa: E402
 from llm_agent_session.view.server import bind  # noqa: E402
 from llm_agent_session.view.shelf import Roots  # noqa: E402
 
-TESTS = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SESSION = "projects/-home-dev-proj/sess-1.jsonl"
 ROLLOUT = "sessions/2025/09/10/rollout-2025-09-10T12-00-00-0199.jsonl"
 #: The writer: Claude Code's lines of a new turn every INTERVAL seconds, each turn's time
 #: printed once its lines are written and flushed.
 WRITER = r"""
 import json, sys, time
-sys.path.insert(0, sys.argv[1])
-import import_fixtures as fx
-path, turns, interval = sys.argv[2], int(sys.argv[3]), float(sys.argv[4])
+from tests.support import import_fixtures as fx
+path, turns, interval = sys.argv[1], int(sys.argv[2]), float(sys.argv[3])
 parent = "a9"
 for k in range(turns):
     t = f"2025-08-20T10:00:{k:02d}.000Z"
@@ -68,7 +67,7 @@ def sources_served(tmp_path, backend_name):
     while not server.started:
         time.sleep(0.01)
     yield {"base": f"http://127.0.0.1:{sock.getsockname()[1]}", "token": policy.token, "sources": sources,
-           "env": dict(os.environ, LLM_AGENT_SESSION_BACKEND=backend_name)}
+           "env": child_env(LLM_AGENT_SESSION_BACKEND=backend_name)}
     server.should_exit = True
     thread.join(5)
     viewer.imports.close()
@@ -96,7 +95,7 @@ def test_a_claude_code_session_in_the_page_follows_a_writer(page, sources_served
     page.wait_for_selector("[data-envelope-id]")
     page.click("#to-end")  # at the end, what is appended scrolls into view
     turns = 8
-    writer = subprocess.Popen([sys.executable, "-c", WRITER, TESTS, sources_served["sources"].claude, str(turns), "0.7"],
+    writer = subprocess.Popen([sys.executable, "-c", WRITER, sources_served["sources"].claude, str(turns), "0.7"],
                               stdout=subprocess.PIPE, text=True, env=sources_served["env"])
     seen = {}
     try:

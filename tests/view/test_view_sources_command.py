@@ -13,9 +13,9 @@ import time
 import urllib.request
 
 import pytest
-from view_support import build_sources
+from tests.support.view import build_sources
 
-import import_fixtures as fx
+from tests.support import import_fixtures as fx
 
 pytestmark = pytest.mark.slow  # whole processes
 

@@ -9,10 +9,7 @@ import sys
 from dataclasses import dataclass
 from typing import Dict, Optional, Tuple
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "cli"))
-sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))  # import_fixtures
-
-from cli_support import build_transcript  # noqa: E402
+from tests.support.cli import build_transcript  # noqa: E402
 
 from llm_agent_session import Session, user_message  # noqa: E402
 
@@ -78,7 +75,7 @@ def client_for(paths, host: str = f"127.0.0.1:{PORT}", token: Optional[str] = TO
 
 @dataclass
 class Sources:
-    """Claude Code and Codex sessions as their tools lay them out (tests/import_fixtures.py's
+    """Claude Code and Codex sessions as their tools lay them out (tests/support/import_fixtures.py's
     lines), and a folder of transcripts beside them."""
 
     projects: str  # ~/.claude/projects
@@ -91,7 +88,7 @@ class Sources:
 
 
 def build_sources(root: str) -> Sources:
-    import import_fixtures as fx
+    from tests.support import import_fixtures as fx
 
     projects, sessions = os.path.join(root, "projects"), os.path.join(root, "sessions")
     project = os.path.join(projects, "-home-dev-proj")
@@ -150,9 +147,7 @@ def build_imported(root: str, sources: str) -> Imported:
     a Codex rollout, written as their tools write them under `sources` and imported under
     `root` (`root/claude`, `root/codex`), plus a subagent copied where its parent is not."""
     import shutil
-
-    sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-    import import_fixtures as fixtures
+    from tests.support import import_fixtures as fixtures
 
     from llm_agent_session.importers import claude_code, codex
 

@@ -30,7 +30,7 @@ from hypothesis import strategies as st  # noqa: E402
 
 from llm_agent_session import Session, _backend, _index, _peek  # noqa: E402
 from llm_agent_session._core import IndexedReplay  # noqa: E402
-from test_native_replay_differential import damage, error_outcome, extra_outcome, line, representative, transcripts  # noqa: E402
+from tests.test_native_replay_differential import damage, error_outcome, extra_outcome, line, representative, transcripts  # noqa: E402
 
 KEY = (0x0123456789ABCDEF, 0xFEDCBA9876543210)
 BACKENDS = ("native", "pure")

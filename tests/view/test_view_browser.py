@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import subprocess
 import sys
 import threading
@@ -19,38 +18,15 @@ import pytest
 
 pytestmark = pytest.mark.slow
 
-sync_api = pytest.importorskip("playwright.sync_api", reason="playwright is not installed (pip install playwright)")
-CHROMIUM = os.environ.get("LLM_AGENT_SESSION_CHROMIUM") or shutil.which("chromium") or shutil.which("chromium-browser")
-if CHROMIUM is None:
-    pytest.skip("no Chromium: Debian's chromium is not installed (apt-get install -y chromium)", allow_module_level=True)
-
-import uvicorn  # noqa: E402
-from view_support import ALIGNED_TABLE, SPOOFED_OUTCOMES, build_shelf, write_spoofed_outcomes  # noqa: E402
+from tests.support.browser import API, AUTH, a_page, browser, ids_shown, serving, wait_until  # noqa: E402,F401
+from tests.support.view import ALIGNED_TABLE, SPOOFED_OUTCOMES, build_shelf, write_spoofed_outcomes  # noqa: E402
 
 from llm_agent_session import Session, assistant_message, tool_message, user_message  # noqa: E402
 from llm_agent_session.visible import visible  # noqa: E402
-from llm_agent_session.view.app import app  # noqa: E402
-from llm_agent_session.view.model import Viewer  # noqa: E402
-from llm_agent_session.view.security import resolve_policy  # noqa: E402
-from llm_agent_session.view.server import bind  # noqa: E402
-from llm_agent_session.view.shelf import Roots  # noqa: E402
-
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(__file__)), "cli"))
-import hostile  # noqa: E402
+from tests.support import hostile  # noqa: E402
 
 HOSTILE_HTML = ('<script>window.__pwned = 1</script><img src=x onerror="window.__pwned = 2">'
                 "[click](javascript:window.__pwned=3) <iframe src=\"https://evil.example\"></iframe>")
-
-
-@pytest.fixture(scope="module")
-def browser():
-    with sync_api.sync_playwright() as p:
-        try:
-            b = p.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox"])
-        except Exception as e:  # pragma: no cover - a Chromium that cannot start here
-            pytest.skip(f"Chromium at {CHROMIUM} does not start: {e}")
-        yield b
-        b.close()
 
 
 @pytest.fixture(scope="module")
@@ -68,54 +44,14 @@ def served(tmp_path_factory):
     with Session.load(corpus.path) as s:  # a load repairs its torn tail first
         s.append_message(assistant_message(HOSTILE_HTML))
         s.append_message(user_message(HOSTILE_HTML))
-    sock = bind("127.0.0.1", 0)
-    port = sock.getsockname()[1]
-    policy = resolve_policy("127.0.0.1", port)
-    server = uvicorn.Server(uvicorn.Config(app(Viewer(Roots([root])), policy), log_level="warning", lifespan="off"))
-    thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
-    thread.start()
-    while not server.started:
-        time.sleep(0.01)
-    base = f"http://127.0.0.1:{port}"
-    yield {"base": base, "token": policy.token, "shelf": shelf, "long": ids, "hostile": corpus, "root": root}
-    server.should_exit = True
-    thread.join(5)
+    with serving(root) as (base, token):
+        yield {"base": base, "token": token, "shelf": shelf, "long": ids, "hostile": corpus, "root": root}
 
 
 @pytest.fixture
 def page(browser, served):
-    context = browser.new_context(viewport={"width": 1200, "height": 800})
-    p = context.new_page()
-    errors = []
-    p.on("pageerror", lambda e: errors.append(str(e)))
-    p.on("dialog", lambda d: (errors.append("dialog: " + d.message), d.dismiss()))
-    p.goto(served["base"] + "/#token=" + served["token"])  # as the printed URL: kept by the tab
-    yield p
-    context.close()
-    assert errors == []
-
-
-#: What the page's script sends with a request to the data API: the token the tab keeps.
-AUTH = "{headers: {authorization: 'Bearer ' + sessionStorage.getItem('llm-agent-session-view-token')}}"
-#: The data API from the page, as its script asks it.
-API = f"(u => fetch(u, {AUTH}).then(r => r.json()))"
-
-
-def wait_until(page, expression, timeout=10.0):
-    """Poll `expression` in the page until it is truthy (the page's CSP forbids the eval
-    that Playwright's wait_for_function uses; evaluate() goes through the debugger)."""
-    end = time.monotonic() + timeout
-    while True:
-        value = page.evaluate(expression)
-        if value:
-            return value
-        if time.monotonic() > end:
-            raise AssertionError(f"never true: {expression}")
-        time.sleep(0.05)
-
-
-def ids_shown(page):
-    return page.eval_on_selector_all("[data-envelope-id]", "els => els.map(e => e.dataset.envelopeId)")
+    with a_page(browser, served["base"], served["token"]) as p:  # as the printed URL: kept by the tab
+        yield p
 
 
 def test_shelf_then_a_transcript_then_scroll_to_the_end(page, served):
@@ -512,7 +448,7 @@ def test_an_aligned_markdown_table_keeps_to_the_csp(page, served, backend_name):
 
 def test_the_page_says_loads_verdict_as_the_shelf_does(page, served, backend_name):
     """It showed "load: ?" for every torn or failing transcript."""
-    from view_support import verdict_cases
+    from tests.support.view import verdict_cases
 
     for name, (_, text) in verdict_cases(served["root"], served["shelf"].run, "-" + backend_name).items():
         page.goto(served["base"] + "/t/" + name)

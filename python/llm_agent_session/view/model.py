@@ -20,28 +20,39 @@ from ..verdict import Verdict
 from ..visible import json_visible, visible
 from . import render
 from .problems import Problem
-from .shelf import NameRefused, Roots, Shelf, verdict_words
+from .imports import WORKERS, Imports
+from .shelf import NameRefused, Roots, Shelf
+from .shelf_row import title_of, verdict_words
 from .transcript import Transcript
 
 LIMIT = 20_000  # characters of one value in a window; the rest on request ("more")
 MAX_WINDOW = 200  # envelopes in one window
 KEEP_OPEN = 3  # transcripts kept open (a 1 GB one holds about 0.2 GB)
+TITLE_LOOK = 256  # envelopes looked at for a first prompt, where the meta has no title
 
 
 class Viewer:
     """What the routes serve: the roots, the shelf, the open transcripts."""
 
-    def __init__(self, roots: Roots, shelf: Optional[Shelf] = None) -> None:
+    def __init__(self, roots: Roots, shelf: Optional[Shelf] = None, imports: Optional[Imports] = None,
+                 import_workers: int = WORKERS) -> None:
         self.roots = roots
         self.shelf = shelf or Shelf(roots)
+        # The Claude Code and Codex sessions under the roots, imported into the cache.
+        self.imports = imports or Imports(self.shelf, import_workers)
         self.open: "OrderedDict[str, Transcript]" = OrderedDict()
         self.lock = threading.Lock()
         self.opening: Dict[str, threading.Lock] = {}
 
     def transcript(self, link: str) -> Transcript:
-        """The open transcript a link names (opened on first use); Problem 403/404."""
+        """The open transcript a link names (opened on first use; a source's waits for its
+        first import); Problem 403/404."""
         name = self.shelf.name_of(link)
         try:
+            with self.lock:
+                opened_before = name in self.open
+            if not opened_before:  # (a source's transcript is imported before it is opened)
+                self.imports.prepare(name)
             path = self.roots.resolve(name)
         except NameRefused as e:
             raise Problem(403, str(e))
@@ -62,6 +73,10 @@ class Viewer:
                     self.open.popitem(last=False)
             return opened
 
+    def catch_up(self, t: Transcript) -> None:
+        """Before a follow: where `t` is a source's import, what its source gained since."""
+        self.imports.catch_up(t.name)
+
     def shelf_rows(self, start: int) -> Dict[str, Any]:
         """``/api/shelf``: the rows from the `start`-th on (the shelf is read from the first ask)."""
         self.shelf.start()
@@ -69,12 +84,14 @@ class Viewer:
 
 
 def renderer(t: Transcript, limit: int = LIMIT) -> render.Renderer:
-    """A renderer of `t`'s envelopes with what its history knows (nothing yet, before it is read)."""
-    return render.Renderer(t.history, t.removals(), limit)
+    """A renderer of `t`'s envelopes with what its history knows (nothing yet, before it is
+    read), and its envelopes around each (a tool call's card, a run of bookkeeping)."""
+    return render.Renderer(t.history, t.removals(), limit, t.envelope, t.card_homes)
 
 
-def info(t: Transcript) -> Dict[str, Any]:
-    """``/api/transcript``: what the page shows above the list, and what is ready."""
+def info(t: Transcript, note: Optional[str] = None) -> Dict[str, Any]:
+    """``/api/transcript``: what the page shows above the list, and what is ready (`note`:
+    what its import says, for a source's: ``Imports.note``)."""
     v = t.verdict
     state = t.live()
     return {
@@ -84,10 +101,11 @@ def info(t: Transcript) -> Dict[str, Any]:
         "size": t.size,
         "end": t.end,
         "meta": json.loads(json_visible(json.dumps(t.meta, ensure_ascii=False))),
-        "title": visible(t.meta["title"]) if isinstance(t.meta.get("title"), str) else None,
+        "title": title_of(t.meta, (t.envelope(i) for i in range(min(t.count, TITLE_LOOK)))),
         "warnings": len(t.warnings),
         "first_warnings": [visible(w) for w in t.warnings[:20]],
         "error": visible(t.error) if t.error else None,
+        "note": note,
         "ready": t.ready,
         "preview": t.preview,
         "verdict": None if v is None else _verdict(v),

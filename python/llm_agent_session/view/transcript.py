@@ -111,6 +111,7 @@ class Transcript:
         self.pending_ids: Optional[List[str]] = None  # the verdict's pending operations
         self._verdict_count = -1  # the envelopes there were when the verdict was asked for
         self._found_by_id: Dict[str, Tuple[Tuple[int, int], List[int]]] = {}  # pending/failed positions
+        self.card_homes: Dict[str, int] = {}  # op id -> the position of its card (view/cards.py)
         # What each compaction and rewind removed, counted for the history as it was then.
         self._removals: Tuple[Any, Dict[str, Tuple[int, str]]] = (None, {})
 

@@ -33,6 +33,7 @@ export function showInfo(info) {
   if (info.warnings) parts.push(fmtInt(info.warnings) + " lines skipped");
   if (!info.ready.history) parts.push("reading the history…");
   if (info.error) parts.push(info.error);
+  if (info.note) parts.push("import: " + info.note);   // a Claude Code or Codex session's, imported again
   T.about = parts.join(" · ");
   status(T.about);
 }

@@ -546,3 +546,39 @@ def test_a_deep_link_works_in_this_browser_and_asks_for_the_url_anywhere_else(br
     assert "open the URL that llm-agent-session view printed" in shown
     assert page.query_selector("[data-envelope-id]") is None
     fresh.close()
+
+
+def test_a_big_transcript_without_an_index_shows_its_end_then_all_of_it(page, served, monkeypatch, backend_name):
+    """Opened the first time without a side index, a big transcript (here: any, the
+    threshold lowered) shows its last lines at once, from the end; once its index is built
+    in the cache (held back here until the preview was seen), the whole file, still at the
+    end, and then jumps and search through the index; nothing is written beside it."""
+    from llm_agent_session import _index, indexed
+    from llm_agent_session.view import transcript as transcript_module
+
+    folder = os.path.join(served["root"], "big-" + backend_name)
+    os.makedirs(folder)
+    path = os.path.join(folder, "big.jsonl")
+    ids = []
+    with Session.create(path, {"title": "big"}) as s:
+        for i in range(400):
+            ids.append(s.append_message(user_message(f"line {i} of the big one")))
+    monkeypatch.setattr(transcript_module, "PREVIEW_FROM", 0)
+    monkeypatch.setattr(transcript_module, "PREVIEW_BYTES", 20000)  # more than a screen
+    gate = threading.Event()
+    update = indexed.update
+    monkeypatch.setattr(indexed, "update", lambda p: (gate.wait(20), update(p))[1])
+    page.goto(served["base"] + f"/t/shelf/big-{backend_name}/big.jsonl")
+    page.wait_for_selector(f"[data-envelope-id='{ids[-1]}']")  # the end, first
+    assert ids[0] not in ids_shown(page)
+    wait_until(page, "document.querySelector('#status').textContent.indexOf('the last') >= 0")
+    gate.set()
+    wait_until(page, "document.querySelector('#status').textContent.indexOf('401 envelopes') >= 0", timeout=20)
+    page.wait_for_selector(f"[data-envelope-id='{ids[-1]}']")  # still at the end
+    assert os.path.exists(_index.index_file(path)) and os.listdir(folder) == ["big.jsonl"]
+    page.fill("#jump-id", ids[3])
+    page.press("#jump-id", "Enter")
+    page.wait_for_selector(f"[data-envelope-id='{ids[3]}'].target")
+    page.fill("input[type=search]", "line 7 of")
+    page.press("input[type=search]", "Enter")
+    page.wait_for_selector(f"[data-envelope-id='{ids[7]}'] mark")

@@ -107,6 +107,7 @@ def info(t: Transcript, note: Optional[str] = None) -> Dict[str, Any]:
         "error": visible(t.error) if t.error else None,
         "note": note,
         "ready": t.ready,
+        "preview": t.preview,
         "verdict": None if v is None else _verdict(v),
         "live": None if state is None else len(state.ids),
         # pending(): not every operation's state (a native read would build them all)

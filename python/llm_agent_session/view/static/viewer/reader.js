@@ -152,6 +152,7 @@ async function start(params) {
     T.ready = info.ready;
     showInfo(info);
     setMode(T.mode);
+    if (info.preview) toEnd();   // a big file without an index: its end, while it is read
     const at = params.get("at");
     if (at) await goToId(at);
     setTimeout(follow, FOLLOW_MS);

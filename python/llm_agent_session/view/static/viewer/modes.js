@@ -1,6 +1,6 @@
 // What the list shows: the whole history or the live conversation only (setMode starts the
 // list again), and the transcript's summary in the status line.
-import { $, fmtBytes, fmtInt, status } from "./dom.js";
+import { $, fmtBytes, fmtInt, fmtTokens, status, usageWords } from "./dom.js";
 import { render, sizeSpacer, syncScrollbar } from "./list.js";
 import { T } from "./state.js";
 
@@ -26,6 +26,10 @@ export function showInfo(info) {
   document.title = title + ": llm-agent-session view";
   const parts = [fmtInt(info.count) + " envelopes", fmtBytes(info.size)];
   if (info.live !== null) parts.push(fmtInt(info.live) + " live messages");
+  if (info.tokens) {
+    parts.push("tokens " + fmtTokens(info.tokens.tokens) + " (" + usageWords(info.tokens.usage) + "; " +
+      fmtInt(info.tokens.usage.responses) + " responses)");
+  }
   if (info.pending) parts.push(fmtInt(info.pending) + " pending (may or may not have run)");
   if (v) parts.push("load: " + v.text + (v.why ? " (" + v.why + ")" : ""));
   if (info.warnings) parts.push(fmtInt(info.warnings) + " lines skipped");

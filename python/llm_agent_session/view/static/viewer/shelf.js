@@ -5,6 +5,7 @@
 import { getJSON } from "./api.js";
 import { $, el, fmtBytes, fmtInt, fmtTokens, status, usageWords } from "./dom.js";
 import { apiURL, transcriptHref } from "./links.js";
+import { startShelfSearch } from "./shelf_search.js";
 import { arrange, shortProject } from "./shelf_tree.js";
 
 const ROW = 46;   // px, every line of the list
@@ -133,5 +134,6 @@ export function openShelf() {
   }
   window.addEventListener("scroll", () => requestAnimationFrame(draw), { passive: true });
   window.addEventListener("resize", draw);
+  startShelfSearch();
   poll();
 }

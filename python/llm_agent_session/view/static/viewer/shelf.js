@@ -43,11 +43,11 @@ function rowElement(line, parents) {
     cell(r.session || "", "session", r.session_id || ""),
     cell([r.agent, r.model].filter(Boolean).join(" · ") + (r.source ? " (imported)" : ""), "", r.source || ""),
     cell(minute(r.first), "time", second(r.first)), cell(minute(r.last), "time", second(r.last)),
+    cell(fmtTokens(r.tokens), "num tokens", tokensTitle(r.usage)),
     cell(r.size !== undefined ? fmtBytes(r.size) : "", "num"),
     cell(r.messages !== undefined ? fmtInt(r.messages) + " (" + fmtInt(r.live) + ")" : "", "num"),
     cell(fmtInt(r.tool_calls), "num"), cell(fmtInt(r.failed), "num" + (r.failed ? " bad" : "")),
     cell(fmtInt(r.pending), "num" + (r.pending ? " warn" : "")),
-    cell(fmtTokens(r.tokens), "num tokens", tokensTitle(r.usage)),
     cell(r.verdict + (r.why ? ": " + r.why : ""), "verdict", r.error || r.why || ""));
   const wrap = el("div", "shelf-line" + (line.depth ? " child" : ""));
   if (line.children) {

@@ -21,8 +21,7 @@ import time
 from collections import OrderedDict
 from typing import Any, Dict, List, Optional, Tuple
 
-from .._search_cache import SearchCache
-from ..search_many import Hit, Search, search_many
+from ..search_many import Hit, Search, SearchCache, search_many
 from ..visible import visible
 from .problems import Problem
 from .shelf import Roots, Shelf

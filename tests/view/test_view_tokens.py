@@ -17,7 +17,7 @@ from typing import Any, Dict, List, Tuple
 import import_fixtures as fx
 from view_support import client_for
 
-from llm_agent_session import Session, assistant_message, user_message
+from llm_agent_session import Session, Usage, assistant_message, user_message
 
 FIGURES = ("input", "output", "cache_read", "cache_write")
 # Claude Code's counts, by the names the viewer gives them.
@@ -106,7 +106,7 @@ def test_a_streamed_response_is_counted_once_per_message_session_and_row(tmp_pat
     assert {k: row["usage"][k] for k in (*FIGURES, "responses")} == truth
     assert row["tokens"] == sum(truth[k] for k in FIGURES)
     session = client.get("/api/transcript", params={"t": name}).json()["tokens"]
-    assert session == {"tokens": row["tokens"], "usage": row["usage"]}
+    assert session == {"tokens": row["tokens"], "usage": row["usage"], "ready": True}
 
     # Per message: every line's own usage, and the one of each response that counts.
     shown = _usages(client, name)
@@ -156,3 +156,35 @@ def test_a_session_without_usage_says_unknown_not_zero(tmp_path):
     info = client.get("/api/transcript", params={"t": "t/plain.jsonl"}).json()
     assert info["tokens"]["tokens"] is None and info["tokens"]["usage"]["output"] is None
     assert _usages(client, "t/plain.jsonl") == []  # no message says any usage
+
+
+def test_a_big_files_tokens_are_counted_in_the_background(tmp_path, monkeypatch):
+    """A file past ON_THE_ASK is read in a thread: the first screen does not wait for it;
+    until it is done the answer says so (ready false), then it has the totals."""
+    from llm_agent_session.view import tokens
+
+    monkeypatch.setattr(tokens, "ON_THE_ASK", 0)
+    path, steps = _followed(tmp_path)
+    truth = _truth(steps)
+    client = client_for([str(tmp_path / "out")])
+    seen = []
+    for _ in range(1000):
+        got = client.get("/api/transcript", params={"t": "out/proj/s.jsonl"}).json()["tokens"]
+        seen.append(got["ready"])
+        if got["ready"]:
+            break
+        assert got == {"ready": False, "tokens": None, "usage": None}  # nothing read before
+        time.sleep(0.01)
+    assert seen[-1] is True and {k: got["usage"][k] for k in (*FIGURES, "responses")} == truth
+    shown = _usages(client, "out/proj/s.jsonl")
+    assert sum(u["counted"] is True for u in shown) == truth["responses"]
+    # Grown: counted again in the background, the last totals meanwhile.
+    with Session.load(path) as s:
+        s.append_message(assistant_message("more"), usage=Usage(output=5, response_id="r-new"))
+    for _ in range(1000):
+        got = client.get("/api/transcript", params={"t": "out/proj/s.jsonl"}).json()["tokens"]
+        if got["ready"]:
+            break
+        assert got["usage"]["output"] == truth["output"]  # the last reading's
+        time.sleep(0.01)
+    assert got["usage"]["output"] == truth["output"] + 5 and got["usage"]["responses"] == truth["responses"] + 1

@@ -57,8 +57,9 @@ function block(b, item, open) {
 // A message's usage: its figures ("—" where the line states none), and where its response
 // is counted when that is a later line (Claude Code writes one line per streamed block).
 function tokensLine(t) {
-  const line = el("div", "tokens-line" + (t.counted ? "" : " repeat"), "tokens: " + usageWords(t));
-  if (!t.counted) {
+  const repeat = t.counted === false;   // null: not known yet (a big file's usage still being read)
+  const line = el("div", "tokens-line" + (repeat ? " repeat" : ""), "tokens: " + usageWords(t));
+  if (repeat) {
     line.append(" ");
     if (t.counted_at) {
       const b = badge({ text: "the same response as a later line: counted there", cls: "link", to: t.counted_at });

@@ -26,9 +26,12 @@ export function showInfo(info) {
   document.title = title + ": llm-agent-session view";
   const parts = [fmtInt(info.count) + " envelopes", fmtBytes(info.size)];
   if (info.live !== null) parts.push(fmtInt(info.live) + " live messages");
-  if (info.tokens) {
-    parts.push("tokens " + fmtTokens(info.tokens.tokens) + " (" + usageWords(info.tokens.usage) + "; " +
-      fmtInt(info.tokens.usage.responses) + " responses)");
+  const u = info.tokens;
+  if (u && u.usage) {
+    parts.push("tokens " + fmtTokens(u.tokens) + " (" + usageWords(u.usage) + "; " +
+      fmtInt(u.usage.responses) + " responses" + (u.ready ? "" : "; counting again…") + ")");
+  } else if (u) {
+    parts.push("counting the tokens…");
   }
   if (info.pending) parts.push(fmtInt(info.pending) + " pending (may or may not have run)");
   if (v) parts.push("load: " + v.text + (v.why ? " (" + v.why + ")" : ""));

@@ -27,7 +27,7 @@ ON_THE_ASK = 32 << 20
 _Key = Tuple[str, int, int, int]
 _KEEP = 8  # the transcripts whose reading is kept (the viewer keeps 3 open)
 _readings: Dict[str, Tuple[_Key, TranscriptUsage]] = {}
-_reading: Set[_Key] = set()  # those being read in the background
+_reading: Set[str] = set()  # the paths being read in the background (one read a path at a time)
 _lock = threading.Lock()
 
 
@@ -46,7 +46,7 @@ def _read_in_background(path: str, key: _Key) -> None:
         pass  # asked again, it is tried again
     finally:
         with _lock:
-            _reading.discard(key)
+            _reading.discard(path)
 
 
 def reading(path: str) -> Tuple[Optional[TranscriptUsage], bool]:
@@ -70,8 +70,8 @@ def reading(path: str) -> Tuple[Optional[TranscriptUsage], bool]:
         _keep(path, key, found)
         return found, True
     with _lock:
-        if key not in _reading:
-            _reading.add(key)
+        if path not in _reading:  # (a file growing as it is read: read again on a later ask)
+            _reading.add(path)
             threading.Thread(target=_read_in_background, args=(path, key), name="view-tokens", daemon=True).start()
     return (kept[1] if kept is not None else None), False
 

@@ -364,7 +364,8 @@ def fleet_figures(root: str, rows: List[Tuple[str, str, str]]) -> None:
                     first, whole, said = page.evaluate(SHELF_SEARCH, text)
                     if first is not None:
                         rows.append((f"fleet search, {label} text, {round_}: first hit", f"{first:,.0f} ms", "<= 300 ms"))
-                    rows.append((f"fleet search, {label} text, {round_}: done", f"{whole / 1000:.2f} s "
+                    hits = said.split(" ·")[0]
+                    rows.append((f"fleet search, {label} text, {round_}: done ({hits})", f"{whole / 1000:.2f} s "
                                  f"({whole / 1000 / grep:.2f}x grep {grep:.2f} s)",
                                  "<= 1.5x grep" if round_ == "first" else "< first"))
                     print(f"  ({label}, {round_}: {said})", file=sys.stderr)

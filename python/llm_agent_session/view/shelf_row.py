@@ -19,7 +19,7 @@ from typing import Any, Dict, Iterable, Optional, Tuple
 
 from ..messages import model_named
 from ..session import Session
-from ..usage import UsageTotals, count_lines, of_message
+from ..usage import TOKEN_USAGE, UsageTotals, count_lines, of_message
 from ..verdict import Verdict, verdict
 from ..visible import visible
 
@@ -70,7 +70,8 @@ def describe(path: str, name: Optional[str] = None) -> Dict[str, Any]:
         elif event.type in ("message", "run-context"):
             looked.see(event.type, event.payload)
             if event.type == "message" and isinstance(event.payload, dict):
-                stated.append((of_message(event.payload), event.payload.get("role") == "assistant"))
+                said = of_message(event.payload) if TOKEN_USAGE in event.payload else None
+                stated.append((said, event.payload.get("role") == "assistant"))
     verdict_text, why = verdict_words(verdict(path))
     counts = survey["counts"]
     session_id, short = short_session_id(meta, envelopes[0].id if len(envelopes) else None)

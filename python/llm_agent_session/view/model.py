@@ -18,7 +18,7 @@ from typing import Any, Dict, Optional
 
 from ..verdict import Verdict
 from ..visible import json_visible, visible
-from . import render
+from . import render, tokens
 from .problems import Problem
 from .imports import WORKERS, Imports
 from .shelf import NameRefused, Roots, Shelf
@@ -92,6 +92,7 @@ def renderer(t: Transcript, limit: int = LIMIT) -> render.Renderer:
 def info(t: Transcript, note: Optional[str] = None) -> Dict[str, Any]:
     """``/api/transcript``: what the page shows above the list, and what is ready (`note`:
     what its import says, for a source's: ``Imports.note``)."""
+    used = tokens.of_session(t.path)  # the session's, each response once (before `ready` is read below)
     v = t.verdict
     state = t.live()
     return {
@@ -102,6 +103,7 @@ def info(t: Transcript, note: Optional[str] = None) -> Dict[str, Any]:
         "end": t.end,
         "meta": json.loads(json_visible(json.dumps(t.meta, ensure_ascii=False))),
         "title": title_of(t.meta, (t.envelope(i) for i in range(min(t.count, TITLE_LOOK)))),
+        "tokens": used,
         "warnings": len(t.warnings),
         "first_warnings": [visible(w) for w in t.warnings[:20]],
         "error": visible(t.error) if t.error else None,
@@ -134,6 +136,7 @@ def window(t: Transcript, start: int, count: int, mode: str = "history") -> Dict
     if mode != "history":
         raise Problem(400, "mode is history or live")
     items = [r.envelope(i, e) for i, e in t.window(start, count)]
+    tokens.mark(t.path, items, t.envelope)
     return {"ready": True, "count": t.count, "items": items, "generation": t.generation}
 
 
@@ -166,7 +169,9 @@ def position_of(t: Transcript, envelope_id: str) -> int:
 def envelope(t: Transcript, i: int, full: bool = False) -> Dict[str, Any]:
     """``/api/envelope``: the envelope at position `i` as in a window (`full`: nothing shortened)."""
     _must_hold(t, i)
-    return renderer(t, 0 if full else LIMIT).envelope(i, t.envelope(i))
+    item = renderer(t, 0 if full else LIMIT).envelope(i, t.envelope(i))
+    tokens.mark(t.path, [item], t.envelope)
+    return item
 
 
 def raw_line(t: Transcript, i: int) -> Dict[str, Any]:

@@ -34,7 +34,8 @@ export async function follow() {
         render();
         if (T.atEnd) syncScrollbar();
       }
-      if (n !== (T.info && (T.mode === "live" ? T.info.live : T.info.count)) || (got.ready.history && !wasReady) || (!T.info.verdict && got.ready.verdict)) {
+      if (n !== (T.info && (T.mode === "live" ? T.info.live : T.info.count)) || (got.ready.history && !wasReady) || (!T.info.verdict && got.ready.verdict) ||
+          (T.info.tokens && !T.info.tokens.ready)) {   // a big file's tokens, being counted
         showInfo(await getJSON(apiURL("transcript", { t: T.link })));
       }
     }

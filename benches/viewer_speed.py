@@ -507,13 +507,13 @@ INDEX_SECTION_END = "<!-- viewer-index:end -->"
 def write_section(path: str, size: int, rows: List[Tuple[str, str, str]], argv: List[str],
                   side_index: bool = False) -> None:
     """This run's figures as their section of benches/RESULTS.md."""
-    from benchutil import machine_info, md_table, replace_section
+    from benchutil import machine_info, md_table, replace_section, shown_command
 
     start, end = (INDEX_SECTION_START, INDEX_SECTION_END) if side_index else (SECTION_START, SECTION_END)
     title = ("## The viewer with and without the side index (issue #38)" if side_index
              else "## The viewer on a big transcript (issue #25)")
     info = machine_info()
-    command = "python benches/viewer_speed.py " + " ".join(argv)
+    command = shown_command("viewer_speed.py", argv)
     text = "\n".join([
         start,
         title,

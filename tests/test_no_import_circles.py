@@ -328,6 +328,25 @@ def _path_edits(top: str) -> List[str]:
     return found
 
 
+def _bare_imports(top: str) -> List[str]:
+    """Imports of a module of the test tree by its bare name (``import helpers``, ``from
+    test_x import y``), which only a path edit would let Python find."""
+    names = {os.path.splitext(f)[0] for _, _, files in os.walk(top) for f in files
+             if f.endswith(".py") and f not in ("__init__.py", "conftest.py")}
+    bare = re.compile(r"^\s*(?:from|import)\s+(%s)\b(?!\.)" % "|".join(map(re.escape, sorted(names))))
+    found = []
+    for folder, dirs, files in os.walk(top):
+        dirs[:] = [d for d in dirs if d not in ("artifacts", "__pycache__", "target")]
+        for name in files:
+            if name.endswith(".py"):
+                path = os.path.join(folder, name)
+                with open(path, encoding="utf-8") as f:
+                    for n, text in enumerate(f, 1):
+                        if bare.match(text):
+                            found.append(f"{os.path.relpath(path, ROOT)}:{n}: {text.strip()}")
+    return found
+
+
 def test_the_tests_are_a_package_without_path_edits(backend_name):
     """tests/ is a package: everything is imported as ``tests.…`` (tests.support for what
     the surfaces share), so no test, helper or child snippet edits ``sys.path``."""
@@ -338,6 +357,7 @@ def test_the_tests_are_a_package_without_path_edits(backend_name):
         if any(f.endswith(".py") for f in files):
             assert "__init__.py" in files, f"{os.path.relpath(folder, ROOT)} holds Python but is not a package"
     assert _path_edits(TESTS_DIR) == []
+    assert _bare_imports(TESTS_DIR) == []
 
 
 def test_the_path_edit_finder_finds_them(tmp_path):
@@ -347,3 +367,6 @@ def test_the_path_edit_finder_finds_them(tmp_path):
         assert len(_path_edits(str(tmp_path))) == 1, text
     (tmp_path / "t.py").write_text("import sys\nprint(sys.path)\n")
     assert _path_edits(str(tmp_path)) == []
+    (tmp_path / "test_a.py").write_text("from test_b import x\n")
+    (tmp_path / "test_b.py").write_text("from tests.test_a import y\nimport test_bb\n")
+    assert [f.rsplit(": ", 1)[1] for f in _bare_imports(str(tmp_path))] == ["from test_b import x"]

@@ -13,7 +13,7 @@ import pytest
 pytestmark = pytest.mark.slow
 
 from tests.support.browser import a_page, browser, serving, wait_until  # noqa: E402,F401
-from test_view_tokens import FIGURES, _followed, _truth  # noqa: E402
+from tests.view.test_view_tokens import FIGURES, _followed, _truth  # noqa: E402
 
 from tests.support import hostile  # noqa: E402
 from llm_agent_session import Session, assistant_message, user_message  # noqa: E402

@@ -18,8 +18,8 @@
    than its load. Then the pending call's settle (a row written before changes), and a
    compaction (the case that is read whole).
 
-The corpora are the shared ones in /work/corpus when present (``--corpus-dir``), else
-generated into ``benches/.cache``. Timings are wall clock, best of ``--rounds``; the
+The corpora are generated into ``--corpus-dir`` (default: the benches' cache,
+``benches/.cache`` or ``LLM_AGENT_SESSION_BENCH_CACHE``) and reused from there. Timings are wall clock, best of ``--rounds``; the
 machine should be quiet. Every figure is printed; nothing is asserted.
 """
 
@@ -91,9 +91,9 @@ def export_once(src: str, out: str, jobs: int, backend: str) -> Dict[str, Any]:
     return json.loads(run(EXPORT, src, out, str(jobs), backend))
 
 
-def corpus(kind: str, size: int, corpus_dir: str) -> str:
-    shared = os.path.join(corpus_dir, f"{kind}-{generate.size_label(size)}.jsonl")
-    if os.path.exists(shared):
+def corpus(kind: str, size: int, corpus_dir: Optional[str]) -> str:
+    shared = os.path.join(corpus_dir, f"{kind}-{generate.size_label(size)}.jsonl") if corpus_dir else ""
+    if shared and os.path.exists(shared):
         return shared
     return generate.cached(size, seed=1, corpus=kind)[0]
 
@@ -102,7 +102,7 @@ def mb(n: float) -> str:
     return f"{n / 1e6:,.0f} MB"
 
 
-def throughput(size: int, corpus_dir: str, rounds: int, backend: str, scratch: str) -> List[str]:
+def throughput(size: int, corpus_dir: Optional[str], rounds: int, backend: str, scratch: str) -> List[str]:
     rows = [f"{'corpus':<11} {'size':>8}  {'DuckDB read_json->Parquet':>26}  {'dataset export':>16}  "
             f"{'ratio':>6}  {'peak RSS - idle':>16}  {'x size':>7}"]
     for kind in CORPORA:
@@ -156,7 +156,7 @@ def _files_per_partition(out: str) -> Dict[str, int]:
     return counts
 
 
-def grown(size: int, corpus_dir: str, backend: str, scratch: str) -> List[str]:
+def grown(size: int, corpus_dir: Optional[str], backend: str, scratch: str) -> List[str]:
     """A transcript of `size` exported while a call is pending (as a running agent is caught
     mid tool call), then 1 MB appended (as a running agent appends) and exported again;
     against ``Session.load`` of the grown file. Then the pending call settled (its row,
@@ -219,7 +219,7 @@ def main(argv: Optional[List[str]] = None) -> int:
     ap.add_argument("--jobs", type=int, default=2, help="--jobs of the fleet's first export (default 2)")
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--backend", default="native")
-    ap.add_argument("--corpus-dir", default="/work/corpus")
+    ap.add_argument("--corpus-dir", default=None, help="where the corpora are made and kept (default: the benches' cache)")
     ap.add_argument("--keep", metavar="DIR", help="work in DIR and keep it (default: a temporary directory)")
     ap.add_argument("--write", action="store_true", help="replace this section of benches/RESULTS.md")
     a = ap.parse_args(argv)

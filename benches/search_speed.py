@@ -148,7 +148,7 @@ def texts_for(paths: List[str]) -> List[Tuple[str, str]]:
 
 def main(argv: Optional[List[str]] = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--fleet", default="/work/corpus/fleet10k", help="the fleet's directory (made when missing)")
+    ap.add_argument("--fleet", default=None, help="the fleet's directory (made when missing; default: fleet10k in the benches' cache)")
     ap.add_argument("--count", type=int, default=10_000, help="transcripts of a fleet made here (default 10000)")
     ap.add_argument("--size", default="2600MB", help="their bytes together (default 2600MB)")
     ap.add_argument("--seed", type=int, default=1)

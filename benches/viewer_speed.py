@@ -1,7 +1,7 @@
 """The viewer on a big transcript (issue #25), side by side in one run: the real command in a
 child process, Chromium (Debian's, by path) driven by Playwright.
 
-    python benches/viewer_speed.py /work/corpus/realistic-1GB.jsonl     # a 1 GB transcript
+    python benches/viewer_speed.py realistic-1GB.jsonl                   # a 1 GB transcript
     python benches/viewer_speed.py --size 16MB                           # generated here
     python benches/viewer_speed.py FILE --shelf 10000                    # and a shelf of 10,000
     python benches/viewer_speed.py FILE --write                          # and its section of RESULTS.md

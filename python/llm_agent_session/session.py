@@ -8,7 +8,7 @@ import os
 import threading
 import weakref
 from dataclasses import replace
-from typing import Any, Callable, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple, cast
+from typing import TYPE_CHECKING, Any, Callable, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple, cast
 
 from . import _backend, _platform
 from ._events import EventLog
@@ -41,6 +41,9 @@ from ._unanswered import RESULT_GONE_TEXT as RESULT_GONE_TEXT
 from ._unanswered import RESULT_LOST_TEXT as RESULT_LOST_TEXT
 from ._unanswered import UnansweredCall, find_operations, unanswered_calls
 from .messages import Event, FrozenDict, FrozenList, Message, MessageLike, PendingToolOperation, message_extras
+
+if TYPE_CHECKING:
+    from .secrets.policy import LineMasker, Policy
 
 
 def _require(value: Any, types: Tuple[type, ...], what: str, *, optional: bool = False) -> None:
@@ -215,12 +218,18 @@ class Session:
         self._lock = threading.RLock()
         self._pid = os.getpid()
         self._broken: Optional[str] = None
+        # A write-time redaction policy's writer (docs/secrets.md): what it masks is masked in
+        # the lines written only; the state above keeps what was appended.
+        self._redaction: Optional["LineMasker"] = None
         _open_sessions.add(self)
 
     # -- the three ways in -----------------------------------------------------------------
 
     @classmethod
-    def create(cls, path: Any, meta: Optional[Mapping[str, Any]] = None, *, fsync: bool = False) -> "Session":
+    def create(
+        cls, path: Any, meta: Optional[Mapping[str, Any]] = None, *, fsync: bool = False,
+        redaction: Optional["Policy"] = None,
+    ) -> "Session":
         """Create a new transcript at `path` whose first line is `meta`, and open it.
 
         Missing parent directories are created (mode 0700), the file (mode 0600) is
@@ -229,6 +238,10 @@ class Session:
         Raises FileExistsError if `path` exists (it is never overwritten),
         TypeError/ValueError if `meta` is not a JSON-able mapping,
         NotImplementedError where there is no flock (Windows).
+
+        ``redaction``: a ``secrets.Policy``; every line written (the meta's too) has the
+        secrets it finds masked (docs/secrets.md), while this session's state keeps the
+        values as given.
         """
         _platform.require_lock("Session.create")
         path = os.fspath(path)
@@ -240,15 +253,21 @@ class Session:
         validate(meta, "meta")
         payload_json = dumps(meta)
         id_, ts = new_id(), now_ts()
-        fd = publish_new(path, envelope_line(id_, "session-meta", ts, payload_json), fsync=fsync)
+        line = envelope_line(id_, "session-meta", ts, payload_json)
+        masker = None if redaction is None else redaction.writer()
+        if masker is not None:
+            line = masker.line("session-meta", copy_json(meta), id_, ts, line)
+        fd = publish_new(path, line, fsync=fsync)
         state = FoldState()
         state.meta = copy_json(meta)
         state.envelope_at = {id_: 0}
         events = [Event(id_, "session-meta", ts, 1, state.meta)]
-        return cls(path, fd, state, events, [], fsync)
+        session = cls(path, fd, state, events, [], fsync)
+        session._redaction = masker
+        return session
 
     @classmethod
-    def load(cls, path: Any, *, fsync: bool = False) -> "Session":
+    def load(cls, path: Any, *, fsync: bool = False, redaction: Optional["Policy"] = None) -> "Session":
         """Open an existing transcript: repair a torn tail, replay every line, keep a handle.
 
         A torn last line (a writer killed mid-line) is cut off by a verbatim copy and an
@@ -260,9 +279,11 @@ class Session:
         that no crash produces), UnsupportedVersion, SessionLocked (another session
         has it open), PermissionError (a torn tail in a read-only file), OSError (the
         repair copy failed: the file is unchanged), NotImplementedError (Windows).
+        ``redaction``: a ``secrets.Policy`` for the lines appended from now on (see ``create``).
         """
         _platform.require_lock("Session.load")
         path = os.fspath(path)
+        masker = None if redaction is None else redaction.writer()
         fd = open_locked(path)
         warnings: List[str] = []
         try:
@@ -275,7 +296,9 @@ class Session:
         except BaseException:
             os.close(fd)
             raise
-        return cls(path, fd, state, events, warnings, fsync)
+        session = cls(path, fd, state, events, warnings, fsync)
+        session._redaction = masker
+        return session
 
     @staticmethod
     def peek(
@@ -865,6 +888,8 @@ class Session:
                 line = envelope_line(new, type_, ts, payload_json)
             else:
                 new = cast(str, id_)
+            if self._redaction is not None:
+                line = self._redaction.line(type_, payload, new, ts, line)
             self._write_line(fd, size, line, force_fsync)
             if type_ != "message":
                 self._synced = None  # live messages may have moved or changed

@@ -12,11 +12,12 @@ from ..messages import Message
 from . import replay as _replay
 from .columns import dataset_pass
 from .search import find_hits, find_lines
+from .secrets import Prefilter as secret_prefilter
 from .survey import survey
 from .tail_check import copy_prefix, tail_check
 
 __all__ = ["name", "tail_check", "copy_prefix", "replay", "scan", "history", "encode_envelope", "append_size",
-           "identical_prefix", "find_lines", "find_hits", "dataset_pass"]
+           "identical_prefix", "find_lines", "find_hits", "dataset_pass", "secret_prefilter"]
 
 name = "pure"
 # ``Session`` runs the reference's serialiser (``canonical``) and append check itself.

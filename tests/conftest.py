@@ -29,6 +29,7 @@ SLOW_PLACES = (
     "tests/test_types.py",
     "tests/dataset/test_dataset_cli.py",
     "tests/dataset/test_dataset_big.py",
+    "tests/secrets/test_adapters.py",
 )
 SLOW_TESTS = (
     "test_every_truncation_of_a_representative_transcript_agrees",

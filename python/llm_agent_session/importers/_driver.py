@@ -56,8 +56,13 @@ def _no_cyclic_gc() -> Iterator[None]:
             gc.enable()
 
 
-def run_import(src: Any, out: Any, fmt: str, plan: Plan) -> ImportReport:
-    """Import ``src`` into ``out``; never raises on source content (the report says what failed)."""
+def run_import(src: Any, out: Any, fmt: str, plan: Plan, redaction: Any = None) -> ImportReport:
+    """Import ``src`` into ``out``; never raises on source content (the report says what failed).
+    ``redaction``: a ``secrets.Policy`` whose masks the plan gets before anything is written."""
+    if redaction is not None:
+        from ._redact import masked
+
+        plan = masked(plan, redaction)
     with _no_cyclic_gc():
         return _run_import(src, out, fmt, plan)
 

@@ -53,6 +53,7 @@ SLOW_TESTS = (
     "test_jobs_import_a_tree_in_processes_with_the_same_result",
     "test_progress_bar_only_on_a_tty",
     "test_check_of_a_file_8x_larger_than_tmpdir_copies_nothing",
+    "test_sigkill_during_a_scrub_leaves_the_old_file_or_the_new_one",
 )
 
 

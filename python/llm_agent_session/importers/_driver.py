@@ -127,6 +127,7 @@ def _append_new(data: bytes, src: str, out: str, fmt: str, plan: Plan, report: I
     except (TranscriptError, OSError) as e:
         raise Refused(f"{out} exists and does not load ({reason_of(e)}); choose a new OUT") from None
     with session:
+        plan = _as_scrubbed(session, plan)
         cp, after = last_checkpoint(session)
         if cp is None:
             raise Refused(f"{out} exists and was not made by an import (it has no import checkpoint); choose a new OUT")
@@ -166,6 +167,18 @@ def _append_new(data: bytes, src: str, out: str, fmt: str, plan: Plan, report: I
 
         _write_at_end(out, session, report, parsed, write)
         report["status"] = "appended"
+
+
+def _as_scrubbed(session: Session, plan: Plan) -> Plan:
+    """`plan`, masked by the default policy where OUT was scrubbed (``secrets.scrub``) and
+    the import was given none: else what is new would bring the masked secrets back."""
+    from ._redact import is_masked, masked
+
+    if is_masked(plan) or not any(e.type == "scrub" for e in session.events):
+        return plan
+    from ..secrets import Policy
+
+    return cast(Plan, masked(plan, Policy()))
 
 
 _CHECKPOINT_KEYS = ("format", "source", "bytes", "lines", "digest", "importer", "resume")

@@ -70,4 +70,10 @@ def masked(plan: Any, policy: Policy) -> Any:
         job.records = [masker.record(r) for r in job.records]
         return job
 
+    run.masked = True  # type: ignore[attr-defined]
     return run
+
+
+def is_masked(plan: Any) -> bool:
+    """Whether `plan` is one :func:`masked` made."""
+    return getattr(plan, "masked", False) is True

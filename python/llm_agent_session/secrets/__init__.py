@@ -22,9 +22,11 @@ from .redact import Finding, marker
 from .redact import redact as _redact
 from .rules import BUILTIN, FAMILIES
 from .scan import FileScan, Located, histories, scan_file
+from .scrub import ScrubReport, scrub_file
 
 __all__ = ["redact", "Policy", "Rules", "Finding", "Fingerprints", "FileScan", "Located", "MARKER", "BUILTIN",
-           "FAMILIES", "ConfigError", "config_dir", "histories", "load_rules", "marker", "scan_file", "default_rules"]
+           "FAMILIES", "ConfigError", "config_dir", "histories", "load_rules", "marker", "scan_file", "default_rules",
+           "scrub_file", "ScrubReport"]
 
 _default: Optional[Rules] = None
 

@@ -78,14 +78,23 @@ class LineMasker:
         self.masker = EnvelopeMasker(policy.rules, policy.fingerprints)
         self._keep = prefilter(policy.rules)
 
+    def may_change(self, line: bytes, type_: Optional[str] = None) -> bool:
+        """Whether the envelope `line` (without its ``\\n``) may be written otherwise: the
+        byte scan keeps it, or it is a settle or a run-context line and a digest it may
+        name was written anew. `type_`: the envelope's type, where known."""
+        masker = self.masker
+        if self._keep.keeps(line):
+            return True
+        if masker.results and (type_ == "tool-settled" if type_ else b'"tool-settled"' in line):
+            return True
+        return bool(masker.sections) and (type_ == "run-context" if type_ else b'"run-context"' in line)
+
     def line(self, type_: str, payload: Dict[str, Any], id_: str, ts: str, line: bytes) -> bytes:
         """`line` (the envelope `id_` of `type_` at `ts` whose payload is `payload`, as
         plain JSON values), or the line of its masked payload."""
-        masker = self.masker
-        if not (self._keep.keeps(line) or (type_ == "tool-settled" and masker.results)
-                or (type_ == "run-context" and masker.sections)):
+        if not self.may_change(line.rstrip(b"\n"), type_):
             return line
-        new = masker.payload(type_, payload)
+        new = self.masker.payload(type_, payload)
         return line if new is None else envelope_line(id_, type_, ts, dumps(new))
 
     def payload(self, type_: str, payload: Dict[str, Any]) -> Dict[str, Any]:

@@ -2,8 +2,11 @@
 in anything carried out (``redact``), clean an old history (``scrub``). docs/secrets.md
 is the guide.
 
-* :func:`redact` ``(value, rules=None, fingerprints=None) -> (masked, findings)``: the one
-  call an outward surface makes, for any JSON value (a string, a message, a payload).
+* :class:`Redactor`: what an outward surface (an export, the dataset, OTLP, the viewer)
+  masks with: ``value``, ``text`` and envelope ``line`` s masked, the same objects where
+  there is nothing to mask, and ``counts``/``masked`` to report.
+* :func:`redact` ``(value, rules=None, fingerprints=None) -> (masked, findings)``: one JSON
+  value (a string, a message, a payload) and what was found in it.
 * :class:`Policy`: a write-time redaction policy for ``Session.create``/``load``, the
   importers and the adapters.
 * :func:`scan_file`, :func:`histories`: which files hold secrets, and where.
@@ -23,10 +26,11 @@ from .redact import redact as _redact
 from .rules import BUILTIN, FAMILIES
 from .scan import FileScan, Located, histories, scan_file
 from .scrub import ScrubReport, scrub_file
+from .surface import Redactor
 
 __all__ = ["redact", "Policy", "Rules", "Finding", "Fingerprints", "FileScan", "Located", "MARKER", "BUILTIN",
            "FAMILIES", "ConfigError", "config_dir", "histories", "load_rules", "marker", "scan_file", "default_rules",
-           "scrub_file", "ScrubReport"]
+           "scrub_file", "ScrubReport", "Redactor"]
 
 _default: Optional[Rules] = None
 

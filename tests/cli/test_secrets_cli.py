@@ -95,3 +95,16 @@ def test_scrub_of_a_file_held_by_a_session_is_refused(cli, seeded, config):
         r = cli("scrub", str(path), env=config)
     assert r.returncode == 1 and "open in another session" in r.stdout
     assert path.read_bytes() == data
+
+
+def test_import_redact_writes_no_secret(cli, tmp_path, config):
+    data, placed = secret_corpus.claude_code_seeded(random.Random(5), forms=("tool-output", "base64"))
+    src = tmp_path / "src" / "p" / "session.jsonl"
+    src.parent.mkdir(parents=True)
+    src.write_bytes(data)
+    r = cli("import", "claude-code", "--redact", str(tmp_path / "src"), str(tmp_path / "out"), env=config)
+    assert r.returncode == 0, r.stdout + r.stderr
+    written = (tmp_path / "out" / "p" / "session.jsonl").read_bytes()
+    assert not any(p.seed.secret.encode() in written for p, _ in placed)
+    assert cli("scan", str(tmp_path / "out"), env=config).returncode == 0
+    assert cli("scan", str(tmp_path / "src"), env=config).returncode == 8

@@ -48,6 +48,13 @@ impl Deref for BorrowedFile {
 #[cfg(unix)]
 const EBADF: i32 = 9;
 
+/// A line of the file: where it is (its length without the `\n`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct LineRef {
+    pub offset: u64,
+    pub len: u64,
+}
+
 /// Something to read bytes from by position: a file, or (in tests) a slice.
 pub trait Source {
     /// Like `pread`: up to `buf.len()` bytes at `offset`; 0 at end of file.

@@ -32,6 +32,7 @@ pub mod envelope;
 pub mod envelope_skim;
 pub mod error;
 pub mod file_io;
+pub mod index;
 pub mod json;
 pub mod line_format;
 pub mod message_rules;

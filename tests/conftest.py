@@ -3,12 +3,21 @@ results and identical errors on every input; the test suite runs on both)."""
 
 from __future__ import annotations
 
+import atexit
 import os
+import shutil
 import sys
+import tempfile
 
 import pytest
 
 sys.path.insert(0, os.path.dirname(__file__))
+
+# Side indexes the tests write go to a cache of their own, never the user's (the
+# processes the tests start inherit it).
+_CACHE = tempfile.mkdtemp(prefix="llm-agent-session-test-cache-")
+os.environ["LLM_AGENT_SESSION_CACHE"] = _CACHE
+atexit.register(shutil.rmtree, _CACHE, True)
 
 import llm_agent_session  # noqa: E402
 from llm_agent_session import Session, _backend  # noqa: E402
@@ -54,6 +63,10 @@ SLOW_TESTS = (
     "test_progress_bar_only_on_a_tty",
     "test_check_of_a_file_8x_larger_than_tmpdir_copies_nothing",
     "test_sigkill_during_a_scrub_leaves_the_old_file_or_the_new_one",
+    # Four exports and three fresh ones to compare with; the straddle itself is in the inner
+    # loop too (test_dataset_grow.py's GROWTHS, "a line of a response counted before").
+    "test_a_response_whose_lines_straddle_two_growths_is_counted_once",
+    "test_every_prefix_of_a_representative_transcript_indexes_and_serves",
 )
 
 

@@ -31,11 +31,19 @@ def cc_user(uuid: str, parent: Optional[str], content: Any, ts: str, **kw: Any) 
     return rec
 
 
+def cc_usage(output: int, input_: int = 12, cache_read: int = 14000, cache_write: int = 1500) -> Dict[str, Any]:
+    """``message.usage`` as Claude Code writes it on each line of a response (Anthropic's
+    counts: ``input_tokens`` leaves the cache out)."""
+    return {"input_tokens": input_, "cache_creation_input_tokens": cache_write, "cache_read_input_tokens": cache_read,
+            "cache_creation": {"ephemeral_5m_input_tokens": cache_write, "ephemeral_1h_input_tokens": 0},
+            "output_tokens": output, "service_tier": "standard"}
+
+
 def cc_assistant(uuid: str, parent: Optional[str], mid: str, block: Dict[str, Any], ts: str, **kw: Any) -> Dict[str, Any]:
     rec = {"parentUuid": parent, "isSidechain": False, **_CC_COMMON, "type": "assistant",
            "message": {"id": mid, "type": "message", "role": "assistant", "model": "claude-opus-4-1",
                        "content": [block], "stop_reason": None, "stop_sequence": None,
-                       "usage": {"input_tokens": 12, "output_tokens": 7}},
+                       "usage": cc_usage(7)},
            "requestId": "req_" + mid, "uuid": uuid, "timestamp": ts}
     rec.update(kw)
     return rec
@@ -65,7 +73,7 @@ def claude_code_session() -> str:
         cc_assistant("a4", "a3", "msg_1", tool_use("toolu_test", "Bash", {"command": "pytest -x", "timeout": 60}), t(4),
                      **{"message": {"id": "msg_1", "type": "message", "role": "assistant", "model": "claude-opus-4-1",
                                     "content": [tool_use("toolu_test", "Bash", {"command": "pytest -x", "timeout": 60})],
-                                    "stop_reason": "tool_use", "usage": {"input_tokens": 12, "output_tokens": 40}}}),
+                                    "stop_reason": "tool_use", "usage": cc_usage(40)}}),
         {"type": "progress", "uuid": "p1", "parentUuid": "a4", "data": {"type": "bash_progress"}, "timestamp": t(5)},
         cc_user("u2", "a4", [tool_result("toolu_read", [{"type": "text", "text": "def parse(s): ..."},
                                                         {"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": PNG}}])],
@@ -131,11 +139,26 @@ def cx_msg(role: str, text: str, second: int) -> Dict[str, Any]:
     return cx("response_item", {"type": "message", "role": role, "content": [{"type": part, "text": text}]}, second)
 
 
+def cx_tokens(last: Any, total: Any, second: int, used: float = 7.0) -> Dict[str, Any]:
+    """A ``token_count`` event as Codex writes it after a response: the response's counts
+    (input, cached input, output, reasoning output) and the session's so far."""
+    def counts(c: Any) -> Dict[str, int]:
+        return {"input_tokens": c[0], "cached_input_tokens": c[1], "output_tokens": c[2],
+                "reasoning_output_tokens": c[3], "total_tokens": c[0] + c[2]}
+
+    return cx("event_msg", {"type": "token_count", "info": {
+        "total_token_usage": counts(total), "last_token_usage": counts(last), "model_context_window": 272000},
+        "rate_limits": {"primary": {"used_percent": used, "window_minutes": 300, "resets_in_seconds": 9000},
+                        "secondary": {"used_percent": 21.0, "window_minutes": 10080, "resets_in_seconds": 500000}}},
+        second)
+
+
 def codex_rollout() -> str:
     """A rollout with everything: meta, developer and context messages, two turns with
     function, custom and local-shell calls, reasoning, duplicated UI events, an interrupted
     turn with an unanswered call, a rollback of that turn, a compaction, an image and an
-    unknown line type."""
+    unknown line type; a token count after each response that completed (one repeated, as
+    Codex does when only its rate limits change)."""
     ctx = {"cwd": "/home/dev/proj", "approval_policy": "on-request", "sandbox_policy": {"mode": "workspace-write"},
            "model": "gpt-5-codex", "effort": "medium", "summary": "auto"}
     recs = [
@@ -158,14 +181,14 @@ def codex_rollout() -> str:
                              "call_id": "call_ls"}, 5),
         cx("response_item", {"type": "custom_tool_call", "status": "completed", "call_id": "call_patch",
                              "name": "apply_patch", "input": "*** Begin Patch\n*** Add File: a.txt\n+hi\n*** End Patch\n"}, 5),
+        cx_tokens(last=(3900, 3584, 40, 32), total=(3900, 3584, 40, 32), second=5),
         cx("response_item", {"type": "function_call_output", "call_id": "call_ls",
                              "output": json.dumps({"output": "a.py\nb.py\n", "metadata": {"exit_code": 0, "duration_seconds": 0.01}})}, 6),
         cx("response_item", {"type": "custom_tool_call_output", "call_id": "call_patch",
                              "output": json.dumps({"output": "patch rejected", "metadata": {"exit_code": 1, "duration_seconds": 0.0}})}, 6),
         cx_msg("assistant", "A terminal; the files are a.py and b.py.", 7),
         cx("event_msg", {"type": "agent_message", "message": "A terminal; the files are a.py and b.py."}, 7),
-        cx("event_msg", {"type": "token_count", "info": {"total_token_usage": {"input_tokens": 9000},
-                                                         "last_token_usage": {"input_tokens": 4200, "output_tokens": 80}}}, 7),
+        cx_tokens(last=(4200, 3584, 80, 64), total=(8100, 7168, 120, 96), second=7),
         cx("event_msg", {"type": "task_complete", "last_agent_message": "A terminal"}, 7),
         cx("turn_context", ctx, 8),
         cx_msg("user", "delete b.py", 9),
@@ -177,6 +200,8 @@ def codex_rollout() -> str:
         cx("turn_context", dict(ctx, model="gpt-5"), 13),
         cx_msg("user", "summarise instead", 14),
         cx_msg("assistant", "You listed two files.", 15),
+        cx_tokens(last=(5100, 4096, 12, 0), total=(13200, 11264, 132, 96), second=15),
+        cx_tokens(last=(5100, 4096, 12, 0), total=(13200, 11264, 132, 96), second=15, used=9.0),  # rate limits only
         cx("compacted", {"message": "The user listed the files a.py and b.py."}, 16),
         cx_msg("user", "thanks", 17),
         cx("mystery_line", {"x": 1}, 18),

@@ -280,3 +280,29 @@ def test_a_task_cancelled_before_its_first_step_never_started_its_call(tpath):
 
     run(main())
     assert len(parsed_lines(tpath)) == 1
+
+
+def test_load_and_peek_through_the_side_index(tpath, monkeypatch):
+    """AsyncSession.load and peek take index= as Session's do, and give what they give."""
+    from llm_agent_session import _index
+
+    monkeypatch.setattr(_index, "AUTO_MIN_BYTES", 0)
+
+    async def main():
+        async with await AsyncSession.create(tpath, {"agent": "async"}) as s:
+            for i in range(3):
+                await s.append_message(user_message(str(i)))
+        _index.flush()  # the session's close brought its index up to date, off its thread
+        assert _index.update(str(tpath))[0] == _index.UP_TO_DATE
+        views = []
+        for index in (True, False):
+            async with await AsyncSession.load(tpath, index=index) as s:
+                views.append((s.messages, s.message_ids, s._session._index_used))
+            views.append(await AsyncSession.peek(tpath, survey=True, index=index))
+        return views
+
+    (m1, ids1, used1), p1, (m2, ids2, used2), p2 = run(main())
+    assert (m1, ids1) == (m2, ids2) and (used1, used2) == ("used", "none")
+    lists = ("envelopes", "messages")
+    assert {k: v for k, v in p1.items() if k not in lists} == {k: v for k, v in p2.items() if k not in lists}
+    assert list(p1["envelopes"]) == list(p2["envelopes"])

@@ -75,6 +75,9 @@ def test_live_branch_merged_messages_tools_and_compaction(tmp_path):
     assert first["thinking"] == [{"type": "thinking", "thinking": "Let me look.", "signature": "sig1"}]
     assert first["model"] == "claude-opus-4-1" and first["message-id"] == "msg_1"
     assert first["request-id"] == "req_msg_1" and first["usage"]["output_tokens"] == 40
+    # Four lines, each repeating the response's id and usage (the last one's output final): one response.
+    assert first["token-usage"] == {"input": 12, "output": 40, "cache-read": 14000, "cache-write": 1500,
+                                    "response-id": "msg_1"}
     assert first["source-uuids"] == ["a1", "a2", "a3", "a4"]
     assert events[3].payload["arguments"] == {"file_path": "/home/dev/proj/dates.py"}
     # Every envelope carries its source line's time (a dispatch: the line of its tool_use);

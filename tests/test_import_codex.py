@@ -12,6 +12,7 @@ from import_fixtures import (
     conversation,
     cx,
     cx_msg,
+    cx_tokens,
     event_kinds,
     import_into,
     jsonl,
@@ -19,7 +20,7 @@ from import_fixtures import (
     write,
 )
 
-from llm_agent_session import Session
+from llm_agent_session import Session, UsageTotals, usage
 from llm_agent_session.importers import codex
 from llm_agent_session.importers.codex import import_transcript, import_tree
 
@@ -90,7 +91,7 @@ def test_rollout_items_calls_events_and_compaction(tmp_path):
     assert abandoned["op-id"] == events[16].id and abandoned["outcome"] == "outcome-unknown"
     assert "rollback" in abandoned["reason"]
     compaction = events[22].payload
-    assert compaction["tokens-before"] == 4200
+    assert compaction["tokens-before"] == 5100  # the last token count before it: the prompt it summed up
     assert "tokens-after" not in compaction  # Codex does not record it: unknown, never 0
     # After the rollback and the compaction: sticky system prompt, summary, then the rest.
     assert [m["role"] for m in messages] == ["system", "user", "user"]
@@ -220,3 +221,47 @@ def test_a_server_side_compaction_keeps_its_replacement_history_as_the_summary(t
     src, out, report = _import(tmp_path, text)
     assert [(m["role"], m["content"]) for m in conversation(out)] == [("user", "first question"), ("user", "next")]
     assert report["types"]["compacted"]["imported"] == 1
+
+
+def test_each_token_count_goes_on_its_response_once(tmp_path):
+    """Codex writes a response's items, then its token_count: the count goes on every
+    assistant message of the response, with one response id (the session's and the line
+    of the response's first item: Codex records none), so it counts once. Codex's input
+    includes the cached tokens: input is the rest, cache-read the cached; output includes
+    reasoning. A count repeated with only its rate limits changed adds nothing; a response
+    cut off by an abort has its id and no count. The count as Codex wrote it is kept."""
+    src, out, report = _import(tmp_path, codex_rollout())
+    events = Session.peek(out)["envelopes"]
+    assistants = [e.payload for e in events if e.type == "message" and e.payload["role"] == "assistant"]
+    assert [a.get("token-usage") for a in assistants] == [
+        {"input": 3900 - 3584, "output": 40, "cache-read": 3584, "response-id": "0199-sess:7"},  # the calls
+        {"input": 4200 - 3584, "output": 80, "cache-read": 3584, "response-id": "0199-sess:14"},
+        {"response-id": "0199-sess:21"},  # the aborted turn's call: no count came
+        {"input": 5100 - 4096, "output": 12, "cache-read": 4096, "response-id": "0199-sess:26"},
+    ]
+    assert assistants[1]["token-count"]["last_token_usage"]["reasoning_output_tokens"] == 64
+    assert assistants[1]["token-count"]["model_context_window"] == 272000
+    assert report["types"]["event_msg/token_count"] == {"imported": 0, "extras": 3, "skipped": {
+        "a token count repeating the last one, or without a count": 1}}
+    assert usage.of_transcript(out) == UsageTotals(input=316 + 616 + 1004, output=132, cache_read=3584 + 3584 + 4096,
+                                                   cache_write=None, responses=4, unmeasured=1)
+
+
+def test_a_response_of_several_messages_counts_once_and_a_count_without_one_is_reported(tmp_path):
+    meta = cx("session_meta", {"id": "s-2"}, 0)
+    text = jsonl([
+        meta, cx_msg("user", "go", 1),
+        cx_msg("assistant", "first, a note", 2),  # one response: two messages and a call
+        cx_msg("assistant", "then the call", 2),
+        cx("response_item", {"type": "function_call", "name": "shell", "arguments": "{}", "call_id": "c1"}, 2),
+        cx_tokens(last=(900, 0, 30, 0), total=(900, 0, 30, 0), second=3),
+        cx("response_item", {"type": "function_call_output", "call_id": "c1", "output": "ok"}, 4),
+        cx_tokens(last=(50, 0, 5, 0), total=(950, 0, 35, 0), second=5),  # no message of its own (a compaction's)
+    ])
+    src, out, report = _import(tmp_path, text)
+    assistants = [e.payload for e in Session.peek(out)["envelopes"] if e.type == "message" and e.payload["role"] == "assistant"]
+    want = {"input": 900, "output": 30, "cache-read": 0, "response-id": "s-2:3"}
+    assert [a["token-usage"] for a in assistants] == [want, want]
+    assert "token-count" not in assistants[0] and "token-count" in assistants[1]
+    assert usage.of_transcript(out) == UsageTotals(input=900, output=30, cache_read=0, responses=1)
+    assert any("1 token count(s) came after no assistant message" in w for w in report["warnings"])

@@ -1,7 +1,7 @@
 """An import that resumes gives what one import gives (issue #24, item 1), on both backends:
 for every cut of a source at a line boundary, importing the part before the cut and then
-the whole leaves the same live messages and pending operations as one import of the
-whole; an operation dispatched on a branch the source later abandons is settled
+the whole leaves the same live messages, pending operations and token totals as one
+import of the whole; an operation dispatched on a branch the source later abandons is settled
 ``outcome-unknown``, saying so."""
 
 from __future__ import annotations
@@ -26,7 +26,7 @@ from import_fixtures import (
     write,
 )
 
-from llm_agent_session import Session
+from llm_agent_session import Session, usage
 from llm_agent_session.importers import claude_code, codex
 
 # Every source fixture of the test suite, and the joined ones the fuzz and backend tests use.
@@ -41,13 +41,31 @@ FIXTURES = {
 }
 
 
-def state(path: str) -> Tuple[List[Dict[str, Any]], List[Tuple[Any, ...]]]:
-    """The live messages and the pending operations (all but their op id)."""
+def state(path: str) -> Tuple[List[Dict[str, Any]], List[Tuple[Any, ...]], Dict[str, Any]]:
+    """The live messages, the pending operations (all but their op id), and the token usage
+    of the live messages' responses, each counted once with its final figures (a response
+    whose last line or token count an earlier import had not seen is written again, and
+    counted at the copy written last)."""
     with Session.load(path) as s:
         messages = [m.to_dict() for m in s.messages]
         pending = [(p.call_id, p.tool, p.arguments, p.arguments_digest, p.dispatched_at, p.state)
                    for p in s.pending_tool_operations()]
-    return messages, pending
+        envelopes = {e.id: e for e in s.events}
+        live = {envelopes[i].payload.get("token-usage", {}).get("response-id") for i in s.message_ids
+                if envelopes[i].type == "message"}  # (a compaction's summary is no response)
+    counted = {c.usage.response_id: c.usage.figures for c in usage.read(path).counted.values()}
+    assert None not in counted  # every response the importers write has an id
+    return messages, pending, {rid: figures for rid, figures in counted.items() if rid in live}
+
+
+def every_response(report: Any) -> Dict[str, Any]:
+    """Every counted response of the transcripts an import made (sidechains, subagents too):
+    a response the source abandoned after an import saw it (a rewound Claude Code branch)
+    is still counted once there, rewound; one import of the whole source never sees it."""
+    out = {c.usage.response_id: c.usage.figures for c in usage.read(report["out"]).counted.values()}
+    for child in report["transcripts"]:
+        out.update(every_response(child))
+    return out
 
 
 def states(report: Any) -> List[Any]:
@@ -79,6 +97,9 @@ def _every_cut(tmp_path: Any, fixture: str, cuts: Any) -> None:
     for cut in cuts(len(text.splitlines())):
         got = grown(importer, tmp_path / f"cut-{cut}", text, [cut], "s.jsonl")
         assert states(got) == want, f"cut after line {cut}"
+        whole = every_response(importer.import_transcript(str(tmp_path / "whole" / "s.jsonl"),
+                                                          str(tmp_path / "one" / "s.jsonl")))
+        assert every_response(got).items() >= whole.items(), f"cut after line {cut}"
 
 
 @pytest.mark.slow
@@ -89,7 +110,7 @@ def test_every_cut_then_the_whole_is_one_import(tmp_path: Any, fixture: str) -> 
 
 # The fast tier's share of the tests above and below: growths that once differed from one
 # import (lines imported first, then lines imported next; the source then ends there).
-SOME_GROWTHS = [("codex", 5, 22), ("codex", 13, 19), ("codex", 18, 25),
+SOME_GROWTHS = [("codex", 5, 23), ("codex", 14, 20), ("codex", 19, 26),
                 ("claude-code-joined", 6, 31), ("claude-code-joined", 22, 31)]
 
 

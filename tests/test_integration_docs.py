@@ -16,17 +16,18 @@ from llm_agent_session import Session
 
 DOC = Path(__file__).resolve().parent.parent / "docs" / "integrations.md"
 EXAMPLES = dict(re.findall(r"<!-- example: ([\w-]+) -->\n```python\n(.*?)```", DOC.read_text(encoding="utf-8"), re.S))
-NEEDS = {"openai-agents": ("agents", "runs/weather.jsonl"), "pydantic-ai": ("pydantic_ai", "runs/weather-pydantic-ai.jsonl")}
+NEEDS = {"openai-agents": ("agents", "runs/weather.jsonl"), "pydantic-ai": ("pydantic_ai", "runs/weather-pydantic-ai.jsonl"),
+         "adk": ("google.adk", "runs/adk/weather/ada/s1.jsonl")}
 
 
-def test_doc_has_both_examples():
+def test_doc_has_every_example():
     assert sorted(EXAMPLES) == sorted(NEEDS)
 
 
 @pytest.mark.parametrize("name", sorted(NEEDS))
 def test_example_runs_as_written(name, tmp_path):
     module, transcript = NEEDS[name]
-    if importlib.util.find_spec(module) is None:
+    if importlib.util.find_spec(module.split(".")[0]) is None or importlib.util.find_spec(module) is None:
         pytest.skip(f"{name} not installed: pip install 'llm-agent-session[{name}]'")
     env = child_env(OPENAI_AGENTS_DISABLE_TRACING="1")  # offline: no trace export
     script = tmp_path / "example.py"
@@ -36,7 +37,10 @@ def test_example_runs_as_written(name, tmp_path):
     assert proc.returncode == 0, proc.stderr
     s = Session.load(tmp_path / transcript)
     try:
-        assert s.meta == {"agent": "weather"}
+        if name == "adk":
+            assert s.meta["agent"] == "weather" and s.meta["adk-session"]["id"] == "s1"
+        else:
+            assert s.meta == {"agent": "weather"}
         assert s.pending_tool_operations() == []
         assert [m.content for m in s.messages if m.role == "user"] == ["Weather in Paris?"]
         assert [e.payload["outcome"] for e in s.events if e.type == "tool-settled"] == ["completed"]
@@ -44,5 +48,7 @@ def test_example_runs_as_written(name, tmp_path):
         s.close()
     if name == "openai-agents":
         assert proc.stdout.splitlines() == ["It is sunny in Paris.", "4 items in the session"]
+    elif name == "adk":
+        assert proc.stdout.splitlines() == ["It is sunny in Paris.", "4 events in the session"]
     else:
         assert proc.stdout.splitlines() == ['{"get_weather":"sunny in a"}', "4 messages in the conversation"]

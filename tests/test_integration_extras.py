@@ -21,6 +21,7 @@ def run_hiding(hidden, code):
 @pytest.mark.parametrize("module, runtime, extra", [
     ("openai_agents", "agents", "openai-agents"),
     ("pydantic_ai", "pydantic_ai", "pydantic-ai"),
+    ("adk", "google.adk", "adk"),
 ])
 def test_import_without_the_extra_names_it(module, runtime, extra):
     proc = run_hiding([runtime], f"import llm_agent_session.integrations.{module}\n")
@@ -31,7 +32,7 @@ def test_import_without_the_extra_names_it(module, runtime, extra):
 
 def test_core_imports_without_any_runtime():
     proc = run_hiding(
-        ["agents", "pydantic_ai", "pydantic", "openai"],
+        ["agents", "pydantic_ai", "pydantic", "openai", "google.adk"],
         "import llm_agent_session, llm_agent_session.integrations, llm_agent_session.aio\n"
         "from llm_agent_session import Session\n"
         "print(llm_agent_session.backend())\n",

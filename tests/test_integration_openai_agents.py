@@ -191,6 +191,59 @@ def test_streamed_run_round_trips_without_rewinds(tpath):
     assert [e.payload["outcome"] for e in of_type(tpath, "tool-settled")] == ["completed"]
 
 
+def _sdk_usage(given, cached, output, written=0):
+    from agents.usage import Usage as SDKUsage
+    from openai.types.responses.response_usage import InputTokensDetails, OutputTokensDetails
+
+    return SDKUsage(requests=1, input_tokens=given, output_tokens=output, total_tokens=given + output,
+                    input_tokens_details=InputTokensDetails(cached_tokens=cached, cache_write_tokens=written),
+                    output_tokens_details=OutputTokensDetails(reasoning_tokens=0))
+
+
+@pytest.mark.parametrize("streamed", [False, True])
+def test_each_responses_token_usage_is_recorded_once(tpath, streamed):
+    """The hooks record each model response's usage, as the SDK reports it, on its assistant
+    message (the SDK's input includes the cached and written tokens: input is the rest),
+    under the response's id; the SDK's copy of the items, saved later, adds nothing. A
+    response whose usage the model did not report (the scripted model's default: no
+    tokens at all) records its id and no count. The totals are the run's own."""
+    from agents.testing import ModelStep
+
+    from llm_agent_session import UsageTotals, usage
+
+    model = ScriptedModel([
+        ModelStep(output=[function_call("add", {"a": 1, "b": 2}, call_id="call_1")], usage=_sdk_usage(1200, 1024, 30, 64),
+                  response_id="resp_a"),
+        ModelStep(output=[assistant_message("3 it is")], usage=_sdk_usage(1300, 1152, 9), response_id="resp_b"),
+        ModelStep(output=[assistant_message("still 3")], response_id="resp_c"),  # usage not reported
+    ])
+
+    async def go():
+        usages = []
+        async with TranscriptSession(tpath) as ts:
+            agent = Agent(name="adder", model=model, tools=[add])
+            for prompt in ("1 + 2?", "again?"):
+                if streamed:
+                    result = Runner.run_streamed(agent, prompt, session=ts, hooks=ts.hooks)
+                    async for _ in result.stream_events():
+                        pass
+                else:
+                    result = await Runner.run(agent, prompt, session=ts, hooks=ts.hooks)
+                usages.append(result.context_wrapper.usage)
+        return usages
+
+    one, two = run(go())
+    assistants = [e.payload for e in of_type(tpath, "message") if e.payload["role"] == "assistant"]
+    assert [a["token-usage"] for a in assistants] == [
+        {"input": 1200 - 1024 - 64, "output": 30, "cache-read": 1024, "cache-write": 64, "response-id": "resp_a"},
+        {"input": 1300 - 1152, "output": 9, "cache-read": 1152, "cache-write": 0, "response-id": "resp_b"},
+        {"response-id": "resp_c"}]
+    totals = usage.of_transcript(tpath)
+    assert totals == UsageTotals(input=112 + 148, output=39, cache_read=2176, cache_write=64, responses=3, unmeasured=1)
+    assert totals.input + totals.cache_read + totals.cache_write == one.input_tokens + two.input_tokens
+    assert totals.output == one.output_tokens + two.output_tokens
+
+
 def test_approval_pause_and_resume_in_one_process(tpath):
     @function_tool(needs_approval=True)
     def pay(amount: int) -> str:

@@ -92,6 +92,48 @@ def test_history_round_trips_losslessly(tpath):
     assert outcomes == ["completed"] * 4
 
 
+def test_each_responses_token_usage_is_recorded_once(tpath):
+    """Each ModelResponse's usage, as pydantic-ai reports it, on its assistant message
+    (pydantic-ai's input includes the cache reads and writes: input is the rest), under
+    the provider's response id, or the run's id and the response's time where the provider
+    gives none; the run's whole history written again at its end adds nothing. A response
+    whose usage was not measured states no count. The totals are the run's own."""
+    from pydantic_ai.usage import RequestUsage
+
+    from llm_agent_session import UsageTotals, usage
+
+    answers = iter([
+        ModelResponse(parts=[ToolCallPart("add", {"a": 1, "b": 2}, tool_call_id="c1")], provider_response_id="resp_1",
+                      usage=RequestUsage(input_tokens=900, cache_read_tokens=600, cache_write_tokens=200, output_tokens=20)),
+        ModelResponse(parts=[TextPart("3")], usage=RequestUsage(input_tokens=950, cache_read_tokens=800, output_tokens=4)),
+        ModelResponse(parts=[TextPart("3 again")], usage=RequestUsage(unmeasured_requests=1)),
+    ])
+
+    async def go():
+        async with TranscriptCapability(tpath) as t:
+            agent = calc_agent(t, FunctionModel(lambda messages, info: next(answers)))
+            runs = []
+            for prompt in ("1 + 2?", "again"):
+                runs.append(await agent.run(prompt, message_history=await t.message_history()))
+            return runs
+
+    first, second = run(go())
+    assistants = [e.payload for e in of_type(tpath, "message") if e.payload["role"] == "assistant"]
+    tokens = [a["token-usage"] for a in assistants]
+    assert len(tokens) == 3  # each response written once
+    assert tokens[0] == {"input": 100, "output": 20, "cache-read": 600, "cache-write": 200, "response-id": "resp_1"}
+    assert {k: v for k, v in tokens[1].items() if k != "response-id"} == {
+        "input": 150, "output": 4, "cache-read": 800, "cache-write": 0}
+    assert tokens[1]["response-id"].startswith("pydantic-ai:" + first.run_id + "@")
+    assert set(tokens[2]) == {"response-id"}  # not measured: no count
+    totals = usage.of_transcript(tpath)
+    assert totals == UsageTotals(input=250, output=24, cache_read=1400, cache_write=200, responses=3, unmeasured=1)
+    # `usage` is a method before pydantic-ai 2.6x, a property after.
+    one, two = (r.usage if isinstance(getattr(type(r), "usage", None), property) else r.usage() for r in (first, second))
+    assert totals.input + totals.cache_read + totals.cache_write == one.input_tokens + two.input_tokens
+    assert totals.output == one.output_tokens + two.output_tokens
+
+
 def test_editing_the_history_handed_out_changes_nothing(tpath):
     """Issue #24, item 2, for the adapter: message_history() shares nothing with it."""
     async def go():

@@ -15,6 +15,7 @@ from ._fold import FoldState
 from ._history_fold import Operation, Removal, SeenIds
 from ._history_fold import Problem as FoldedProblem
 from .messages import Event, Message
+from ._token_usage import UsageTotals
 
 # One line that did not parse: (line number, byte offset, length without its \n, reason).
 Problem = Tuple[int, int, int, str]
@@ -46,6 +47,20 @@ class Replayed(NamedTuple):
     events: Sequence[Event]
 
 
+class IndexedReplay(NamedTuple):
+    """What a load's replay through a side index read (``Core.replay_indexed``): the
+    state and events a whole read gives, the bytes of the index of the file as read (to
+    write next; None: nothing to write), and what became of the index given: ``"none"`` (none was
+    given), ``"used"`` (only the bytes after its end were read), or ``"ignored: "`` and
+    why (the file was read whole)."""
+
+    state: FoldState
+    events: Sequence[Event]
+    index_bytes: Optional[bytes]
+    used: str
+    read: int  # the bytes read: after the index's end when it served, else all of them
+
+
 class SurveyCounts(NamedTuple):
     """Peek's survey of a scan's envelopes (``Session.peek(path, survey=True)``), by
     envelope index (the scan's ``events``)."""
@@ -56,6 +71,25 @@ class SurveyCounts(NamedTuple):
     problem: Optional[int]  # the first compaction or rewind naming nothing live
     open: List[Tuple[int, bool]]  # (dispatch, answered by a message), in first-dispatch order
     rewound: List[Tuple[int, int]]  # (message or summary, the rewind that cut it), in cut order
+
+
+class IndexTable(NamedTuple):
+    """What a reader that does not fold (peek, a viewer) takes from a side index that
+    still describes the file (``Core.index_table``): the indexed envelopes, where each
+    is (``(line, byte offset, length)``), the messages among them, each envelope's kind
+    (a byte: its index in `kind_table`, ``(type, a message's role)``; any other value:
+    read the line), where the indexed part ends (`end`, a line's start; `lines` lines
+    before it), the meta, and, when asked, peek's survey of the indexed envelopes."""
+
+    events: Sequence[Event]
+    spans: Sequence[Span]
+    messages: Sequence[Message]
+    kinds: bytes
+    kind_table: List[Tuple[str, Optional[str]]]
+    end: int
+    lines: int
+    meta: Dict[str, Any]
+    survey: Optional[SurveyCounts]
 
 
 class Scanned(NamedTuple):
@@ -150,6 +184,7 @@ class DatasetSummary(NamedTuple):
     # when it was read (`final_line`); blank lines count. A pass from where this range
     # ends numbers its lines after these.
     lines: int
+    usage: UsageTotals  # the message lines' token usage, each response once (``usage.py``)
 
 
 class DatasetPass(Protocol):
@@ -164,10 +199,17 @@ class DatasetPass(Protocol):
     def __iter__(self) -> Iterator[TableChunk]: ...
 
     def id_digest(self) -> bytes:
-        """The exported envelopes' ids (a repeated id once), each as the 64-bit FNV-1a
-        hash of its UTF-8 bytes, sorted ascending, 8 bytes little-endian apiece; ``b""``
-        for none. Before or after the rows are taken: whether a range repeats an id of
-        an earlier one is told without holding the ids as text."""
+        """The ids a later range must not repeat: the exported envelopes' ids and the
+        response ids their token usage names (the latter hashed after the bytes
+        ``response-id\\0``, so the two are told apart), each as the 64-bit FNV-1a hash
+        of its UTF-8 bytes, sorted ascending, each hash once, 8 bytes little-endian apiece;
+        ``b""`` for none. Before or after the rows are taken: whether a range repeats an
+        id of an earlier one is told without holding the ids as text."""
+
+    def responses(self) -> List[Tuple[str, Optional[str], Optional[int], Optional[int], Optional[int], Optional[int]]]:
+        """The counted responses (``_token_usage.py``'s rule), in file order of the lines they
+        are counted at: (that line's envelope id, response id or None, input, output,
+        cache_read, cache_write)."""
 
 
 #: The kinds of test a secrets trigger makes (``secrets/prefilter.py``).
@@ -230,6 +272,58 @@ class Core(Protocol):
 
     def replay(self, fd: int, size: int, path: Optional[str] = None) -> Replayed:
         """Parse and fold every line of the first `size` bytes of `fd` (strict)."""
+
+    def replay_indexed(
+        self,
+        fd: int,
+        size: int,
+        then: Tuple[int, int, int, int, int],
+        now: Tuple[int, int, int, int, int],
+        secret: Tuple[int, int],
+        index_fd: Optional[int] = None,
+        index_max: int = 0,
+        write: bool = False,
+        extend: bool = True,
+        key: Optional[Tuple[int, int]] = None,
+        path: Optional[str] = None,
+    ) -> IndexedReplay:
+        """``replay`` through the side index open at `index_fd` (untrusted; read if it
+        holds at most `index_max` bytes, used if sealed with `secret`, the cache's key),
+        which must describe the file `then` names (``(st_dev, st_ino, st_size,
+        st_mtime_ns, st_ctime_ns)``); with `write`, also the index of the file as read,
+        naming `now`, sealed with `secret`, its fingerprints keyed with `key` (None:
+        random); when the index served and bytes followed it, only if `extend`. The same
+        state, events and ``CoreFailure`` as ``replay``, whatever the index holds."""
+
+    def make_index(
+        self,
+        fd: int,
+        size: int,
+        then: Tuple[int, int, int, int, int],
+        now: Tuple[int, int, int, int, int],
+        secret: Tuple[int, int],
+        index_fd: Optional[int] = None,
+        index_max: int = 0,
+        key: Optional[Tuple[int, int]] = None,
+    ) -> Tuple[Optional[bytes], str]:
+        """The index ``replay_indexed(..., write=True)`` makes, and what became of the one
+        given, without building the state (the native core holds the GIL only to hand
+        the bytes over: a session's refresh runs it beside the appending thread)."""
+
+    def index_table(
+        self,
+        fd: int,
+        size: int,
+        then: Tuple[int, int, int, int, int],
+        secret: Tuple[int, int],
+        index_fd: int,
+        index_max: int,
+        want_survey: bool = False,
+        path: Optional[str] = None,
+    ) -> Optional[IndexTable]:
+        """The table of the side index open at `index_fd` (read if it holds at most
+        `index_max` bytes, used if sealed with `secret`) when it still describes the
+        first `size` bytes of `fd` (`then`: the file as ``fstat`` saw it); else None."""
 
     def scan(
         self,

@@ -3,7 +3,7 @@ run-context section texts of a replay."""
 
 from __future__ import annotations
 
-from typing import Any, Callable, Dict, Iterator, List, Mapping, Optional, Sequence, TypeVar, Union, overload
+from typing import Any, Callable, Dict, Iterator, List, Mapping, Optional, Sequence, Tuple, TypeVar, Union, overload
 
 from .canonical import copy_json
 from .messages import Event
@@ -72,6 +72,69 @@ class LazyList(_ListLike[T]):
 
     def __repr__(self) -> str:
         return f"<LazyList of {len(self)} items, built on access>"
+
+
+class Concatenated(_ListLike[T]):
+    """Two sequences one after the other (peek's envelopes: a side index's, then those
+    scanned after it), items built on access where theirs are."""
+
+    __slots__ = ("_first", "_second")
+
+    def __init__(self, first: Sequence[T], second: Sequence[T]) -> None:
+        self._first = first
+        self._second = second
+
+    def __len__(self) -> int:
+        return len(self._first) + len(self._second)
+
+    def _at(self, i: int) -> T:
+        k = len(self._first)
+        return self._first[i] if i < k else self._second[i - k]
+
+    def __iter__(self) -> Iterator[T]:
+        yield from self._first
+        yield from self._second
+
+    def __repr__(self) -> str:
+        return f"<Concatenated of {len(self)} items, built on access>"
+
+
+class TypesOf(_ListLike[str]):
+    """Each envelope's type: from a side index's kinds where it knows them (a byte an
+    envelope: an index into `kind_table`), else from the envelope (its line read)."""
+
+    __slots__ = ("_kinds", "_names", "_events")
+
+    def __init__(self, kinds: bytes, kind_table: Sequence[Tuple[str, Optional[str]]], events: Sequence[Event]) -> None:
+        self._kinds = kinds
+        self._names = [type_ for type_, _ in kind_table]
+        self._events = events
+
+    def __len__(self) -> int:
+        return len(self._events)
+
+    def _at(self, i: int) -> str:
+        if i < len(self._kinds) and self._kinds[i] < len(self._names):
+            return self._names[self._kinds[i]]
+        return self._events[i].type
+
+
+class ShiftedSpans(_ListLike[Tuple[int, int, int]]):
+    """A scan's ``(line, offset, length)`` spans with `lines` added to each line number
+    (a scan that started after a side index's `lines` lines)."""
+
+    __slots__ = ("_spans", "_lines")
+
+    def __init__(self, spans: Sequence[Tuple[int, int, int]], lines: int) -> None:
+        self._spans = spans
+        self._lines = lines
+
+    def __len__(self) -> int:
+        return len(self._spans)
+
+    def _at(self, i: int) -> Tuple[int, int, int]:
+        line, offset, length = self._spans[i]
+        return line + self._lines, offset, length
 
 
 class EventLog(_ListLike[Event]):

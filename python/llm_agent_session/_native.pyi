@@ -2,7 +2,7 @@
 
 from typing import Any, Dict, Iterator, List, Optional, Tuple, final
 
-from llm_agent_session._core import Column, DatasetSummary, HistoryRead, Replayed, Scanned, SecretSpec, TailVerdict
+from llm_agent_session._core import Column, DatasetSummary, HistoryRead, IndexedReplay, IndexTable, Replayed, Scanned, SecretSpec, TailVerdict
 
 __all__ = [
     "classify_line",
@@ -19,6 +19,10 @@ __all__ = [
     "SecretPrefilter",
     "SourceReader",
     "replay",
+    "replay_indexed",
+    "index_table",
+    "make_index",
+    "IndexedSpans",
     "scan",
     "history",
     "HistoryRows",
@@ -174,6 +178,56 @@ def replay(fd: int, size: int, reopen_path: Optional[str] = None) -> Replayed:
     descriptor of its own cannot be opened: by ``reopen_path``, the same inode, when
     given, else through ``/proc/self/fd``)."""
 
+def replay_indexed(
+    fd: int,
+    size: int,
+    then: Tuple[int, int, int, int, int],
+    now: Tuple[int, int, int, int, int],
+    secret: Tuple[int, int],
+    index_fd: Optional[int] = None,
+    index_max: int = 0,
+    write: bool = False,
+    extend: bool = True,
+    key: Optional[Tuple[int, int]] = None,
+    reopen_path: Optional[str] = None,
+) -> IndexedReplay:
+    """``replay`` through a side index (``Core.replay_indexed``): the same state, events
+    and ``CoreFailure``, only the bytes after the index's end read when it still
+    describes the file; the indexed envelopes' ids, extras and section texts are read
+    from their lines when asked for."""
+
+def make_index(
+    fd: int,
+    size: int,
+    then: Tuple[int, int, int, int, int],
+    now: Tuple[int, int, int, int, int],
+    secret: Tuple[int, int],
+    index_fd: Optional[int] = None,
+    index_max: int = 0,
+    key: Optional[Tuple[int, int]] = None,
+) -> Tuple[Optional[bytes], str]:
+    """``Core.make_index``: the index ``replay_indexed`` makes, no state built."""
+
+def index_table(
+    fd: int,
+    size: int,
+    then: Tuple[int, int, int, int, int],
+    secret: Tuple[int, int],
+    index_fd: int,
+    index_max: int,
+    want_survey: bool = False,
+    reopen_path: Optional[str] = None,
+) -> Optional[IndexTable]:
+    """``Core.index_table``: a side index's envelopes, spans, messages and kinds when it
+    still describes the file; None when it does not."""
+
+@final
+class IndexedSpans:
+    """A side index's ``(line, offset, length)`` of each envelope, made on access."""
+
+    def __len__(self) -> int: ...
+    def __getitem__(self, key: int, /) -> Tuple[int, int, int]: ...
+
 def scan(
     fd: int,
     start: int,
@@ -217,8 +271,11 @@ class DatasetPass:
     @property
     def summary(self) -> DatasetSummary: ...
     def id_digest(self) -> bytes:
-        """The kept envelopes' ids' FNV-1a hashes, sorted, 8 bytes little-endian each
+        """The FNV-1a hashes of the kept envelopes' ids and of the response ids their
+        token usage names, sorted, each once, 8 bytes little-endian each
         (``_core.DatasetPass.id_digest``)."""
+    def responses(self) -> List[Tuple[str, Optional[str], Optional[int], Optional[int], Optional[int], Optional[int]]]:
+        """The counted responses (``_core.DatasetPass.responses``)."""
     def __iter__(self) -> DatasetPass: ...
     def __next__(self) -> Dict[str, Dict[str, Column]]: ...
 

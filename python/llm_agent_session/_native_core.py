@@ -8,20 +8,23 @@ built without file I/O (Windows: an empty module), so is no core.
 
 from __future__ import annotations
 
-from typing import Optional
+from typing import Optional, Tuple
 
 from . import _platform
-from ._core import AppendSize, EncodeEnvelope, HistoryRead, Replayed, Scanned
+from ._core import AppendSize, EncodeEnvelope, HistoryRead, IndexedReplay, IndexTable, Replayed, Scanned
 from ._native import append_size as _append_size
 from ._native import copy_prefix, find_hits, find_lines, identical_prefix, tail_check
 from ._native import encode_envelope as _encode_envelope
 from ._native import history as _history
 from ._native import replay as _replay
+from ._native import index_table as _index_table
+from ._native import make_index as make_index
+from ._native import replay_indexed as _replay_indexed
 from ._native import scan as _scan
 from ._native import dataset_pass as dataset_pass
 from ._native import secret_prefilter as secret_prefilter
 
-__all__ = ["name", "tail_check", "copy_prefix", "replay", "scan", "history", "encode_envelope", "append_size",
+__all__ = ["name", "tail_check", "copy_prefix", "replay", "replay_indexed", "make_index", "index_table", "scan", "history", "encode_envelope", "append_size",
            "identical_prefix", "find_lines", "find_hits", "dataset_pass", "secret_prefilter"]
 
 name = "native"
@@ -31,6 +34,37 @@ append_size: Optional[AppendSize] = _append_size
 
 def replay(fd: int, size: int, path: Optional[str] = None) -> Replayed:
     return _replay(fd, size, _platform.reopen_path(path))
+
+
+def replay_indexed(
+    fd: int,
+    size: int,
+    then: Tuple[int, int, int, int, int],
+    now: Tuple[int, int, int, int, int],
+    secret: Tuple[int, int],
+    index_fd: Optional[int] = None,
+    index_max: int = 0,
+    write: bool = False,
+    extend: bool = True,
+    key: Optional[Tuple[int, int]] = None,
+    path: Optional[str] = None,
+) -> IndexedReplay:
+    return _replay_indexed(
+        fd, size, then, now, secret, index_fd, index_max, write, extend, key, _platform.reopen_path(path)
+    )
+
+
+def index_table(
+    fd: int,
+    size: int,
+    then: Tuple[int, int, int, int, int],
+    secret: Tuple[int, int],
+    index_fd: int,
+    index_max: int,
+    want_survey: bool = False,
+    path: Optional[str] = None,
+) -> Optional[IndexTable]:
+    return _index_table(fd, size, then, secret, index_fd, index_max, want_survey, _platform.reopen_path(path))
 
 
 def scan(

@@ -6,8 +6,9 @@ import os
 import stat
 from typing import Any, Dict, List, Optional, Tuple, Union
 
-from . import _backend, _files
-from ._core import HistoryRead, Scanned, SurveyCounts
+from . import _backend, _files, _index
+from ._core import HistoryRead, IndexTable, Scanned, SurveyCounts
+from ._events import Concatenated, ShiftedSpans, TypesOf
 from ._fold import dispatched_operation
 from .messages import Event
 
@@ -56,10 +57,15 @@ def read_history(
 
 def peek(
     path: str, *, offset: int = 0, identity: Optional[Tuple[int, int]] = None, survey: bool = False,
-    spans: bool = False,
+    spans: bool = False, index: bool = True, types: bool = False,
 ) -> Dict[str, Any]:
     """``Session.peek``; with `spans` (the viewer's) the result also has ``spans``: the
-    ``(line, byte offset, length)`` of each envelope, lines counted from where it read."""
+    ``(line, byte offset, length)`` of each envelope, lines counted from where it read;
+    with `types` (stats'), ``types``: each envelope's type, read from no line the index
+    knows the kind of.
+    With `index`, a peek of the whole file takes what the side index kept for it holds
+    (when it still describes the file) and scans only the bytes after it (a survey, only
+    when no whole line follows the index; else the file is scanned whole)."""
     survey = bool(survey)  # any truthy value, on both cores
     if not isinstance(offset, int) or isinstance(offset, bool) or offset < 0:
         raise ValueError(f"offset must be an int >= 0, not {offset!r}")
@@ -97,6 +103,14 @@ def peek(
             # Another file now (a repair renamed one over it) or shorter: read it all again.
             result["restarted"] = True
             start = 0
+        table = _index.table(path, fd, st, survey) if index and start == 0 else None
+        if table is not None:
+            found = _backend.core.scan(fd, table.end, size, path=path)
+            if not survey or not (found.events or found.problems):
+                result = _indexed(result, table, found, size, ident, survey, spans)
+                if types:
+                    result["types"] = TypesOf(table.kinds, table.kind_table, result["envelopes"])
+                return result
         found = _backend.core.scan(fd, start, size, want_survey=survey, path=path)
     finally:
         os.close(fd)
@@ -119,10 +133,39 @@ def peek(
     result["envelopes"] = found.events
     if spans:
         result["spans"] = found.spans
+    if types:
+        result["types"] = TypesOf(b"", [], found.events)
     result["messages"] = found.messages
     result["warnings"] = [text for _, text in notes]
     if survey:
         result["survey"] = _survey_of(found.survey, found.events, found.spans)
+    return result
+
+
+def _indexed(
+    result: Dict[str, Any], table: IndexTable, found: Scanned, size: int, ident: Tuple[int, int], survey: bool,
+    spans: bool,
+) -> Dict[str, Any]:
+    """The peek of a whole file from its side index's table and a scan of the bytes after
+    it (line numbers counted on from the index's lines)."""
+    lines = table.lines
+    notes: List[Tuple[int, str]] = [
+        (off, f"{describe(line + lines, off, True)}: {reason}; skipped") for line, off, _, reason in found.problems
+    ]
+    for line, off in found.bad_roles:
+        notes.append((off, f"{describe(line + lines, off, True)}: message payload has no string role; skipped"))
+    notes.sort(key=lambda n: n[0])
+    events = Concatenated(table.events, found.events)
+    all_spans = Concatenated(table.spans, ShiftedSpans(found.spans, lines))
+    result.update(size=size, identity=ident, end=found.end, pending=size - found.end)
+    result["meta"] = table.meta
+    result["envelopes"] = events
+    if spans:
+        result["spans"] = all_spans
+    result["messages"] = Concatenated(table.messages, found.messages)
+    result["warnings"] = [text for _, text in notes]
+    if survey:
+        result["survey"] = _survey_of(table.survey, events, all_spans)
     return result
 
 

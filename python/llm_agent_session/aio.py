@@ -28,6 +28,7 @@ from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple
 
 from .messages import Message, MessageLike, PendingToolOperation
 from .session import Session
+from ._token_usage import Usage
 
 T = TypeVar("T")
 
@@ -137,16 +138,22 @@ class AsyncSession:
         return await _open(cls, Session.create, path, meta, fsync=fsync)
 
     @classmethod
-    async def load(cls: "type[A]", path: Any, *, fsync: bool = False) -> A:
-        """``Session.load`` (lock, repair, replay) off the event loop."""
-        return await _open(cls, Session.load, path, fsync=fsync)
+    async def load(cls: "type[A]", path: Any, *, fsync: bool = False, index: bool = True) -> A:
+        """``Session.load`` (lock, repair, replay; through the side index unless
+        ``index=False``) off the event loop."""
+        return await _open(cls, Session.load, path, fsync=fsync, index=index)
 
     @staticmethod
     async def peek(
-        path: Any, *, offset: int = 0, identity: Optional[Tuple[int, int]] = None, survey: bool = False
+        path: Any,
+        *,
+        offset: int = 0,
+        identity: Optional[Tuple[int, int]] = None,
+        survey: bool = False,
+        index: bool = True,
     ) -> Dict[str, Any]:
         """``Session.peek`` off the event loop."""
-        return await _off_loop(Session.peek, path, offset=offset, identity=identity, survey=survey)
+        return await _off_loop(Session.peek, path, offset=offset, identity=identity, survey=survey, index=index)
 
     @staticmethod
     async def salvage(path: Any, out: Any) -> Dict[str, Any]:
@@ -225,8 +232,10 @@ class AsyncSession:
     async def message_extra(self, message_id: str) -> Dict[str, Any]:
         return await self._run(self._session.message_extra, message_id)
 
-    async def append_message(self, message: MessageLike, extra: Optional[Mapping[str, Any]] = None) -> str:
-        return await self._run(self._session.append_message, message, extra)
+    async def append_message(
+        self, message: MessageLike, extra: Optional[Mapping[str, Any]] = None, *, usage: Optional[Usage] = None
+    ) -> str:
+        return await self._run(self._session.append_message, message, extra, usage=usage)
 
     async def append_grants(self, grants: Mapping[str, Any]) -> str:
         return await self._run(self._session.append_grants, grants)

@@ -10,7 +10,7 @@ import weakref
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any, Callable, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple, cast
 
-from . import _backend, _platform
+from . import _backend, _index, _platform
 from ._events import EventLog
 from ._files import publish_new, same_inode, write_all
 from ._load import check_and_repair, open_locked, remove_leftover_repair
@@ -41,6 +41,7 @@ from ._unanswered import RESULT_GONE_TEXT as RESULT_GONE_TEXT
 from ._unanswered import RESULT_LOST_TEXT as RESULT_LOST_TEXT
 from ._unanswered import UnansweredCall, find_operations, unanswered_calls
 from .messages import Event, FrozenDict, FrozenList, Message, MessageLike, PendingToolOperation, message_extras
+from ._token_usage import TOKEN_USAGE, Usage
 
 if TYPE_CHECKING:
     from .secrets.policy import LineMasker, Policy
@@ -198,8 +199,10 @@ class Session:
         events: Sequence[Event],
         warnings: List[str],
         fsync: bool,
+        indexed: Optional[int] = None,
     ) -> None:
-        """Internal: sessions come from ``create``, ``load`` and ``fork``."""
+        """Internal: sessions come from ``create``, ``load`` and ``fork``. `indexed`: the
+        bytes the side index kept for the file covers (0: none yet), or None: keep none."""
         self._path = path
         # Checks and the artifacts dir use the absolute path: an agent may chdir meanwhile.
         self._abs_path = os.path.abspath(path)
@@ -221,6 +224,12 @@ class Session:
         # A write-time redaction policy's writer (docs/secrets.md): what it masks is masked in
         # the lines written only; the state above keeps what was appended.
         self._redaction: Optional["LineMasker"] = None
+        # The side index this session keeps current (docs/durability.md): the bytes it
+        # covers, the file's end after the last append, and the refresh under way.
+        self._indexed = indexed
+        self._end = os.fstat(fd).st_size if indexed is not None else 0
+        self._refreshing: Optional[threading.Thread] = None
+        self._index_used = "none"
         _open_sessions.add(self)
 
     # -- the three ways in -----------------------------------------------------------------
@@ -262,18 +271,27 @@ class Session:
         state.meta = copy_json(meta)
         state.envelope_at = {id_: 0}
         events = [Event(id_, "session-meta", ts, 1, state.meta)]
-        session = cls(path, fd, state, events, [], fsync)
+        session = cls(path, fd, state, events, [], fsync, indexed=0)
         session._redaction = masker
         return session
 
     @classmethod
-    def load(cls, path: Any, *, fsync: bool = False, redaction: Optional["Policy"] = None) -> "Session":
+    def load(
+        cls, path: Any, *, fsync: bool = False, index: bool = True, redaction: Optional["Policy"] = None,
+    ) -> "Session":
         """Open an existing transcript: repair a torn tail, replay every line, keep a handle.
 
         A torn last line (a writer killed mid-line) is cut off by a verbatim copy and an
         atomic rename, and reported in ``warnings``; a whole last line without its
         ``\\n`` gets one. Costs one read of the whole file (O(size)); on the native
         core events are built only when read.
+
+        With ``index=True`` (the default) the transcript's side index in the user's
+        cache (``llm_agent_session.index_file(path)``), when there is one that still
+        describes the file, replaces reading what it covers: only the bytes appended
+        since are read, and the result is exactly a whole read's. A file of 8 MB or more
+        gets one written (off the caller's path), and the session keeps it current as it
+        appends. ``index=False`` reads the whole file and writes no index.
         Raises FileNotFoundError, NotATranscript (no session-meta first line),
         CorruptTranscript / DanglingReference (with ``.line`` and ``.offset``: damage
         that no crash produces), UnsupportedVersion, SessionLocked (another session
@@ -287,23 +305,33 @@ class Session:
         fd = open_locked(path)
         warnings: List[str] = []
         try:
+            # What an index must describe: the file as it was before a repair (which
+            # copies its good prefix verbatim to a new file) or a final newline.
+            then = os.fstat(fd)
             remove_leftover_repair(path, warnings)
             fd, size = check_and_repair(path, fd, warnings)
             try:
-                state, events = _backend.core.replay(fd, size, path=path)
+                state, events, used, kept = _index.replay(path, fd, size, then, use=bool(index), write_ok=bool(index))
             except CoreFailure as f:
                 raise public_error(f, path) from None
         except BaseException:
             os.close(fd)
             raise
-        session = cls(path, fd, state, events, warnings, fsync)
+        indexed = (size if kept else 0) if index else None
+        session = cls(path, fd, state, events, warnings, fsync, indexed)
+        session._index_used = used  # what became of the side index (tests, diagnostics)
         session._redaction = masker
         return session
 
     @staticmethod
     def peek(
-        path: Any, *, offset: int = 0, identity: Optional[Tuple[int, int]] = None, survey: bool = False,
+        path: Any,
+        *,
+        offset: int = 0,
+        identity: Optional[Tuple[int, int]] = None,
+        survey: bool = False,
         spans: bool = False,
+        index: bool = True,
     ) -> Dict[str, Any]:
         """What the file says, without writing, locking or repairing.
 
@@ -324,11 +352,17 @@ class Session:
         line in the file (the line counted from where the peek read, the byte offset from
         the file's start, the length up to its ``\\n``), so a follower can read one
         line again (its raw text) or place a byte offset (a search hit) on its envelope.
+
+        With ``index=True`` (the default) a peek of the whole file takes what the
+        transcript's side index holds (``Session.load``), when it still describes the
+        file, and reads only the bytes after it; the result is the same. A peek writes
+        no index.
         Raises ValueError for a negative or non-int `offset`, or a survey with one.
         """
         from ._peek import peek
 
-        return peek(os.fspath(path), offset=offset, identity=identity, survey=survey, spans=spans)
+        return peek(os.fspath(path), offset=offset, identity=identity, survey=survey, spans=spans,
+                    index=bool(index))
 
     @staticmethod
     def salvage(path: Any, out: Any) -> Dict[str, Any]:
@@ -361,7 +395,7 @@ class Session:
         _platform.require_lock("Session.fork (it returns the new transcript open for appending)")
         out = os.fspath(out)
         fd, state, events = fork(os.fspath(path), out, through_id, meta)
-        return cls(out, fd, state, events, [], False)
+        return cls(out, fd, state, events, [], False, indexed=0)
 
     # -- what a session exposes ------------------------------------------------------------
 
@@ -488,12 +522,17 @@ class Session:
 
     # -- appends ----------------------------------------------------------------------------
 
-    def append_message(self, message: MessageLike, extra: Optional[Mapping[str, Any]] = None) -> str:
+    def append_message(
+        self, message: MessageLike, extra: Optional[Mapping[str, Any]] = None, *, usage: Optional[Usage] = None
+    ) -> str:
         """Append one message (a Message or a mapping in its shape); return its envelope id.
 
         `extra` keys (``finish-reason``, a runtime's own item) are stored on the line
         beside the message and visible in ``events``, never in ``messages``; an extra
-        named like a message key is dropped. Raises TypeError/ValueError for what JSON
+        named like a message key is dropped. `usage`: the token usage of the provider
+        response this message is (a part of), stored as the extra ``token-usage``
+        (``llm_agent_session.usage``; an ``extra["token-usage"]`` is checked the same
+        way, and giving both is a ValueError). Raises TypeError/ValueError for what JSON
         cannot carry exactly (nothing written), SessionClosed, SessionBroken, OSError
         from the write (the file is truncated back).
         """
@@ -509,9 +548,17 @@ class Session:
             # dropped even when the message leaves that key unset, or replay would read
             # it as the message's own (a name, stickiness, an answered tool call).
             payload.update(message_extras(extra))
+            if TOKEN_USAGE in payload:
+                if usage is not None:
+                    raise ValueError(f"usage given twice: as usage= and as extra[{TOKEN_USAGE!r}]")
+                payload[TOKEN_USAGE] = Usage.checked(payload[TOKEN_USAGE], f"extra[{TOKEN_USAGE!r}]").to_json()
             payload.update(msg._fields())
         else:
             payload = msg._fields()  # a new dict; `_append` copies its values
+        if usage is not None:
+            if not isinstance(usage, Usage):
+                raise TypeError(f"usage must be a llm_agent_session.Usage or None, not {type(usage).__name__}")
+            payload[TOKEN_USAGE] = usage.to_json()
         return self._append("message", payload, "message", message=kept)
 
     def append_grants(self, grants: Mapping[str, Any]) -> str:
@@ -823,12 +870,40 @@ class Session:
     # -- closing -------------------------------------------------------------------------------
 
     def close(self) -> None:
-        """Release the handle and the lock; later appends raise SessionClosed. Idempotent."""
+        """Release the handle and the lock; later appends raise SessionClosed. Idempotent.
+        The side index is brought up to date on a thread of its own (after a load with
+        ``index=True``, of a transcript of 8 MB or more)."""
         with self._lock:
+            if self._fd is not None and self._indexed is not None and self._end > self._indexed:
+                self._refresh_index()
             fd, self._fd = self._fd, None
             _open_sessions.discard(self)
             if fd is not None:
                 os.close(fd)
+
+    def _refresh_index(self) -> None:
+        """Start bringing the side index to the file's end, off the appending thread: the
+        bytes appended since it was last written are read and folded from it (under the
+        session's lock, so the end is a line's end)."""
+        fd, end = self._fd, self._end
+        if fd is None or self._indexed is None or end < _index.AUTO_MIN_BYTES or self._broken is not None:
+            return
+        rfd = _index.reopen_to_read(fd, self._abs_path)
+        if rfd is None:
+            return
+        st = os.fstat(fd)
+        before = self._refreshing
+        path = self._abs_path
+
+        def run() -> None:
+            if before is not None:
+                before.join()
+            _index.refresh(path, rfd, end, st)
+
+        thread = threading.Thread(target=run, name="llm-agent-session-index")
+        self._refreshing = thread
+        self._indexed = end
+        _index.start(thread)
 
     def __enter__(self) -> "Session":
         return self
@@ -940,6 +1015,12 @@ class Session:
                     "Session.load the transcript again, which repairs it"
                 )
             raise
+        if self._indexed is not None:
+            self._end = before + len(line)
+            if self._end - self._indexed >= _index.REFRESH_EVERY and (
+                self._refreshing is None or not self._refreshing.is_alive()
+            ):
+                self._refresh_index()
 
 
 def _pair(item: Any, keys: Optional[Tuple[str, str]], what: str) -> Tuple[Any, Any]:

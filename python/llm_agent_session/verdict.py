@@ -4,9 +4,10 @@ Load repairs a torn tail before it replays, so loading even a private copy costs
 of the whole file (256 MB of TMPDIR for a 256 MB transcript). Instead :func:`verdict`
 runs load's own two steps read-only on the file itself, through the same core: the tail
 check (which only looks) and the replay over the bytes a repair would keep
-(``[0, cut)``). No lock is taken, nothing is written, no extra disk is used; the
-verdict, the error (class, line, byte offset) and the size of the repair are exactly
-load's.
+(``[0, cut)``), through the side index as load's is. No lock is taken, nothing is
+written beside the transcript (a big one's index goes to the cache), no extra disk is
+used; the verdict, the error (class, line, byte offset) and the size of the repair are
+exactly load's.
 
 :func:`is_transcript` is the cheap look before it: does a file start as a transcript at
 all (the shelf of the viewer and ``view FILE`` ask it of every ``*.jsonl`` file).
@@ -24,7 +25,7 @@ import stat
 from dataclasses import dataclass, field
 from typing import Any, List, Optional, Sequence, Tuple
 
-from . import _backend, _platform
+from . import _backend, _index, _platform
 from ._files import open_to_read
 from ._load import repair_path_of
 from ._peek import _first_line_error
@@ -119,7 +120,9 @@ def verdict(path: str) -> Verdict:
         if kind == "torn":
             torn = Torn(line, cut, size - cut, excerpt.decode("utf-8", "replace"))
         try:
-            state, events = core.replay(fd, cut if torn else size)
+            # Through the transcript's side index when one still describes it (only the
+            # bytes after it are read); a big file gets one (in the cache, never beside it).
+            state, events, _, _ = _index.replay(path, fd, cut if torn else size, st, use=True, write_ok=True)
         except CoreFailure as f:
             return _failure(f, path, size, torn)
     finally:

@@ -15,6 +15,7 @@ use crate::replay::records::{body_of, Body};
 use crate::replay::stream::{line_start_after, LineReader, SPLIT_MIN};
 use crate::scan::end_of_last_line;
 
+use super::usage::{stated, Stated};
 use super::values::{float64, json_value, string, ts_micros};
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -78,6 +79,10 @@ pub struct Line {
     /// Where the payload's members are in [`Part::fields`] (lines that make rows only):
     /// the second pass finds every value by them, without walking the payload again.
     pub fields: (u32, u32),
+    /// A message line's `token-usage` (`usage.rs`).
+    pub usage: Option<Box<Stated>>,
+    /// A message line whose role is `assistant` (one without usage is a response unmeasured).
+    pub assistant: bool,
 }
 
 /// The first non-blank line of the range.
@@ -254,6 +259,12 @@ fn note(
                     reason: string(raw, get("reason")).map(|s| s.into_owned()),
                 })
             });
+            let (usage, assistant) = if kind == LineType::Message {
+                let role = get("role").and_then(|r| json_view::text(raw, r));
+                (stated(raw, fields), role.as_deref() == Some("assistant"))
+            } else {
+                (None, false)
+            };
             let grants = if kind == LineType::Grants {
                 json_value(raw, get("grants")).map(|t| String::from_utf8_lossy(t).into_owned())
             } else {
@@ -285,6 +296,8 @@ fn note(
                 settle,
                 grants,
                 fields: kept,
+                usage,
+                assistant,
             });
         }
     }

@@ -13,6 +13,7 @@ pub mod buffers;
 pub mod fold;
 pub mod lines;
 pub mod rows;
+pub mod usage;
 pub mod values;
 
 use crate::error::CoreResult;
@@ -46,6 +47,8 @@ pub struct Pass {
     pub runs: Vec<std::ops::Range<usize>>,
     /// Physical lines read, blank ones and an unfinished last one included.
     pub line_count: u64,
+    /// What the message lines' token usage adds up to (each response counted once).
+    pub usage: usage::Totals,
 }
 
 /// Read and fold `[0, stop)` of `src` (the bytes after the last `\n` only if
@@ -62,11 +65,12 @@ pub fn pass<S: Source + Sync + ?Sized>(
     // realistic 256 MB file; `perf record`).
     let total = part.lines.len();
     let mut seen = IdTable::with_capacity(total, part.keys.clone());
-    let kept: Vec<Line> = std::mem::take(&mut part.lines)
+    let mut kept: Vec<Line> = std::mem::take(&mut part.lines)
         .into_iter()
         .filter(|l| seen.push_hashed(&l.id, l.hash).is_ok())
         .collect();
     drop(seen);
+    let usage = usage::count(&mut kept);
     let skipped = part.skipped + (total - kept.len()) as u64;
     let line_count = part.line_count;
     let fold = fold::fold(&kept);
@@ -119,6 +123,7 @@ pub fn pass<S: Source + Sync + ?Sized>(
         grants_index,
         runs,
         line_count,
+        usage,
     })
 }
 
@@ -135,21 +140,46 @@ impl Pass {
         rows::rows(src, self, range, extras, cursor)
     }
 
-    /// The kept lines' ids' FNV-1a hashes, sorted, each 8 bytes little-endian: a
-    /// stable digest (unlike the keyed hashes) that another pass's can be checked
-    /// against for a repeated id.
+    /// The FNV-1a hashes of the ids a later line must not repeat, sorted, each once, 8
+    /// bytes little-endian: the kept lines' envelope ids (a load refuses a repeat) and
+    /// the response ids their usage names (a later line of one of those responses would
+    /// change which line it is counted at; `usage::id_hash`). A stable digest (unlike the
+    /// keyed hashes) that another pass's can be checked against.
     pub fn id_digest(&self) -> Vec<u8> {
-        let mut hashes: Vec<u64> = self.lines.iter().map(|l| fnv1a(l.id.as_bytes())).collect();
+        let responses = self
+            .lines
+            .iter()
+            .filter_map(|l| l.usage.as_deref()?.response_id.as_deref());
+        let mut hashes: Vec<u64> = self
+            .lines
+            .iter()
+            .map(|l| fnv1a(l.id.as_bytes()))
+            .chain(responses.map(usage::id_hash))
+            .collect();
         hashes.sort_unstable();
+        hashes.dedup();
         hashes.iter().flat_map(|h| h.to_le_bytes()).collect()
     }
+
+    /// The counted responses and the lines they are counted at, in file order
+    /// (`usage::responses`).
+    pub fn responses(&self) -> impl Iterator<Item = (&Line, &usage::Stated)> {
+        usage::responses(&self.lines)
+    }
+}
+
+const FNV_OFFSET: u64 = 0xcbf2_9ce4_8422_2325;
+
+/// 64-bit FNV-1a of `bytes`, going on from the hash `h` (`FNV_OFFSET` to start).
+fn fnv1a_from(h: u64, bytes: &[u8]) -> u64 {
+    bytes
+        .iter()
+        .fold(h, |h, &b| (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3))
 }
 
 /// 64-bit FNV-1a.
 fn fnv1a(bytes: &[u8]) -> u64 {
-    bytes.iter().fold(0xcbf2_9ce4_8422_2325, |h, &b| {
-        (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3)
-    })
+    fnv1a_from(FNV_OFFSET, bytes)
 }
 
 #[cfg(test)]

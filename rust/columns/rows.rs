@@ -11,6 +11,7 @@ use crate::message_rules::{is_sticky, MESSAGE_KEYS};
 use super::buffers::{Bools, Column, Numbers, Strings};
 use super::fold::Op;
 use super::lines::{Line, LineType};
+use super::usage::Stated;
 use super::values::{boolean, flatten_text, int64, json_value, string};
 use super::Pass;
 
@@ -41,6 +42,10 @@ struct Messages {
     elided_by: Strings,
     extras: Strings,
     bytes: Numbers,
+    response_id: Strings,
+    /// input, output, cache read, cache write.
+    tokens: [Numbers; 4],
+    usage_counted: Bools,
 }
 
 impl Messages {
@@ -66,7 +71,20 @@ impl Messages {
             elided_by: Strings::default(),
             extras: Strings::default(),
             bytes: n("int64"),
+            response_id: Strings::default(),
+            tokens: [n("int64"), n("int64"), n("int64"), n("int64")],
+            usage_counted: Bools::default(),
         }
+    }
+
+    /// The line's token usage as stated, and whether its response is counted at it.
+    fn push_usage(&mut self, stated: Option<&Stated>) {
+        self.response_id
+            .push_str(stated.and_then(|s| s.response_id.as_deref()));
+        for (column, i) in self.tokens.iter_mut().zip(0..) {
+            column.push_i64(stated.and_then(|s| s.figures.get(i).copied().flatten()));
+        }
+        self.usage_counted.push(stated.map(|s| s.counted));
     }
 }
 
@@ -160,6 +178,7 @@ pub fn rows<S: Source + ?Sized>(
                 let present = extras && extras_of(raw, fields, m.extras.data());
                 m.extras.end(present);
                 m.bytes.push_i64(Some(line.len as i64));
+                m.push_usage(line.usage.as_deref());
             }
             LineType::Compaction => {
                 c.id.push_str(Some(line.id.as_str()));
@@ -200,6 +219,7 @@ pub fn rows<S: Source + ?Sized>(
             _ => {}
         }
     }
+    let [input, output, cache_read, cache_write] = m.tokens;
     Ok(Tables {
         messages: vec![
             ("id", m.id.finish()),
@@ -219,6 +239,12 @@ pub fn rows<S: Source + ?Sized>(
             ("elided_by", m.elided_by.finish()),
             ("extras", m.extras.finish()),
             ("bytes", m.bytes.finish()),
+            ("response_id", m.response_id.finish()),
+            ("input_tokens", input.finish()),
+            ("output_tokens", output.finish()),
+            ("cache_read_tokens", cache_read.finish()),
+            ("cache_write_tokens", cache_write.finish()),
+            ("usage_counted", m.usage_counted.finish()),
         ],
         tool_calls: t.finish(),
         compactions: vec![

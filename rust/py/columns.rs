@@ -69,6 +69,17 @@ pub fn dataset_pass(
         First::Envelope { type_, meta } => (Some(type_.clone()), meta.clone()),
         _ => (None, None),
     };
+    let [input, output, cache_read, cache_write] = pass.usage.figures;
+    let usage = call_kw!(
+        py,
+        named::USAGE_TOTALS.get(py)?,
+        input = input,
+        output = output,
+        cache_read = cache_read,
+        cache_write = cache_write,
+        responses = pass.usage.responses,
+        unmeasured = pass.usage.unmeasured,
+    )?;
     let meta_id = meta
         .as_ref()
         .and_then(|_| pass.lines.first())
@@ -89,6 +100,7 @@ pub fn dataset_pass(
         elisions = pass.elisions,
         grants = pass.grants.clone(),
         lines = pass.line_count,
+        usage = usage,
     )?
     .unbind();
     Ok(DatasetPass {
@@ -114,6 +126,29 @@ impl DatasetPass {
         let pass = &self.pass;
         let digest = py.allow_threads(move || pass.id_digest());
         PyBytes::new(py, &digest)
+    }
+
+    /// The counted responses, in file order of the lines they are counted at: (that
+    /// line's envelope id, response id or None, input, output, cache_read, cache_write)
+    /// each (`_core.DatasetPass.responses`).
+    #[allow(clippy::type_complexity)]
+    fn responses(
+        &self,
+    ) -> Vec<(
+        &str,
+        Option<&str>,
+        Option<i64>,
+        Option<i64>,
+        Option<i64>,
+        Option<i64>,
+    )> {
+        self.pass
+            .responses()
+            .map(|(line, s)| {
+                let [i, o, r, w] = s.figures;
+                (line.id.as_str(), s.response_id.as_deref(), i, o, r, w)
+            })
+            .collect()
     }
 
     fn __iter__(slf: PyRef<'_, Self>) -> PyRef<'_, Self> {

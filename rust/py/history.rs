@@ -69,7 +69,7 @@ pub fn history<'py>(
     let removal = named::REMOVAL.get(py)?;
     let mut removals = Vec::with_capacity(notes.removers.len());
     for r in &notes.removers {
-        let at = fold.events.get(r.event).copied().ok_or_else(lost)?;
+        let at = fold.events.get(r.event).ok_or_else(lost)?;
         let (id, ts) = header(&file, at)?;
         let kind = if r.rewind { "rewind" } else { "compaction" };
         removals.push(removal.call1((id, kind, ts))?.unbind());
@@ -112,7 +112,16 @@ pub fn history<'py>(
         fold.section_at = Default::default();
     }
     let envelope_at = Bound::new(py, EnvelopeIds::new(std::mem::take(&mut fold.envelope_at)))?;
-    let state = survivors::fold_state(py, &file, &mut fold, own.clone(), envelope_at.clone())?;
+    let events = fold.events.len();
+    let state = survivors::fold_state(
+        py,
+        &file,
+        &mut fold,
+        events,
+        own.clone(),
+        envelope_at.clone(),
+        None,
+    )?;
     if let Some((_, grants)) = &grants {
         // The grants in force are the last grants envelope's snapshot, one object, as
         // the reference's fold leaves them.

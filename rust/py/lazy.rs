@@ -32,6 +32,7 @@ use pyo3::types::{PyDict, PyIterator, PyList, PyString, PyTuple};
 use crate::envelope::{parse_envelope_fields, LineProblem};
 use crate::envelope_skim::skim_header;
 use crate::file_io::{read_full, BorrowedFile};
+use crate::index::lines::Lines;
 use crate::json::grammar::{Kind, Span};
 use crate::json::view::token;
 use crate::json::view::{self as json_view, Entry, Item};
@@ -39,6 +40,7 @@ use crate::replay::fold::{LineRef, MessageExtras, SectionRef};
 use crate::scan::headers::{Cursor, Header, Headers, TypeName, Unpacked};
 
 use super::build::Builder;
+use super::index::Earlier;
 use super::named::{PyName, EVENT, MESSAGE, MESSAGE_DEFAULTS, OBJECT};
 
 /// Another open file description of the file `fd` is open on, close-on-exec and
@@ -205,7 +207,10 @@ enum Builds {
 #[pyclass(frozen, module = "llm_agent_session._native")]
 pub struct LineIndex {
     file: Arc<File>,
-    lines: Vec<LineRef>,
+    /// Shared with what a load through a side index looks ids up by (`index::Earlier`).
+    lines: Arc<Lines>,
+    /// Which of `lines` are its items (peek's messages of an index), when not all.
+    subset: Option<Vec<u32>>,
     /// Where each line's payload lies, when the scan recorded it (else empty).
     payloads: Vec<(u32, u32)>,
     /// Each line's header as the scan decoded it, when kept: iterating builds
@@ -215,26 +220,59 @@ pub struct LineIndex {
 }
 
 impl LineIndex {
-    pub fn events(file: Arc<File>, lines: Vec<LineRef>, payloads: Vec<(u32, u32)>) -> Self {
+    pub fn events(file: Arc<File>, lines: Arc<Lines>, payloads: Vec<(u32, u32)>) -> Self {
         LineIndex {
             file,
             lines,
+            subset: None,
             payloads,
             headers: None,
             builds: Builds::Events,
         }
     }
 
+    /// The Messages of the lines `subset` picks out of `lines` (a side index's).
+    pub fn messages_of(file: Arc<File>, lines: Arc<Lines>, subset: Vec<u32>) -> Self {
+        LineIndex {
+            file,
+            lines,
+            subset: Some(subset),
+            payloads: Vec::new(),
+            headers: None,
+            builds: Builds::Messages,
+        }
+    }
+
+    fn count(&self) -> usize {
+        self.subset.as_ref().map_or(self.lines.len(), Vec::len)
+    }
+
+    /// The line of item `i`.
+    fn line(&self, i: usize) -> Option<LineRef> {
+        match &self.subset {
+            Some(s) => self.lines.get(*s.get(i)? as usize),
+            None => self.lines.get(i),
+        }
+    }
+
+    fn last_line(&self) -> Option<LineRef> {
+        match &self.subset {
+            Some(s) => self.lines.get(*s.last()? as usize),
+            None => self.lines.last(),
+        }
+    }
+
     /// Iterate with the headers the scan kept (one a line, in order).
     pub fn with_headers(self, headers: Option<Headers>) -> Self {
-        let headers = headers.filter(|h| h.len() == self.lines.len());
+        let headers = headers.filter(|h| h.len() == self.count());
         LineIndex { headers, ..self }
     }
 
     pub fn messages(file: Arc<File>, lines: Vec<LineRef>, payloads: Vec<(u32, u32)>) -> Self {
         LineIndex {
             file,
-            lines,
+            lines: Arc::new(Lines::from(lines)),
+            subset: None,
             payloads,
             headers: None,
             builds: Builds::Messages,
@@ -429,9 +467,8 @@ impl LineIndex {
         i: usize,
         raw: &[u8],
     ) -> PyResult<Bound<'py, PyAny>> {
-        let at = *self
-            .lines
-            .get(i)
+        let at = self
+            .line(i)
             .ok_or_else(|| PyIndexError::new_err("index out of range"))?;
         match self.builds {
             Builds::Events => deferred_event(b.py(), &self.file, at, raw, self.payload_at(i)),
@@ -443,11 +480,14 @@ impl LineIndex {
 #[pymethods]
 impl LineIndex {
     fn __len__(&self) -> usize {
-        self.lines.len()
+        self.count()
     }
 
     fn __getitem__<'py>(&self, py: Python<'py>, index: isize) -> PyResult<Bound<'py, PyAny>> {
-        let (i, at) = item_at(&self.lines, index)?;
+        let i = position(self.count(), index)?;
+        let at = self
+            .line(i)
+            .ok_or_else(|| PyIndexError::new_err("index out of range"))?;
         let raw = read_line(&self.file, at)?;
         self.build(&mut Builder::new(py), i, &raw)
     }
@@ -527,7 +567,7 @@ impl LineIter {
     fn __next__<'py>(&mut self, py: Python<'py>) -> PyResult<Option<Bound<'py, PyAny>>> {
         let index = self.index.bind(py).get();
         let i = self.next;
-        let Some(&at) = index.lines.get(i) else {
+        let Some(at) = index.line(i) else {
             return Ok(None);
         };
         self.next += 1;
@@ -552,8 +592,7 @@ impl LineIter {
                 // A window, but no further than the last line ends (a peek of the
                 // last turn reads ~67 KiB; zeroing 256 KiB for it cost more).
                 let to_last = index
-                    .lines
-                    .last()
+                    .last_line()
                     .and_then(|l| {
                         usize::try_from((l.offset + l.len).saturating_sub(at.offset)).ok()
                     })
@@ -594,6 +633,19 @@ impl Spans {
     }
 }
 
+/// The place `index` names in a sequence of `len` items, as Python indexes one
+/// (negative from the end); IndexError past either end.
+fn position(len: usize, index: isize) -> PyResult<usize> {
+    let i = if index < 0 {
+        index.checked_add_unsigned(len)
+    } else {
+        Some(index)
+    };
+    i.and_then(|i| usize::try_from(i).ok())
+        .filter(|&i| i < len)
+        .ok_or_else(|| PyIndexError::new_err("index out of range"))
+}
+
 /// `items[index]` as Python indexes a sequence (negative from the end), with its
 /// place; IndexError past either end.
 fn item_at<T: Copy>(items: &[T], index: isize) -> PyResult<(usize, T)> {
@@ -620,44 +672,69 @@ pub struct SectionTexts {
     sections: Vec<SectionRef>,
     /// digest -> its index in `sections`.
     at: HashMap<String, usize>,
+    /// After a load through a side index: the sections of the indexed lines, which
+    /// come before `sections`.
+    earlier: Option<Arc<Earlier>>,
 }
 
 impl SectionTexts {
     /// The fold's sections and their index, taken over as they are.
-    pub fn new(file: Arc<File>, sections: Vec<SectionRef>, at: HashMap<String, usize>) -> Self {
-        SectionTexts { file, sections, at }
+    pub fn new(
+        file: Arc<File>,
+        sections: Vec<SectionRef>,
+        at: HashMap<String, usize>,
+        earlier: Option<Arc<Earlier>>,
+    ) -> Self {
+        SectionTexts {
+            file,
+            sections,
+            at,
+            earlier,
+        }
     }
 
-    fn section(&self, digest: &str) -> Option<&SectionRef> {
-        self.sections.get(*self.at.get(digest)?)
+    /// Where the text of `digest` is: its line, the text's span, the line's id.
+    fn section(&self, digest: &str) -> PyResult<Option<(LineRef, Span, String)>> {
+        if let Some(s) = self.at.get(digest).and_then(|&i| self.sections.get(i)) {
+            return Ok(Some((s.text.line, s.text.span, s.line_id.to_string())));
+        }
+        match &self.earlier {
+            Some(earlier) => earlier.section(digest),
+            None => Ok(None),
+        }
     }
 }
 
 #[pymethods]
 impl SectionTexts {
     fn __len__(&self) -> usize {
-        self.sections.len()
+        self.sections.len() + self.earlier.as_ref().map_or(0, |e| e.base.sections.len())
     }
 
     /// The digests, in the order their texts first appeared.
-    fn keys(&self) -> Vec<&str> {
-        self.sections.iter().map(|s| s.digest.as_str()).collect()
+    fn keys(&self) -> PyResult<Vec<String>> {
+        let mut out = match &self.earlier {
+            Some(earlier) => earlier.digests()?,
+            None => Vec::new(),
+        };
+        out.extend(self.sections.iter().map(|s| s.digest.clone()));
+        Ok(out)
     }
 
     /// The text of `digest`, or None when no line carries it.
     fn get<'py>(&self, py: Python<'py>, digest: &str) -> PyResult<Option<Bound<'py, PyAny>>> {
-        let Some(v) = self.section(digest).map(|s| s.text) else {
+        let Some((line, span, _)) = self.section(digest)? else {
             return Ok(None);
         };
-        let raw = read_line(&self.file, v.line)?;
-        let item = token(&raw, v.span)
+        let raw = read_line(&self.file, line)?;
+        let item = token(&raw, span)
             .ok_or_else(|| PyValueError::new_err("the transcript changed under a lazy read"))?;
         Builder::new(py).value(&raw, item).map(Some)
     }
 
     /// The id of the first line that carries the text of `digest`, or None.
-    fn line_of(&self, digest: &str) -> Option<&str> {
-        self.section(digest).map(|s| s.line_id.as_str())
+    fn line_of(&self, digest: &str) -> PyResult<Option<String>> {
+        Ok(self.section(digest)?.map(|s| s.2))
     }
 }
 
@@ -666,15 +743,49 @@ impl SectionTexts {
 #[pyclass(frozen, module = "llm_agent_session._native")]
 pub struct EnvelopeIds {
     at: IdTable,
+    /// After a load through a side index: the indexed envelopes, which come before
+    /// `at`'s (their ids by fingerprint, each confirmed by reading its line).
+    earlier: Option<Arc<Earlier>>,
 }
 
 impl EnvelopeIds {
     pub fn new(at: IdTable) -> Self {
-        EnvelopeIds { at }
+        EnvelopeIds { at, earlier: None }
+    }
+
+    pub fn after(at: IdTable, earlier: Option<Arc<Earlier>>) -> Self {
+        EnvelopeIds { at, earlier }
     }
 
     pub(super) fn table(&self) -> &IdTable {
         &self.at
+    }
+
+    fn first(&self) -> usize {
+        self.earlier.as_ref().map_or(0, |e| e.base.count)
+    }
+
+    /// The index in `events` of the envelope with this id.
+    pub fn find(&self, id: &str) -> PyResult<Option<usize>> {
+        if let Some(at) = self.at.get(id) {
+            return Ok(Some(at + self.first()));
+        }
+        match &self.earlier {
+            Some(earlier) => earlier.find(id),
+            None => Ok(None),
+        }
+    }
+
+    /// The id of the envelope at `event`.
+    pub fn id_at(&self, event: usize) -> PyResult<Option<String>> {
+        let first = self.first();
+        if event >= first {
+            return Ok(self.at.id_at(event - first).map(str::to_owned));
+        }
+        match &self.earlier {
+            Some(earlier) => earlier.id_at(event),
+            None => Ok(None),
+        }
     }
 }
 
@@ -695,11 +806,11 @@ impl Drop for EnvelopeIds {
 #[pymethods]
 impl EnvelopeIds {
     fn __len__(&self) -> usize {
-        self.at.len()
+        self.at.len() + self.first()
     }
 
-    fn get(&self, id: &str) -> Option<usize> {
-        self.at.get(id)
+    fn get(&self, id: &str) -> PyResult<Option<usize>> {
+        self.find(id)
     }
 }
 
@@ -709,11 +820,14 @@ impl EnvelopeIds {
 #[pyclass(frozen, module = "llm_agent_session._native")]
 pub struct KeptExtras {
     kept: MessageExtras,
+    /// After a load through a side index: the indexed lines' extras are read from
+    /// their line when asked for.
+    earlier: Option<Arc<Earlier>>,
 }
 
 impl KeptExtras {
-    pub fn new(kept: MessageExtras) -> Self {
-        KeptExtras { kept }
+    pub fn new(kept: MessageExtras, earlier: Option<Arc<Earlier>>) -> Self {
+        KeptExtras { kept, earlier }
     }
 }
 
@@ -738,8 +852,19 @@ impl KeptExtras {
     /// A new dict of the extras of the message line at `event` (`{}` when it has none);
     /// None when that envelope is not a message line.
     fn get<'py>(&self, py: Python<'py>, event: usize) -> PyResult<Option<Bound<'py, PyDict>>> {
-        let Some(text) = self.kept.get(event) else {
-            return Ok(None);
+        let read;
+        let text = match self.earlier.as_ref().filter(|e| event < e.base.count) {
+            Some(earlier) => match earlier.extras_text(event)? {
+                Some(text) => {
+                    read = text;
+                    &read[..]
+                }
+                None => return Ok(None),
+            },
+            None => match self.kept.get(event) {
+                Some(text) => text,
+                None => return Ok(None),
+            },
         };
         let object = Item {
             kind: Kind::Object,
@@ -773,12 +898,29 @@ pub struct SettledIds {
 }
 
 impl SettledIds {
-    /// `settled`: the indices in `events` of the settled operations' dispatches.
-    pub fn new(envelopes: Py<EnvelopeIds>, events: usize, settled: &[usize]) -> Self {
+    /// `settled`: the indices in `events` of the settled operations' dispatches; `earlier`:
+    /// those of a side index, as its bitmap (a bit an envelope).
+    pub fn new(
+        envelopes: Py<EnvelopeIds>,
+        events: usize,
+        settled: &[usize],
+        earlier: Option<&[u8]>,
+    ) -> Self {
+        let mut dispatched_at = vec![0u64; events.div_ceil(64)];
+        let mut count = 0;
+        for (word, bytes) in dispatched_at
+            .iter_mut()
+            .zip(earlier.unwrap_or_default().chunks(8))
+        {
+            let mut b = [0u8; 8];
+            b[..bytes.len()].copy_from_slice(bytes);
+            *word = u64::from_le_bytes(b);
+            count += word.count_ones() as usize;
+        }
         let mut ids = SettledIds {
             envelopes,
-            dispatched_at: vec![0; events.div_ceil(64)],
-            count: 0,
+            dispatched_at,
+            count,
             later: BTreeSet::new(),
         };
         for &e in settled {
@@ -819,17 +961,18 @@ impl SettledIds {
             return Ok(false);
         };
         let op_id = op_id.to_cow()?;
-        Ok(match self.envelopes.bind(py).get().at.get(&op_id) {
+        Ok(match self.envelopes.bind(py).get().find(&op_id)? {
             Some(e) => self.is_marked(e),
             None => self.later.contains(op_id.as_ref()),
         })
     }
 
-    fn add(&mut self, py: Python<'_>, op_id: &str) {
-        let found = self.envelopes.bind(py).get().at.get(op_id);
+    fn add(&mut self, py: Python<'_>, op_id: &str) -> PyResult<()> {
+        let found = self.envelopes.bind(py).get().find(op_id)?;
         if !found.is_some_and(|e| self.mark(e)) {
             self.later.insert(op_id.to_owned());
         }
+        Ok(())
     }
 
     /// The settled op ids: those of the file in file order, then the later ones.
@@ -841,7 +984,7 @@ impl SettledIds {
             while bits != 0 {
                 let e = w * 64 + bits.trailing_zeros() as usize;
                 bits &= bits - 1;
-                if let Some(id) = envelopes.at.id_at(e) {
+                if let Some(id) = envelopes.id_at(e)? {
                     list.append(id)?;
                 }
             }

@@ -13,6 +13,7 @@ mod columns;
 mod encode;
 mod history;
 mod import;
+mod index;
 mod lazy;
 mod named;
 mod search;
@@ -30,6 +31,7 @@ use pyo3::types::{PyBytes, PyList};
 use crate::envelope::parse_envelope;
 use crate::error::CoreError;
 use crate::file_io::{BorrowedFile, Source};
+use crate::index::lines::Lines;
 use crate::json::grammar::classify;
 use crate::repair_copy;
 use crate::replay as replay_core;
@@ -62,7 +64,7 @@ fn os_error(py: Python<'_>, e: io::Error) -> PyErr {
     }
 }
 
-fn to_pyerr(py: Python<'_>, e: CoreError) -> PyErr {
+pub(crate) fn to_pyerr(py: Python<'_>, e: CoreError) -> PyErr {
     match e {
         CoreError::Failure(f) => {
             let made = named::CORE_FAILURE
@@ -213,11 +215,13 @@ fn replay<'py>(
     // (not the same inode at the path, no `/proc`), everything is built now.
     let own = lazy::reopen(fd, reopen_path).ok().map(Arc::new);
     let envelope_at = Bound::new(py, EnvelopeIds::new(envelope_at))?;
-    let state = survivors::fold_state(py, &file, &mut fold, own.clone(), envelope_at)?;
+    let events = fold.events.len();
+    let state =
+        survivors::fold_state(py, &file, &mut fold, events, own.clone(), envelope_at, None)?;
     let lines = std::mem::take(&mut fold.events);
     let events = match own {
-        Some(own) => lazy_list(py, LineIndex::events(own, lines, Vec::new()))?,
-        None => all_events(py, &file, lines)?,
+        Some(own) => lazy_list(py, LineIndex::events(own, Arc::new(lines), Vec::new()))?,
+        None => all_events(py, &file, &lines)?,
     };
     // What is left of the fold (every settled id, the operation tables) is freed without
     // the GIL: at hundreds of MB that is milliseconds, a stall of every other thread
@@ -227,19 +231,19 @@ fn replay<'py>(
 }
 
 /// `LazyList(index)`: the index's items built on access.
-fn lazy_list(py: Python<'_>, index: LineIndex) -> PyResult<Bound<'_, PyAny>> {
+pub(crate) fn lazy_list(py: Python<'_>, index: LineIndex) -> PyResult<Bound<'_, PyAny>> {
     named::LAZY_LIST.get(py)?.call1((Bound::new(py, index)?,))
 }
 
 /// Every event built now, in a list.
-fn all_events<'py>(
+pub(crate) fn all_events<'py>(
     py: Python<'py>,
     file: &std::fs::File,
-    lines: Vec<LineRef>,
+    lines: &Lines,
 ) -> PyResult<Bound<'py, PyAny>> {
     let list = PyList::empty(py);
     let mut b = build::Builder::new(py);
-    for at in lines {
+    for at in lines.iter() {
         list.append(lazy::event_at(&mut b, file, at)?)?;
     }
     Ok(list.into_any())
@@ -316,7 +320,8 @@ fn scan<'py>(
             Ok(own) => (
                 lazy_list(
                     py,
-                    LineIndex::events(own.clone(), lines, payloads).with_headers(headers),
+                    LineIndex::events(own.clone(), Arc::new(Lines::from(lines)), payloads)
+                        .with_headers(headers),
                 )?,
                 lazy_list(
                     py,
@@ -324,7 +329,7 @@ fn scan<'py>(
                 )?,
             ),
             Err(_) => {
-                let events = all_events(py, &file, lines)?;
+                let events = all_events(py, &file, &Lines::from(lines))?;
                 let list = PyList::empty(py);
                 let mut b = build::Builder::new(py);
                 for at in message_lines {
@@ -376,6 +381,10 @@ fn scan<'py>(
 #[pymodule]
 fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(replay, m)?)?;
+    m.add_function(wrap_pyfunction!(index::replay_indexed, m)?)?;
+    m.add_function(wrap_pyfunction!(index::index_table, m)?)?;
+    m.add_function(wrap_pyfunction!(index::make_index, m)?)?;
+    m.add_class::<index::IndexedSpans>()?;
     m.add_function(wrap_pyfunction!(scan, m)?)?;
     m.add_function(wrap_pyfunction!(history::history, m)?)?;
     m.add_class::<history::HistoryRows>()?;

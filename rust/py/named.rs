@@ -41,9 +41,12 @@ pub static TAIL_VERDICT: PyName = PyName::new("llm_agent_session._core", "TailVe
 pub static SCANNED: PyName = PyName::new("llm_agent_session._core", "Scanned");
 pub static SURVEY_COUNTS: PyName = PyName::new("llm_agent_session._core", "SurveyCounts");
 pub static REPLAYED: PyName = PyName::new("llm_agent_session._core", "Replayed");
+pub static INDEXED_REPLAY: PyName = PyName::new("llm_agent_session._core", "IndexedReplay");
+pub static INDEX_TABLE: PyName = PyName::new("llm_agent_session._core", "IndexTable");
 pub static HISTORY_READ: PyName = PyName::new("llm_agent_session._core", "HistoryRead");
 pub static DATASET_SUMMARY: PyName = PyName::new("llm_agent_session._core", "DatasetSummary");
 pub static COLUMN: PyName = PyName::new("llm_agent_session._core", "Column");
+pub static USAGE_TOTALS: PyName = PyName::new("llm_agent_session._token_usage", "UsageTotals");
 pub static FOLD_STATE: PyName = PyName::new("llm_agent_session._fold", "FoldState");
 /// Payload -> `PendingToolOperation`, the constructor the pure fold uses too.
 pub static DISPATCHED_OPERATION: PyName =

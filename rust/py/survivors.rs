@@ -15,6 +15,7 @@ use crate::json::view::{self as json_view, Item};
 use crate::replay::fold::{Fold, LineRef, MessageSource, ValueRef};
 
 use super::build::Builder;
+use super::index::Earlier;
 use super::lazy::{
     message_from_fields, read_line, EnvelopeIds, KeptExtras, SectionTexts, SettledIds,
 };
@@ -66,15 +67,18 @@ pub(super) fn value_at<'py>(
     b.value(raw, item)
 }
 
-/// `FoldState.from_parts(...)` of what survived `fold` (its sections are taken).
-/// `texts`: where the section texts are read lazily from (`sections` and
-/// `section_lines` are `LazyTexts`); None builds both now (dicts).
+/// `FoldState.from_parts(...)` of what survived `fold` (its sections are taken), of
+/// `events` envelopes. `texts`: where the section texts are read lazily from
+/// (`sections` and `section_lines` are `LazyTexts`); None builds both now (dicts).
+/// `earlier`: after a load through a side index, the indexed envelopes.
 pub fn fold_state<'py>(
     py: Python<'py>,
     file: &File,
     fold: &mut Fold,
+    events: usize,
     texts: Option<Arc<File>>,
     envelope_at: Bound<'py, EnvelopeIds>,
+    earlier: Option<Arc<Earlier>>,
 ) -> PyResult<Bound<'py, PyAny>> {
     let mut b = Builder::new(py);
     let mut last = LastLine {
@@ -93,7 +97,7 @@ pub fn fold_state<'py>(
         turn.take(py);
         ids.append(m.id.as_str())?;
         let content = match m.stub {
-            Some(stub) => Some(value_at(&mut b, &mut last, file, stub)?),
+            Some((stub, _)) => Some(value_at(&mut b, &mut last, file, stub)?),
             None => None,
         };
         let message = match m.source {
@@ -176,8 +180,9 @@ pub fn fold_state<'py>(
         py,
         SettledIds::new(
             envelope_at.clone().unbind(),
-            fold.events.len(),
+            events,
             &fold.settled,
+            earlier.as_ref().map(|e| e.base.settled.bytes()),
         ),
     )?;
     let (sections, section_lines) = match texts {
@@ -188,6 +193,7 @@ pub fn fold_state<'py>(
                     texts,
                     std::mem::take(&mut fold.sections),
                     std::mem::take(&mut fold.section_at),
+                    earlier.clone(),
                 ),
             )?;
             let lazy = |lookup: &str| {
@@ -221,7 +227,10 @@ pub fn fold_state<'py>(
         sections = sections,
         section_lines = section_lines,
         envelope_at = envelope_at,
-        kept_extras = Bound::new(py, KeptExtras::new(std::mem::take(&mut fold.extras)))?,
+        kept_extras = Bound::new(
+            py,
+            KeptExtras::new(std::mem::take(&mut fold.extras), earlier)
+        )?,
     )
 }
 

@@ -9,17 +9,14 @@ use std::collections::hash_map::Entry;
 use std::collections::HashMap;
 
 use crate::error::{CoreFailure, FailureKind};
+use crate::index::lines::Lines;
+use crate::index::track::Track;
 use crate::json::grammar::Span;
 use crate::message_rules;
 use crate::replay::id::{Id, IdKeys, IdTable};
 use crate::replay::records::{BadLine, Body, Record};
 
-/// A line of the file: where it is.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct LineRef {
-    pub offset: u64,
-    pub len: u64,
-}
+pub use crate::file_io::LineRef;
 
 /// A value inside a line: the line, and the value's span in it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -44,13 +41,16 @@ pub struct LiveMessage {
     pub event: usize,
     pub source: MessageSource,
     pub sticky: bool,
-    /// The last elision stub that replaced its content.
-    pub stub: Option<ValueRef>,
+    /// The last elision stub that replaced its content, and that elision's index in
+    /// `Fold::events`.
+    pub stub: Option<(ValueRef, usize)>,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct PendingOp {
     pub op_id: Id,
+    /// Index of its `tool-dispatched` line in `Fold::events`.
+    pub event: usize,
     pub line: LineRef,
     pub payload: Span,
     /// `result-recorded` rather than `dispatched`.
@@ -63,6 +63,8 @@ pub struct SectionRef {
     pub text: ValueRef,
     /// Id of the line that carries it.
     pub line_id: Id,
+    /// Index of that line in `Fold::events`.
+    pub event: usize,
 }
 
 /// The extras of every message line, by the line's index in `events`, kept from the
@@ -107,7 +109,7 @@ impl MessageExtras {
 
 /// What an envelope is to the fold, by its index in `events`.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-enum Slot {
+pub(crate) enum Slot {
     #[default]
     Nothing,
     /// A message (or a compaction's summary) that was put at this place in `live`;
@@ -119,12 +121,32 @@ enum Slot {
 
 /// A dispatched operation, in file order.
 #[derive(Debug)]
-struct PendingSlot {
+pub(crate) struct PendingSlot {
     /// `None` once settled.
-    op: Option<PendingOp>,
+    pub(crate) op: Option<PendingOp>,
     /// The operation dispatched before it with the same call id, while that call
     /// was waiting for its `tool` message.
-    same_call_before: Option<usize>,
+    pub(crate) same_call_before: Option<usize>,
+}
+
+/// What a fold resumed from a side index (`index::resume`) knows of the envelopes the
+/// index holds: the few the fold can still name, by id. Those ids are not in
+/// `Fold::envelope_at`, which holds the ids read since; whether a later id repeats an
+/// earlier one, or a settle names an operation settled before, is told after the
+/// fold, from the index's fingerprints (`index::resume`).
+#[derive(Debug, Default)]
+pub struct Resumed {
+    /// How many envelopes the index holds (the first index of `envelope_at`'s).
+    pub count: usize,
+    /// The live messages' and pending operations' ids, by envelope.
+    pub ids: HashMap<Id, usize>,
+    /// Their slots.
+    pub(crate) slots: HashMap<usize, Slot>,
+    /// A settle refused as naming an operation never dispatched: its op id (it may
+    /// name one settled before the index's end).
+    pub unknown_op: Option<Id>,
+    /// The id of the envelope whose fold check failed (it may repeat an earlier id).
+    pub refused_id: Option<Id>,
 }
 
 /// The fold's state; after the last line, what replay ends in.
@@ -135,28 +157,37 @@ struct PendingSlot {
 #[derive(Debug, Default)]
 pub struct Fold {
     /// Every envelope in file order (the lazy `events`).
-    pub events: Vec<LineRef>,
-    /// Parallel to `events`.
+    pub events: Lines,
+    /// Parallel to `events` (from `events[resumed.count]` on, in a resumed fold).
     slots: Vec<Slot>,
     /// The session-meta line and its payload.
     pub meta: Option<ValueRef>,
     pub live: Vec<LiveMessage>,
     pub grants: Option<ValueRef>,
-    pending: Vec<PendingSlot>,
+    /// The last grants line's index in `events`.
+    pub grants_event: Option<usize>,
+    pub(crate) pending: Vec<PendingSlot>,
     /// Where each settled operation was dispatched: its index in `events`, in the
     /// order the settles came (its op id is that envelope's id).
     pub settled: Vec<usize>,
     /// call id -> the last operation dispatched for it that waits for its `tool`
     /// message (the others by `same_call_before`); settled ones are skipped.
-    waiting_by_call: HashMap<Id, usize>,
+    pub(crate) waiting_by_call: HashMap<Id, usize>,
     pub sections: Vec<SectionRef>,
     /// digest -> its index in `sections`.
     pub section_at: HashMap<String, usize>,
     /// Every envelope id -> its index in `events` (also the duplicate-id check):
     /// `Session.message_extra` finds a line by id without reading the file again.
+    /// In a resumed fold, the ids read since, indexed from `resumed.count`.
     pub envelope_at: IdTable,
     /// The extras of every message line.
     pub extras: MessageExtras,
+    /// Lines read (blank ones included), set by the replay.
+    pub lines: u64,
+    /// What a side index needs of each envelope, noted when one is to be written.
+    pub track: Option<Box<Track>>,
+    /// Set when the fold was resumed from a side index.
+    pub resumed: Option<Box<Resumed>>,
 }
 
 fn fail(kind: FailureKind, rec: &Record, reason: impl Into<String>) -> CoreFailure {
@@ -192,7 +223,7 @@ impl Fold {
         let expected_lines = usize::try_from(size / 2048).unwrap_or(0).min(1 << 22);
         let room = expected_lines.saturating_mul(2);
         Fold {
-            events: Vec::with_capacity(room),
+            events: Lines::with_capacity(room),
             slots: Vec::with_capacity(room),
             pending: Vec::with_capacity(room / 4),
             section_at: HashMap::with_capacity(room / 8),
@@ -251,10 +282,25 @@ impl Fold {
         })
     }
 
+    /// The index in `events` of `envelope_at`'s first id.
+    #[inline]
+    pub fn first_read(&self) -> usize {
+        self.resumed.as_ref().map_or(0, |r| r.count)
+    }
+
     /// What the envelope with this id is: its index in `events` and its slot.
     fn slot(&self, id: &str) -> (usize, Slot) {
-        let e = self.envelope_at.get(id).unwrap_or(usize::MAX);
-        (e, self.slots.get(e).copied().unwrap_or_default())
+        if let Some(at) = self.envelope_at.get(id) {
+            let first = self.first_read();
+            return (at + first, self.slots.get(at).copied().unwrap_or_default());
+        }
+        match &self.resumed {
+            Some(r) => match r.ids.get(id) {
+                Some(&e) => (e, r.slots.get(&e).copied().unwrap_or_default()),
+                None => (usize::MAX, Slot::Nothing),
+            },
+            None => (usize::MAX, Slot::Nothing),
+        }
     }
 
     /// Where the message with this id is in `live`, if it is live.
@@ -266,16 +312,26 @@ impl Fold {
     }
 
     fn set_slot(&mut self, event: usize, slot: Slot) {
-        if let Some(s) = self.slots.get_mut(event) {
-            *s = slot;
+        let first = self.first_read();
+        if event >= first {
+            if let Some(s) = self.slots.get_mut(event - first) {
+                *s = slot;
+            }
+        } else if let Some(r) = &mut self.resumed {
+            r.slots.insert(event, slot);
         }
     }
 
     /// After the live list was rebuilt: every message's new place.
     fn renumber_live(&mut self) {
+        let first = self.first_read();
         for (at, m) in self.live.iter().enumerate() {
-            if let Some(slot) = self.slots.get_mut(m.event) {
-                *slot = Slot::Live(at);
+            if m.event >= first {
+                if let Some(slot) = self.slots.get_mut(m.event - first) {
+                    *slot = Slot::Live(at);
+                }
+            } else if let Some(r) = &mut self.resumed {
+                r.slots.insert(m.event, Slot::Live(at));
             }
         }
     }
@@ -288,7 +344,12 @@ impl Fold {
             len: rec.len,
         };
         self.admit(&rec, line)?;
-        self.check(&rec)?;
+        if let Err(refused) = self.check(&rec) {
+            if let Some(r) = &mut self.resumed {
+                r.refused_id = Some(rec.id.clone());
+            }
+            return Err(refused);
+        }
         self.commit(rec, line);
         Ok(())
     }
@@ -330,13 +391,16 @@ impl Fold {
                 ),
             ));
         }
-        debug_assert_eq!(self.envelope_at.len(), next + 1);
+        debug_assert_eq!(self.envelope_at.len() + self.first_read(), next + 1);
         Ok(())
     }
 
     /// Fold in an admitted envelope that passed [`Fold::check`].
     #[inline(always)]
     pub(crate) fn commit(&mut self, rec: Record, line: LineRef) {
+        if let Some(track) = &mut self.track {
+            track.note(&rec);
+        }
         self.events.push(line);
         self.slots.push(Slot::Nothing);
         self.apply(rec, line);
@@ -423,6 +487,11 @@ impl Fold {
                     _ => None,
                 };
                 if known != Some(true) {
+                    if known.is_none() {
+                        if let Some(r) = &mut self.resumed {
+                            r.unknown_op = Some(s.op_id.clone());
+                        }
+                    }
                     // A dispatched operation leaves `pending` only when settled.
                     let why = if known == Some(false) {
                         "is already settled"
@@ -502,18 +571,25 @@ impl Fold {
                     None => 0,
                     Some(to) => self.position(&to).map_or(self.live.len(), |i| i + 1),
                 };
+                if let Some(track) = &mut self.track {
+                    let cut = self.live.get(keep..).unwrap_or_default();
+                    track.rewound(cut.iter().map(|m| m.event), event);
+                }
                 self.live.truncate(keep);
             }
             Body::Elision(Ok(items)) => {
                 for (target, stub) in items.into_iter().flatten() {
                     if let Some(pos) = self.position(&target) {
                         if let Some(m) = self.live.get_mut(pos) {
-                            m.stub = Some(ValueRef { line, span: stub });
+                            m.stub = Some((ValueRef { line, span: stub }, event));
                         }
                     }
                 }
             }
-            Body::Grants(Ok(span)) => self.grants = Some(ValueRef { line, span }),
+            Body::Grants(Ok(span)) => {
+                self.grants = Some(ValueRef { line, span });
+                self.grants_event = Some(event);
+            }
             Body::Dispatched(Ok(call_id)) => {
                 let at = self.pending.len();
                 let same_call_before = match self.waiting_by_call.entry(call_id) {
@@ -527,6 +603,7 @@ impl Fold {
                 self.pending.push(PendingSlot {
                     op: Some(PendingOp {
                         op_id: id,
+                        event,
                         line,
                         payload,
                         recorded: false,
@@ -556,6 +633,7 @@ impl Fold {
                                 span: section.text,
                             },
                             line_id: id.clone(),
+                            event,
                         });
                     }
                 }

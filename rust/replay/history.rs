@@ -236,9 +236,9 @@ pub fn read_split_from<S: Source + Sync + ?Sized>(
         notes: Notes::default(),
     };
     match fold_lines(src, end, split_min, &keys, &mut history) {
-        Ok(()) if history.notes.count > 0 => Ok(Some(history)),
+        Ok(_) if history.notes.count > 0 => Ok(Some(history)),
         // The only failure this fold reports is a first line that is no session-meta.
-        Ok(()) | Err(CoreError::Failure(_)) => Ok(None),
+        Ok(_) | Err(CoreError::Failure(_)) => Ok(None),
         Err(e) => Err(e),
     }
 }

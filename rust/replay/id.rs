@@ -4,9 +4,10 @@
 //! `Session.message_extra`'s lookups).
 
 use std::borrow::Borrow;
-use std::collections::hash_map::RandomState;
 use std::fmt;
-use std::hash::{BuildHasher, Hash, Hasher};
+use std::hash::{Hash, Hasher};
+
+use crate::index::hash::{siphash13, SipKey};
 
 /// Longest id kept inline (the enum stays 40 bytes).
 const INLINE: usize = 38;
@@ -95,20 +96,42 @@ impl fmt::Debug for Id {
     }
 }
 
-/// The keys of the ids' hash: SipHash with random keys, so that ids, which come from
-/// files, cannot be chosen to collide. One set per replay: the threads that make
-/// records hash their ids with it, and the table that holds them is built with it.
-#[derive(Clone, Debug, Default)]
+/// The keys of the ids' hash: SipHash-1-3 with random keys, so that ids, which come
+/// from files, cannot be chosen to collide. One set per replay: the threads that make
+/// records hash their ids with it, and the table that holds them is built with it. A
+/// side index keeps the key (`index::hash`): a replay resumed from it hashes with the
+/// same one, and each id's hash is its fingerprint there too.
+#[derive(Clone, Debug)]
 pub struct IdKeys {
-    sip: RandomState,
+    key: SipKey,
     /// A test's keys that hash every id alike.
     #[cfg(test)]
     all_alike: bool,
 }
 
+impl Default for IdKeys {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
 impl IdKeys {
+    /// Random keys.
     pub fn new() -> Self {
-        Self::default()
+        Self::with_key(SipKey::random())
+    }
+
+    /// The keys of a side index.
+    pub fn with_key(key: SipKey) -> Self {
+        IdKeys {
+            key,
+            #[cfg(test)]
+            all_alike: false,
+        }
+    }
+
+    pub fn key(&self) -> SipKey {
+        self.key
     }
 
     /// The id's keyed hash.
@@ -116,12 +139,12 @@ impl IdKeys {
         self.hash_bytes(id.as_bytes())
     }
 
-    fn hash_bytes(&self, id: &[u8]) -> u64 {
+    pub fn hash_bytes(&self, id: &[u8]) -> u64 {
         #[cfg(test)]
         if self.all_alike {
             return 7;
         }
-        self.sip.hash_one(id)
+        siphash13(self.key, id)
     }
 }
 
@@ -331,7 +354,7 @@ fn empty_slots(n: usize) -> Vec<u64> {
     target_os = "linux",
     any(target_arch = "x86_64", target_arch = "aarch64")
 ))]
-fn advise_huge_pages(slots: &[u64]) {
+pub(crate) fn advise_huge_pages<T>(slots: &[T]) {
     use std::ffi::{c_int, c_void};
     const HUGE_PAGE: usize = 2 << 20;
     /// Its value on these architectures (asm-generic/mman-common.h).
@@ -347,8 +370,8 @@ fn advise_huge_pages(slots: &[u64]) {
     let last = end / HUGE_PAGE * HUGE_PAGE;
     if last > first {
         // SAFETY: `[first, last)` is page-aligned and inside `slots`' own allocation;
-        // MADV_HUGEPAGE only changes how the kernel backs it (the contents stay), and
-        // a refusal (an error return, ignored) leaves it as it was.
+        // MADV_HUGEPAGE only changes how the kernel backs it (the contents, written or
+        // not yet, stay), and a refusal (an error return, ignored) leaves it as it was.
         unsafe { madvise(first as *mut c_void, last - first, MADV_HUGEPAGE) };
     }
 }
@@ -357,7 +380,7 @@ fn advise_huge_pages(slots: &[u64]) {
     target_os = "linux",
     any(target_arch = "x86_64", target_arch = "aarch64")
 )))]
-fn advise_huge_pages(_: &[u64]) {}
+pub(crate) fn advise_huge_pages<T>(_: &[T]) {}
 
 /// Ask the CPU to start loading `value`'s cache line.
 #[inline]

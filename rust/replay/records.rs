@@ -61,6 +61,8 @@ pub enum Body {
 
 #[derive(Clone, Debug)]
 pub struct MessageFacts {
+    /// The role (a side index keeps each message's kind: its type and role).
+    pub role: Id,
     /// `tool_call_id`, when it is a string.
     pub tool_call_id: Option<Id>,
     /// `Message.is_sticky`: `sticky is True or sysprompt is True or depth is not None`.
@@ -190,17 +192,21 @@ pub fn body_of(raw: &[u8], type_: &str, entries: &[Entry]) -> Body {
     let text = |item: Option<Item>| item.and_then(|i| json_view::text(raw, i)).map(id_of);
     match type_ {
         "message" => Body::Message(match get("role") {
-            Some(role) if role.kind == Kind::String => Ok(MessageFacts {
-                // Only a `tool` message answers a call (docs/FORMAT.md, `tool-dispatched`): a `tool_call_id` on any
-                // other role never turns a dispatched operation into `result-recorded`.
-                tool_call_id: if json_view::text(raw, role).as_deref() == Some("tool") {
-                    text(get("tool_call_id"))
-                } else {
-                    None
-                },
-                sticky: is_sticky(raw, entries),
-                extras: extras_text(raw, entries),
-            }),
+            Some(role) if role.kind == Kind::String => {
+                let role = json_view::text(raw, role).map(id_of).unwrap_or_default();
+                Ok(MessageFacts {
+                    // Only a `tool` message answers a call (docs/FORMAT.md, `tool-dispatched`): a `tool_call_id` on any
+                    // other role never turns a dispatched operation into `result-recorded`.
+                    tool_call_id: if role.as_str() == "tool" {
+                        text(get("tool_call_id"))
+                    } else {
+                        None
+                    },
+                    role,
+                    sticky: is_sticky(raw, entries),
+                    extras: extras_text(raw, entries),
+                })
+            }
             _ => Err("message payload has no string role"),
         }),
         "grants" => Body::Grants(match get("grants") {

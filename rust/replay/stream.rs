@@ -192,28 +192,43 @@ pub fn replay_split_from<S: Source + Sync + ?Sized>(
     // One set of hash keys: both threads hash the ids they read with it.
     let keys = IdKeys::new();
     let mut fold = Fold::for_size(size, keys.clone());
-    fold_lines(src, size, split_min, &keys, &mut fold)?;
+    fold.lines = fold_lines(src, size, split_min, &keys, &mut fold)?;
     fold.finish(size).map_err(CoreError::Failure)?;
     Ok(fold)
 }
 
 /// Read the lines of bytes `[0, size)` into `folder`, in file order, on two threads
-/// for `split_min` bytes or more; ids are hashed with `keys`, the folder's.
+/// for `split_min` bytes or more; ids are hashed with `keys`, the folder's. Returns
+/// how many lines it read.
 pub fn fold_lines<S: Source + Sync + ?Sized, F: Folder>(
     src: &S,
     size: u64,
     split_min: u64,
     keys: &IdKeys,
     folder: &mut F,
-) -> CoreResult<()> {
-    let split = if size >= split_min {
-        line_start_after(src, size / 100 * SPLIT_PERCENT, size)?
+) -> CoreResult<u64> {
+    fold_lines_from(src, 0, 0, size, split_min, keys, folder)
+}
+
+/// [`fold_lines`] of bytes `[start, size)`, `start` a line's start, its lines numbered
+/// after `lines_before` (a fold resumed from a side index).
+pub fn fold_lines_from<S: Source + Sync + ?Sized, F: Folder>(
+    src: &S,
+    start: u64,
+    lines_before: u64,
+    size: u64,
+    split_min: u64,
+    keys: &IdKeys,
+    folder: &mut F,
+) -> CoreResult<u64> {
+    let span = size.saturating_sub(start);
+    let split = if span >= split_min {
+        line_start_after(src, start + span / 100 * SPLIT_PERCENT, size)?
     } else {
         size
     };
     if split >= size {
-        fold_range(src, 0, size, keys, folder)?;
-        return Ok(());
+        return Ok(fold_range(src, start, size, lines_before, keys, folder)? - lines_before);
     }
     // The first part is folded as it is read; the second is validated and
     // reduced meanwhile and handed over in batches, which the first thread folds,
@@ -225,22 +240,24 @@ pub fn fold_lines<S: Source + Sync + ?Sized, F: Folder>(
             scope.spawn(move || reduce_range::<S, F>(src, split, size, &second_keys, &batches));
         // `handed` is dropped when this returns, so a second thread still
         // reading after a failure here stops at its next batch.
-        let folded = fold_range(src, 0, split, keys, folder)
+        let folded = fold_range(src, start, split, lines_before, keys, folder)
             .and_then(|first_lines| fold_handed(folder, handed, first_lines));
         (folded, second.join())
     });
-    folded?;
-    second.map_err(|_| CoreError::Io(std::io::Error::other("the replay's second thread failed")))?
+    let first_lines = folded?;
+    let second_lines = second
+        .map_err(|_| CoreError::Io(std::io::Error::other("the replay's second thread failed")))??;
+    Ok(first_lines - lines_before + second_lines)
 }
 
 /// Fold the second part's records as they arrive, numbering their lines after
-/// the first part's `first_lines`; ends when the second thread is done (or at
-/// a failure).
+/// the first part's (`first_lines`: the number of the last line before them); ends
+/// when the second thread is done (or at a failure). Returns `first_lines`.
 fn fold_handed<F: Folder>(
     folder: &mut F,
     handed: mpsc::Receiver<Vec<Reduced>>,
     first_lines: u64,
-) -> CoreResult<()> {
+) -> CoreResult<u64> {
     for batch in handed {
         let mut items = batch.into_iter();
         while let Some(item) = items.next() {
@@ -259,14 +276,16 @@ fn fold_handed<F: Folder>(
             }
         }
     }
-    Ok(())
+    Ok(first_lines)
 }
 
-/// Fold the lines of `[start, end)`; returns how many lines it read.
+/// Fold the lines of `[start, end)`, numbered after `lines_before`; returns the number
+/// of the last line it read (`lines_before` plus the lines read).
 fn fold_range<S: Source + ?Sized, F: Folder>(
     src: &S,
     start: u64,
     end: u64,
+    lines_before: u64,
     keys: &IdKeys,
     folder: &mut F,
 ) -> CoreResult<u64> {
@@ -285,9 +304,15 @@ fn fold_range<S: Source + ?Sized, F: Folder>(
             folder.feed(rec).map_err(CoreError::Failure)?;
         }
         match next? {
-            None => return Ok(reader.lines),
-            Some(Ok(rec)) => held = Some(rec),
-            Some(Err(bad)) => folder.bad(bad).map_err(CoreError::Failure)?,
+            None => return Ok(lines_before + reader.lines),
+            Some(Ok(mut rec)) => {
+                rec.line += lines_before;
+                held = Some(rec);
+            }
+            Some(Err(mut bad)) => {
+                bad.line += lines_before;
+                folder.bad(bad).map_err(CoreError::Failure)?
+            }
         }
     }
 }
@@ -317,14 +342,14 @@ fn next_record<S: Source + ?Sized>(
 
 /// Validate and reduce the lines of `[start, end)` for `F`, handing them over in
 /// batches (see [`batch_size`]), stopping at the first bad one if `F` stops there
-/// (or when nobody takes them any more).
+/// (or when nobody takes them any more). Returns how many lines it read.
 fn reduce_range<S: Source + ?Sized, F: Folder>(
     src: &S,
     start: u64,
     end: u64,
     keys: &IdKeys,
     out: &mpsc::Sender<Vec<Reduced>>,
-) -> CoreResult<()> {
+) -> CoreResult<u64> {
     let mut reader = LineReader::new(src, start, end);
     let mut sent = 0;
     let mut batch = Vec::with_capacity(batch_size(sent));
@@ -342,13 +367,14 @@ fn reduce_range<S: Source + ?Sized, F: Folder>(
             sent += 1;
             let full = std::mem::replace(&mut batch, Vec::with_capacity(batch_size(sent)));
             if out.send(full).is_err() {
-                return Ok(()); // the first part failed: its error is the one reported
+                // The first part failed: its error is the one reported.
+                return Ok(reader.lines);
             }
         }
     }
     // A closed channel here means the same as above.
     let _ = out.send(batch);
-    Ok(())
+    Ok(reader.lines)
 }
 
 /// The capacity of the `n`-th batch the second thread hands over: [`BATCH`]

@@ -143,7 +143,12 @@ fn scan<S: Source + ?Sized>(
         needle
     };
     let finder = memmem::Finder::new(needle);
-    let mut buf = vec![0u8; block.max(1)];
+    // No larger than the range (and one byte, so that a range ending at the end of the
+    // file reads short there): zeroing a whole block for a small file was most of the
+    // time of a search over many small transcripts (`benches/search_speed.py`).
+    let range =
+        usize::try_from(end.saturating_sub(start)).map_or(usize::MAX, |r| r.saturating_add(1));
+    let mut buf = vec![0u8; block.min(range).max(1)];
     // With a text to place, the lines stay as they are for the parse, and the
     // search runs over a folded copy.
     let mut folded_copy = Vec::new();

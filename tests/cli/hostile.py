@@ -120,6 +120,8 @@ def commands(path: str, out_dir: str, through: str) -> List[List[str]]:
         ["export", path, "--format", "markdown"], ["export", path, "--format", "openai"],
         ["export", path, "--format", "html"], ["export", path, "--format", "markdown", "--all"],
         ["export", path, "--format", "html", "--all"], ["export", path, "--format", "otlp", "--content"],
+        ["search", "forged", path, "--extras"], ["search", "forged", path, "--extras", "--json"],
+        ["search", "forged", os.path.dirname(path), "-i", "--count"],
         ["salvage", path, new("salvaged")], ["fork", path, new("fork"), "--through", through],
         ["fork", path, new("fork2"), "--through", "no" + SHORT],
         ["repair", path],  # last: it changes the file

@@ -14,7 +14,7 @@ import time
 
 import pytest
 
-from llm_agent_session import Session, user_message
+from llm_agent_session import Session, assistant_message, user_message
 
 from cli_support import LONG_RESULT, child_env, cli_argv, read_pty
 
@@ -340,6 +340,35 @@ def test_stats(cli, transcript):
     assert "p95" in r.stdout and "5,200 → 310 tokens" in r.stdout
     r = cli("stats", os.devnull)
     assert r.returncode == 3
+
+
+def test_stats_counts_each_response_once(cli, tmp_path):
+    """A response streamed over three lines (one id, the last line's output final) counts
+    once, rewound or not; one without an id counts on its own; an assistant message without
+    usage is unmeasured; a count no response states is unknown (null, ?), never 0."""
+    from llm_agent_session import Usage
+
+    path = str(tmp_path / "tokens.jsonl")
+    with Session.create(path, {"agent": "a"}) as s:
+        first = s.append_message(user_message("go"))
+        for output in (1, 1, 120):
+            s.append_message(assistant_message("block"), usage=Usage(7, output, 60000, response_id="msg_1"))
+        s.append_rewind(first)  # the response was paid for: still counted
+        s.append_message(assistant_message("again"), usage=Usage(5, 30, 61000))
+        s.append_message(assistant_message("no usage recorded"))
+    r = cli("stats", path, "--json")
+    assert r.returncode == 0, r.stderr
+    assert json.loads(r.stdout)["usage"] == {"input": 12, "output": 150, "cache_read": 121000, "cache_write": None,
+                                             "responses": 2, "unmeasured": 1}
+    text = cli("stats", path).stdout
+    assert "input 12 · output 150 · cache read 121,000 · cache write ?" in text
+    assert "(2 response(s), each counted once; 1 unmeasured, left out)" in text
+    bare = str(tmp_path / "bare.jsonl")
+    with Session.create(bare, {"agent": "a"}) as s:
+        s.append_message(assistant_message("hi"))
+    assert json.loads(cli("stats", bare, "--json").stdout)["usage"] == {
+        "input": None, "output": None, "cache_read": None, "cache_write": None, "responses": 0, "unmeasured": 1}
+    assert "tokens      none recorded (1 assistant message(s) record none)" in cli("stats", bare).stdout
 
 
 # --------------------------------------------------------------------------- export

@@ -10,7 +10,8 @@ import sys
 from collections import Counter
 from typing import Any, Dict, List, Optional
 
-from llm_agent_session import Session, assistant_message, tool_message, user_message
+from llm_agent_session import Session, Usage, assistant_message, tool_message, user_message
+from llm_agent_session import usage as token_usage
 from llm_agent_session.cli.stats import compute
 from llm_agent_session.dataset import query
 from llm_agent_session.dataset.grow import PENDING
@@ -22,16 +23,21 @@ from cli_support import build_transcript, call, child_env
 
 def every_kind(path: str) -> str:
     """cli_support's transcript (messages with extras, operations in every state, a
-    compaction, an elision, an artifact, grants, run-context), then a rewind and a settle
-    of an interrupted call, so every table has rows."""
+    compaction, an elision, an artifact, grants, run-context), then a response streamed
+    over two lines (one response id: counted once, at the second) that a rewind takes out,
+    a settle of an interrupted call, and a response without an id, so every table has rows
+    and every token column values."""
     t = build_transcript(path)
     with Session.load(path) as s:
         kept = s.append_message(user_message("one more thing"))
-        s.append_message(assistant_message("on it", [call("call_6", "bash", '{"cmd": "make"}')]))
+        s.append_message(assistant_message("thinking it over"), usage=Usage(40, 1, 900, 120, "resp_every_1"))
+        s.append_message(assistant_message("on it", [call("call_6", "bash", '{"cmd": "make"}')]),
+                         usage=Usage(40, 35, 900, 120, "resp_every_1"))
         op = s.append_tool_dispatched("call_6", "bash", {"cmd": "make"})
         s.append_rewind(kept)
         s.resolve_tool_operation(op, reason="interrupted")
         s.append_message(user_message("after the rewind"))
+        s.append_message(assistant_message("noted"), usage=Usage(input=7, output=3))
     assert t.ids
     return path
 
@@ -160,6 +166,21 @@ def agrees_with_library(out: str, path: str, tmp: str) -> Dict[str, Any]:
             assert m["tool_call_id"] == p.get("tool_call_id") and m["name"] == p.get("name")
             if isinstance(p.get("content"), str):
                 assert m["text"] == p["content"]
+            stated = token_usage.of_message(p)
+            assert (m["response_id"], m["input_tokens"], m["output_tokens"], m["cache_read_tokens"],
+                    m["cache_write_tokens"]) == ((None,) * 5 if stated is None else (stated.response_id, *stated.figures))
+        # Token usage: each row's flag and the totals as the library's reference counts them
+        # (every message payload, in file order), and the totals the rows add up to.
+        lines = [(token_usage.of_message(e.payload), e.payload.get("role") == "assistant")
+                 for e in s.events if e.type == "message"]
+        flags, totals = token_usage.count_lines(lines)
+        assert [m["usage_counted"] for m in messages] == flags
+        assert (row["input_tokens"], row["output_tokens"], row["cache_read_tokens"], row["cache_write_tokens"],
+                row["responses"], row["unmeasured_responses"]) == (*totals.figures, totals.responses, totals.unmeasured)
+        for column in ("input_tokens", "output_tokens", "cache_read_tokens", "cache_write_tokens"):
+            figures = [m[column] for m in messages if m["usage_counted"] and m[column] is not None]
+            assert row[column] == (sum(figures) if figures else None), column
+        assert token_usage.of_transcript(path) == totals
         grants_now = s.grants
     assert row["messages"] == survey["counts"].get("message", 0) == len(messages)
     for kind, n in (("compaction", "compactions"), ("rewind", "rewinds"), ("elision", "elisions"), ("grants", "grants")):

@@ -33,14 +33,17 @@ def backend_name() -> str:
 
 
 def passes(path: str, stop: int, final_line: bool, extras: bool, chunk: int, start: int = 0) -> Tuple[Any, Any]:
-    """Each core's (summary, every table's columns joined over the chunks, id digest)."""
+    """Each core's (summary, every table's columns joined over the chunks, id digest); the
+    two cores' counted responses (``DatasetPass.responses``) are checked equal here."""
     out = []
+    counted = []
     for name in ("pure", "native"):
         core = _backend._select(name)
         fd = os.open(path, os.O_RDONLY)
         try:
             found = core.dataset_pass(fd, stop, final_line, extras, chunk, start)
             digest = found.id_digest()  # before the rows, and the same after them
+            counted.append(found.responses())
             joined: Dict[str, Dict[str, List[Column]]] = {}
             for chunk_tables in found:
                 for table, columns in chunk_tables.items():
@@ -51,6 +54,7 @@ def passes(path: str, stop: int, final_line: bool, extras: bool, chunk: int, sta
             os.close(fd)
         tables = {t: {c: _join(parts) for c, parts in cols.items()} for t, cols in joined.items()}
         out.append((found.summary, tables, digest))
+    assert counted[0] == counted[1]
     return out[0], out[1]
 
 
@@ -67,7 +71,8 @@ def agree(path: str, *, chunk: int = 1 << 12, extras: bool = True, stop: int = -
     (ps, pt, pd), (ns, nt, nd) = passes(path, size, final_line, extras, chunk, start)
     assert ps == ns
     assert pd == nd
-    assert len(pd) == 8 * ps.envelopes
+    responses = {r for r in pt["messages"]["response_id"].to_pylist() if r is not None} if "messages" in pt else set()
+    assert len(pd) == 8 * (ps.envelopes + len(responses))  # each envelope id, each response id
     assert pt.keys() == nt.keys()
     for table in pt:
         assert list(pt[table]) == list(nt[table]), table
@@ -118,6 +123,42 @@ def test_the_cores_agree_on_every_cut_and_every_damaged_line(tmp_path: Any) -> N
             agree(path)
 
 
+def usage_lines(path: str) -> str:
+    """Responses streamed over several lines (one id), responses without an id, assistant
+    messages without usage, and lines spelled every odd way (``test_usage.ODD``, ``RAW``)."""
+    from llm_agent_session import Usage
+    from llm_agent_session.canonical import dumps, envelope_line
+    from test_usage import ODD, RAW
+
+    with Session.create(path, {"agent": "tokens"}) as s:
+        for n in range(3):
+            s.append_message(user_message(f"turn {n}"))
+            for part in range(n + 1):
+                s.append_message(assistant_message(f"block {part}"), usage=Usage(10 * n, part + 1, 500, 20, f"resp_{n}"))
+            s.append_message(assistant_message("no usage"))
+            s.append_message(assistant_message("own"), usage=Usage(output=n))
+    with open(path, "ab") as f:
+        for n, payload in enumerate(ODD):
+            f.write(envelope_line(f"odd-{n}", "message", "2026-01-01T00:00:00.000000Z", dumps(payload)))
+        for n, raw in enumerate(RAW):
+            f.write(b'{"v":1,"id":"raw-%d","type":"message","ts":"2026-01-01T00:00:01.000000Z","payload":%s}\n' % (n, raw))
+    return path
+
+
+def test_the_cores_agree_on_token_usage_from_every_line_and_to_every_cut(tmp_path: Any) -> None:
+    """The usage columns, which line each response is counted at, the totals and the
+    counted responses: from every line start (a response's lines split between two
+    ranges) and to every cut."""
+    path = usage_lines(str(tmp_path / "tokens.jsonl"))
+    data = open(path, "rb").read()
+    whole = agree(path)
+    assert whole.usage.responses == 3 + 3 + 8 and whole.usage.input == 30 + 13 and whole.usage.output == (1 << 63) - 1
+    for at in line_starts(data):
+        agree(path, start=at)
+        agree(path, stop=at)
+    agree(path, chunk=1)  # a run per line
+
+
 @pytest.mark.slow
 @settings(max_examples=150, deadline=None, suppress_health_check=list(HealthCheck))
 @given(data=transcripts())
@@ -146,8 +187,23 @@ def fnv1a(data: bytes) -> int:
     return h
 
 
-def reference_digest(ids: List[str]) -> bytes:
-    return b"".join(struct.pack("<Q", h) for h in sorted(fnv1a(i.encode("utf-8", "surrogatepass")) for i in ids))
+def reference_digest(ids: List[str], responses: List[str] = ()) -> bytes:  # type: ignore[assignment]
+    """Envelope ids, and response ids after the bytes ``response-id\\0``: each hash once, sorted."""
+    hashes = {fnv1a(i.encode("utf-8", "surrogatepass")) for i in ids}
+    hashes |= {fnv1a(b"response-id\0" + r.encode("utf-8")) for r in responses}
+    return b"".join(struct.pack("<Q", h) for h in sorted(hashes))
+
+
+def response_ids(data: bytes) -> List[str]:
+    """The response ids a clean file's message lines name in their token usage."""
+    out = set()
+    for raw in data.split(b"\n"):
+        if raw.strip():
+            line = json.loads(raw)
+            rid = (line["payload"].get("token-usage") or {}).get("response-id") if line["type"] == "message" else None
+            if isinstance(rid, str) and rid:
+                out.add(rid)
+    return sorted(out)
 
 
 def first_ids(data: bytes) -> List[str]:
@@ -248,7 +304,9 @@ def test_the_id_digest_is_fnv1a_of_each_kept_id(tmp_path: Any) -> None:
     data = open(path, "rb").read()
     summary = agree(path)
     (_, _, digest), _ = passes(path, len(data), True, True, 1 << 12)
-    assert digest == reference_digest(first_ids(data)) and len(digest) == 8 * summary.envelopes
+    assert response_ids(data) == ["resp_every_1"]  # a response streamed over two lines: its id once
+    assert digest == reference_digest(first_ids(data), response_ids(data))
+    assert len(digest) == 8 * (summary.envelopes + len(response_ids(data)))
     lines = data.rstrip(b"\n").split(b"\n")
     message = json.loads(lines[3])
     assert message["type"] == "message"
@@ -265,7 +323,8 @@ def test_the_id_digest_is_fnv1a_of_each_kept_id(tmp_path: Any) -> None:
     (_, _, digest), _ = passes(odd, os.path.getsize(odd), True, True, 1 << 12)
     ids = first_ids(data) + ["é-ü-😀-\u2028", "ß-ümlaut-𝄞"]
     assert len(set(ids)) == len(ids) == summary.envelopes
-    assert digest == reference_digest(ids) and len(digest) == 8 * summary.envelopes
+    assert digest == reference_digest(ids, response_ids(data))
+    assert len(digest) == 8 * (summary.envelopes + len(response_ids(data)))
     empty = str(tmp_path / "empty.jsonl")
     open(empty, "wb").close()
     assert passes(empty, 0, True, True, 1 << 12)[1][2] == b""

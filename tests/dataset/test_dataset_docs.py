@@ -99,7 +99,7 @@ def test_the_import_then_dataset_pipeline_prints_what_the_page_shows(tmp_path: A
     commands = [b for lang, b in blocks if lang == ""]
     shown = [b for lang, b in blocks if lang == "text"]
     queries = [line for c in commands for line in c.splitlines() if line.startswith("llm-agent-session query")]
-    assert len(queries) == len(shown) == 2
+    assert len(queries) == len(shown) == 3
     for command, expected in zip(queries, shown):
         sql = command.split(" fleet ", 1)[1].strip().strip('"')
         assert cli_text(capsys, "query", "fleet", sql) == expected

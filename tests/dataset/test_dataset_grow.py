@@ -12,7 +12,7 @@ from typing import Any, Callable, Dict, List
 
 import pytest
 
-from llm_agent_session import Session, assistant_message, tool_message, user_message
+from llm_agent_session import Session, Usage, assistant_message, tool_message, user_message
 from llm_agent_session.dataset import export
 from llm_agent_session.dataset import grow as grow_module
 from cli_support import call
@@ -86,6 +86,15 @@ def settle_line(path: str, new_id: str, **changes: Any) -> bytes:
     return (json.dumps(settle) + "\n").encode()
 
 
+def responses(s: Session, *ids: str) -> None:
+    """A response per id (None: one without an id), each streamed over two lines (the first
+    line's output count not final yet), then one more without an id."""
+    for n, rid in enumerate(ids):
+        s.append_message(assistant_message(f"part one of {n}"), usage=Usage(100 + n, 1, 2000, None, rid))
+        s.append_message(assistant_message(f"part two of {n}"), usage=Usage(100 + n, 50 + n, 2000, None, rid))
+    s.append_message(assistant_message("an answer of its own"), usage=Usage(output=9))
+
+
 def settle_pending(s: Session, outcome: str = "completed") -> None:
     s.append_tool_settled(s.pending_tool_operations()[0].op_id, outcome, duration=2.0, error="boom", reason="why")
 
@@ -121,6 +130,10 @@ GROWTHS: Dict[str, Any] = {
     "grants after grants": (every_kind, lambda p: appended(p, lambda s: s.append_grants({"all": True})), False),
     "a first model": (small, lambda p: appended(p, lambda s: s.append_message(
         assistant_message("hi"), extra={"model": "m-9"})), False),
+    "responses with token usage": (every_kind, lambda p: appended(p, lambda s: responses(s, "resp_a", "resp_b")), True),
+    # A response counted before gets a later line: the line it is counted at moves.
+    "a line of a response counted before": (every_kind, lambda p: appended(p, lambda s: responses(
+        s, "resp_every_1")), False),
     "an id used before": (small, lambda p: raw(p, (json.dumps(dict(line_of(p, 1))) + "\n").encode()), False),
     "a torn line": (small, lambda p: (appended(p, lambda s: turn(s, 1)), raw(p, b'{"v":1,"id":"x","ty')), False),
     "a line that is no envelope": (small, lambda p: (appended(p, lambda s: turn(s, 1)),
@@ -148,6 +161,33 @@ def test_a_grown_transcript_gets_the_rows_of_a_whole_export(tmp_path: Any, name:
     if fast:
         assert result["a.jsonl"].bytes < os.path.getsize(path)  # only the new bytes were read
         assert "read only where it grew" in again.summary()
+
+
+def test_a_response_whose_lines_straddle_two_growths_is_counted_once(tmp_path: Any) -> None:
+    """A response's first line read by one run (grown), its last by the next: the next run
+    reads the file whole (its id is among those the first growth kept), and the totals
+    count the response once, at its last line, as a whole export does."""
+    src, out = tmp_path / "src", str(tmp_path / "out")
+    a = small(str(src / "a.jsonl"))
+    export(str(src), out)
+    appended(a, lambda s: s.append_message(assistant_message("streaming"), usage=Usage(300, 1, 40, 7, "resp_x")))
+    first = export(str(src), out)
+    assert first.files[0].grown
+    got = same_as_whole(tmp_path, str(src), out)
+    assert got["sessions"][0]["output_tokens"] == 1
+    appended(a, lambda s: s.append_message(assistant_message("streamed"), usage=Usage(300, 60, 40, 7, "resp_x")))
+    second = export(str(src), out)
+    assert second.files[0].status == "exported" and not second.files[0].grown
+    got = same_as_whole(tmp_path, str(src), out)
+    [row] = got["sessions"]
+    assert (row["input_tokens"], row["output_tokens"], row["cache_read_tokens"], row["cache_write_tokens"],
+            row["responses"]) == (300, 60, 40, 7, 1)
+    assert [m["usage_counted"] for m in got["messages"] if m["response_id"] == "resp_x"] == [False, True]
+    appended(a, lambda s: responses(s, "resp_y"))  # new responses only: read where it grew again
+    third = export(str(src), out)
+    assert third.files[0].grown
+    [row] = same_as_whole(tmp_path, str(src), out)["sessions"]
+    assert (row["input_tokens"], row["output_tokens"], row["responses"]) == (400, 119, 3)
 
 
 def test_growing_again_and_again_then_a_whole_export(tmp_path: Any) -> None:

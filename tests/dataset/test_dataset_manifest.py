@@ -1,11 +1,15 @@
-"""The manifest (``OUT/_dataset.json``, format 2) read and written as typed records: one an
+"""The manifest (``OUT/_dataset.json``, format 3) read and written as typed records: one an
 earlier version of this code wrote reads, and is written again byte for byte; an export
 writes, for the same fleet, the manifest that version wrote (its shape: every key, every
 value that does not depend on the machine or the moment); a manifest with a value of the
-wrong type is a ``NotADataset`` that names the key, not a traceback.
+wrong type is a ``NotADataset`` that names the key, not a traceback; one of an earlier
+format is refused, saying so.
 
-The fixtures were written by the code before the manifest became records
-(``python tests/dataset/test_dataset_manifest.py --capture DIR`` with that code)."""
+The fixtures of format 2 were written by the code before the manifest became records
+(``python tests/dataset/test_dataset_manifest.py --capture DIR`` with that code); those of
+format 3 (format 2 with the sessions row's token columns) were captured again when the
+token columns came (the fleet's every-kind transcript then gained three messages with
+token usage), and differ from them only in the format's name, those columns and counts."""
 
 from __future__ import annotations
 
@@ -27,9 +31,9 @@ from dataset_support import every_kind, small
 HERE = os.path.dirname(os.path.abspath(__file__))
 FIXTURES = os.path.join(HERE, "fixtures")
 #: The manifest the earlier code wrote for ``build_fleet`` (paths and host made neutral).
-OLD_MANIFEST = os.path.join(FIXTURES, "manifest-format-2.json")
+OLD_MANIFEST = os.path.join(FIXTURES, "manifest-format-3.json")
 #: Its shape (``shape``), as that code wrote it.
-OLD_SHAPE = os.path.join(FIXTURES, "manifest-format-2-shape.json")
+OLD_SHAPE = os.path.join(FIXTURES, "manifest-format-3-shape.json")
 NEUTRAL_ROOT, NEUTRAL_HOST = "/fleet/src", "fleet-host"
 
 
@@ -285,6 +289,26 @@ def test_a_manifest_with_a_value_of_the_wrong_type_is_not_a_dataset_naming_the_k
         with pytest.raises(NotADataset, match="_dataset.json"):
             export(src, str(out))
         assert json.loads((out / "_dataset.json").read_bytes()) == manifest  # nothing written
+
+
+def test_a_manifest_of_an_earlier_format_is_refused_saying_so(tmp_path: Any, backend_name: str) -> None:
+    """Format 2 (no token columns) and 1: an OUT whose tables lack columns is never mixed
+    with new files; the message says which version made it and what to do."""
+    if backend_name != "pure":
+        pytest.skip("backend-independent: checked once, in the pure run")
+    src = small(str(tmp_path / "src" / "a.jsonl"))
+    with open(OLD_MANIFEST, "rb") as f:
+        manifest = json.loads(f.read())
+    for earlier, why in (("llm-agent-session dataset 2", "no token usage columns"),
+                         ("llm-agent-session dataset 1", "8 buckets")):
+        out = tmp_path / earlier.replace(" ", "-")
+        os.makedirs(out)
+        (out / "_dataset.json").write_bytes(manifest_text(dict(manifest, format=earlier)))
+        for attempt in (lambda: query(str(out), "SELECT 1"), lambda: export(src, str(out))):
+            with pytest.raises(NotADataset) as e:
+                attempt()
+            message = str(e.value)
+            assert "earlier version" in message and why in message and "export into a new OUT" in message, message
 
 
 if __name__ == "__main__":

@@ -26,6 +26,7 @@ from typing import Any, Dict, Iterator, List, Optional, Sequence, Tuple
 from .._core import Column, DatasetSummary, TableChunk
 from .._history_fold import HistoryFold
 from ..messages import MESSAGE_KEYS, Event, model_named, payload_marks_sticky
+from .._token_usage import Response, Usage, count_lines, of_message
 from . import replay as _replay
 from .tail_check import read_span
 
@@ -228,17 +229,25 @@ def fnv1a(data: bytes) -> int:
 class PurePass:
     """``_core.DatasetPass`` of the reference: everything read and folded at once, one chunk."""
 
-    def __init__(self, summary: DatasetSummary, tables: TableChunk, ids: Sequence[str] = ()) -> None:
+    def __init__(self, summary: DatasetSummary, tables: TableChunk, ids: Sequence[str] = (),
+                 responses: Sequence[Response] = ()) -> None:
         self.summary = summary
         self._tables = tables
         self._ids = ids
+        self._responses = list(responses)
 
     def __iter__(self) -> Iterator[TableChunk]:
         yield self._tables
 
     def id_digest(self) -> bytes:
-        hashes = sorted(fnv1a(i.encode("utf-8", "surrogatepass")) for i in self._ids)
-        return struct.pack(f"<{len(hashes)}Q", *hashes)
+        hashes = {fnv1a(i.encode("utf-8", "surrogatepass")) for i in self._ids}
+        # A response id beside them, told apart by what its bytes follow (``_core.DatasetPass``).
+        hashes.update(fnv1a(b"response-id\0" + r[1].encode("utf-8", "surrogatepass")) for r in self._responses if r[1] is not None)
+        ordered = sorted(hashes)
+        return struct.pack(f"<{len(ordered)}Q", *ordered)
+
+    def responses(self) -> List[Response]:
+        return list(self._responses)
 
 
 def dataset_pass(fd: int, stop: int, final_line: bool, extras: bool, chunk: int, start: int = 0) -> PurePass:
@@ -273,7 +282,9 @@ def dataset_pass(fd: int, stop: int, final_line: bool, extras: bool, chunk: int,
 
     messages: Dict[str, List[Any]] = {k: [] for k in (
         "id", "ordinal", "line", "ts", "role", "text", "content", "tool_calls", "tool_call_id", "name",
-        "sticky", "live", "removed_by", "removed_kind", "elided_by", "extras", "bytes")}
+        "sticky", "live", "removed_by", "removed_kind", "elided_by", "extras", "bytes", "response_id",
+        "input_tokens", "output_tokens", "cache_read_tokens", "cache_write_tokens", "usage_counted")}
+    stated: List[Tuple[Optional[Usage], bool]] = []  # each message line's usage, and whether it is an assistant's
     compactions: Dict[str, List[Any]] = {k: [] for k in (
         "id", "line", "ts", "summary", "replaces_through_id", "tokens_before", "tokens_after", "fallback",
         "live", "removed_by", "removed_kind", "elided_by")}
@@ -318,6 +329,12 @@ def dataset_pass(fd: int, stop: int, final_line: bool, extras: bool, chunk: int,
             m["elided_by"].append(last_elision(id_))
             m["extras"].append(found.extras() if extras else None)
             m["bytes"].append(span[2])
+            tokens = of_message(p)
+            stated.append((tokens, p.get("role") == "assistant"))
+            m["response_id"].append(None if tokens is None else tokens.response_id)
+            for column, figure in zip(("input_tokens", "output_tokens", "cache_read_tokens", "cache_write_tokens"),
+                                      (None,) * 4 if tokens is None else tokens.figures):
+                m[column].append(figure)
         elif type_ == "compaction":
             c = compactions
             c["id"].append(id_)
@@ -355,6 +372,11 @@ def dataset_pass(fd: int, stop: int, final_line: bool, extras: bool, chunk: int,
             elisions += 1
         elif type_ == "run-context" and model is None:
             model = model_named(type_, p)
+    counted, usage = count_lines(stated)
+    messages["usage_counted"] = counted
+    responses: List[Response] = [(message_id, u.response_id, *u.figures)
+                                 for message_id, (u, _), flag in zip(messages["id"], stated, counted)
+                                 if u is not None and flag]
     calls: Dict[str, List[Any]] = {k: [] for k in (
         "op_id", "line", "call_id", "tool", "arguments", "arguments_digest", "idempotency", "run_id", "round",
         "dispatched_at", "outcome", "settled_id", "settled_at", "duration", "error", "reason", "answered",
@@ -398,10 +420,13 @@ def dataset_pass(fd: int, stop: int, final_line: bool, extras: bool, chunk: int,
         elisions=elisions,
         grants=grants_texts,
         lines=lines,
+        usage=usage,
     )
     return PurePass(summary, {
         "messages": _columns(messages, {"ordinal": "int64", "line": "int64", "ts": "timestamp", "bytes": "int64",
-                                        "sticky": "bool", "live": "bool"}),
+                                        "sticky": "bool", "live": "bool", "input_tokens": "int64",
+                                        "output_tokens": "int64", "cache_read_tokens": "int64",
+                                        "cache_write_tokens": "int64", "usage_counted": "bool"}),
         "tool_calls": _columns(calls, {"line": "int64", "round": "int64", "dispatched_at": "timestamp",
                                        "settled_at": "timestamp", "duration": "float64", "answered": "bool",
                                        "grants": "int32"}),
@@ -409,7 +434,7 @@ def dataset_pass(fd: int, stop: int, final_line: bool, extras: bool, chunk: int,
                                               "tokens_after": "int64", "fallback": "bool", "live": "bool"}),
         "rewinds": _columns(rewinds, {"line": "int64", "ts": "timestamp", "rewound": "int64"}),
         "grants": _columns(grants, {"line": "int64", "ts": "timestamp", "in_force": "bool"}),
-    }, [e.id for e, _ in kept])
+    }, [e.id for e, _ in kept], responses)
 
 
 def _columns(values: Dict[str, List[Any]], kinds: Dict[str, str]) -> Dict[str, Column]:

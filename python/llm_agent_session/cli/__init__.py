@@ -145,21 +145,23 @@ def build_parser() -> CommandParser:
 
     p = add_parser(
         "stats", {OK: "counted", **READS_TRANSCRIPT},
-        parents=[common], help="bytes, messages, tool operations, compactions, elisions, artifacts",
+        parents=[common], help="bytes, messages, tool operations, compactions, elisions, artifacts, token usage",
     )
     p.add_argument("file", metavar="FILE", help=FILE_HELP)
     p.add_argument("--json", action="store_true", help="print the report as JSON")
 
-    from . import dataset, export, import_, query, scan, scrub  # these commands keep their parsers in their own modules
+    from . import dataset, export, import_, index, query, scan, scrub  # these commands keep their parsers in their own modules
 
     export.add_parser(add_parser, common)
+    index.add_parser(add_parser, common)
     import_.add_parser(add_parser, common)
     scan.add_parser(add_parser, common)
     scrub.add_parser(add_parser, common)
     dataset.add_parser(add_parser, common)
     query.add_parser(add_parser, common)
-    from . import view  # so does view
+    from . import search, view  # so do search and view
 
+    search.add_parser(add_parser, common)
     view.add_parser(add_parser, common)
     return parser
 
@@ -198,10 +200,12 @@ COMMANDS: Dict[str, Handler] = {
         ("export", "export"),
         ("import", "import_"),
         ("view", "view"),
+        ("search", "search"),
         ("dataset", "dataset"),
         ("query", "query"),
         ("scan", "scan"),
         ("scrub", "scrub"),
+        ("index", "index"),
     )
 }
 

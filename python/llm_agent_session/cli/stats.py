@@ -13,19 +13,26 @@ time between its dispatch and its settle (their envelopes' ``ts``: for an import
 session, when the call was made and when its result came back in the source). A
 compaction token count that is not recorded makes the total unknown (``null``, shown
 as ``?``), never 0.
+
+Token usage is ``llm_agent_session.usage.of_transcript``'s, the totals the dataset's
+``sessions`` row holds: each provider response counted once however many lines repeat it
+(a Claude Code response streamed one block per line), a count no response states
+unknown (``null``, ``?``), never 0.
 """
 
 from __future__ import annotations
 
 import argparse
 import math
+import os
 from collections import Counter, defaultdict
 from typing import Any, Dict, List, Tuple
 
+from .. import _peek, usage
 from .conversation import content_text, operation_seconds, tokens
-from .output import Out, human_bytes, human_seconds
+from .output import CliError, Out, human_bytes, human_seconds
 from .progress import Progress
-from .reading import peek_transcript, require_file
+from .reading import require_file
 
 
 def percentile(values: List[float], q: float) -> float:
@@ -39,9 +46,16 @@ def percentile(values: List[float], q: float) -> float:
 
 
 def compute(path: str) -> Dict[str, Any]:
-    view = peek_transcript(path, survey=True)
+    # peek_transcript's peek, with each envelope's type: from the side index where there is
+    # one, so that a message line (most of the bytes) is read only if an elision names it.
+    with Progress(f"reading {path} ({human_bytes(os.path.getsize(path))})"):
+        view = _peek.peek(path, survey=True, types=True)
+    if "error" in view:
+        raise CliError(f"{path}: not a transcript: {view['error']}", 3)
     envelopes = view["envelopes"]
+    types = view["types"]
     survey = view["survey"]
+    messages: List[int] = []  # the message envelopes, in order
     message_at: Dict[str, int] = {}  # message id -> envelope index, for what elisions name
     content_chars: Dict[str, int] = {}  # chars of a compaction summary, or of content already elided
     ops: Dict[str, Tuple[str, str]] = {}  # op id -> (tool, dispatch ts)
@@ -50,21 +64,26 @@ def compute(path: str) -> Dict[str, Any]:
     compactions: Dict[str, Any] = {"count": 0, "fallbacks": 0, "tokens_before": 0, "tokens_after": 0}
     elided = {"elisions": 0, "items": 0, "chars": 0}
     artifacts = {"count": 0, "bytes": 0, "chars": 0, "elided_chars": 0}
+    message_at_seen: List[int] = []
 
     def chars_of(id_: str) -> int:
         if id_ in content_chars:
             return content_chars[id_]
+        for m in messages[len(message_at_seen) :]:  # the messages before this elision, read now
+            message_at[envelopes[m].id] = m
+            message_at_seen.append(m)
         at = message_at.get(id_)
         return 0 if at is None else len(content_text(envelopes[at].payload.get("content")))
 
     with Progress(f"counting {path}", len(envelopes)) as progress:
-        for i, e in enumerate(envelopes):
+        for i in range(len(envelopes)):
             if i % 4096 == 0:
                 progress.update(i)
-            type_ = e.type
+            type_ = types[i]
             if type_ == "message":
-                message_at[e.id] = i  # its payload (the content) is built only if elided
+                messages.append(i)  # its id is read only if an elision names one, its content if elided
                 continue
+            e = envelopes[i]
             p = e.payload
             if type_ == "compaction":
                 compactions["count"] += 1
@@ -128,8 +147,22 @@ def compute(path: str) -> Dict[str, Any]:
         "rewinds": {"count": survey["counts"].get("rewind", 0), "rewound_messages": len(survey["rewound"])},
         "elided": elided,
         "artifacts": artifacts,
+        # input, output, cache_read, cache_write (null where no response states it), responses, unmeasured
+        "usage": usage.of_transcript(path).to_json(),
         "warnings": list(view["warnings"]),
     }
+
+
+def usage_line(totals: Dict[str, Any]) -> str:
+    """``input 1,204 · output 9,876 · cache read 61,608 · cache write ? (12 responses, each
+    once)``; ``none recorded`` where no response records usage."""
+    n, unmeasured = totals["responses"], totals["unmeasured"]
+    silent = f"{unmeasured:,} unmeasured" if unmeasured else ""
+    if not n:
+        return "none recorded" + (f" ({unmeasured:,} assistant message(s) record none)" if unmeasured else "")
+    counts = " · ".join(f"{name} {tokens(totals[key])}" for name, key in (
+        ("input", "input"), ("output", "output"), ("cache read", "cache_read"), ("cache write", "cache_write")))
+    return f"{counts}  ({n:,} response(s), each counted once" + (f"; {silent}, left out" if silent else "") + ")"
 
 
 def run(args: argparse.Namespace, out: Out) -> int:
@@ -165,6 +198,7 @@ def run(args: argparse.Namespace, out: Out) -> int:
     )
     el = report["elided"]
     out.line(("elided      ", "key"), f"{el['chars']:,} chars in {el['items']:,} item(s) of {el['elisions']:,} elision(s)")
+    out.line(("tokens      ", "key"), usage_line(report["usage"]))
     a = report["artifacts"]
     out.line(
         ("artifacts   ", "key"),

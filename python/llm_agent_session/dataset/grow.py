@@ -5,14 +5,17 @@ So a whole export of a big clean transcript keeps, in its manifest entry, what t
 run needs to go on from its end (the grow state): its ``sessions`` row, where its lines
 and message ordinals stopped, its open operations (not settled, or not answered by a tool
 message), the grants in force, a digest of both ends of the bytes read, and a side file
-of its envelope ids' hashes.
+of the hashes of its envelope ids and response ids (``DatasetPass.id_digest``).
 
 The next run reads only the new bytes (the core's dataset pass from ``start``) and takes
 that path only where it gives the rows a whole export would: the exported bytes' ends are
 unchanged (same file, same first and last 64 KiB), the new lines load cleanly (the core's
 fold refuses only settles of open operations, which ``FoldState.check``, load's own rule,
-then accepts) and reuse no earlier id, and the only rows written before that they change
-are those of open operations (settled, answered: patched where they are). A new line that
+then accepts) and reuse no earlier id, envelope id or response id (a new line of a response
+seen before would move the line its usage is counted at, ``usage.py``: the side file keeps
+both kinds), and the only rows written before that they change are those of open
+operations (settled, answered: patched where they are). So the token totals of the new
+lines add to the sessions row's without a response counted twice. A new line that
 would change another (a compaction, a rewind, an elision of an earlier message, grants
 after earlier ones, a first model) sends the transcript back to a whole export, as does
 growth past ``GROW_MAX`` since the last whole one. The new rows go to the partition's
@@ -325,6 +328,7 @@ def _count(found: Any, state: GrowState, summary: DatasetSummary) -> Optional[_C
     """The new rows counted (``_Counted``); None where one of them would change a row
     written before other than an open operation's."""
     counted = _Counted()
+    counted.totals.usage = summary.usage  # no response of them is one of before: the id digest says so
     waiting = {op.call_id for op in state.open if not op.answered}
     for table, batch in chunk_batches(found, (None, None, None), True, grants_dictionary(summary.grants)):
         if table in ("compactions", "rewinds"):

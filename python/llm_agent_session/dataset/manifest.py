@@ -1,8 +1,8 @@
 """The manifest (``OUT/_dataset.json``), the commit point, as typed records, read and written.
 
-On disk it is one JSON object (format 2), written with sorted keys and no spaces::
+On disk it is one JSON object (format 3), written with sorted keys and no spaces::
 
-    {"format": "llm-agent-session dataset 2", "version": <commits>, "view": <the tables' view>,
+    {"format": "llm-agent-session dataset 3", "version": <commits>, "view": <the tables' view>,
      "publishing": null | true, "awaiting_first_export": true (until a first export commits),
      "sources": {"<host>:<path>": <entry>, ...},
      "buckets": {"<date>/<k>": {"tag": <its files' tag>, "sources": [<source keys, in row order>]}},
@@ -30,7 +30,10 @@ from .._files import fsync_dir
 from .errors import NotADataset
 from .layout import APPENDIX, MANIFEST, bucket_key, write_new
 
-FORMAT = "llm-agent-session dataset 2"
+FORMAT = "llm-agent-session dataset 3"
+#: Earlier formats this version names when it refuses them, and what they lacked.
+_EARLIER = {"llm-agent-session dataset 1": "dataset 1, 8 buckets and no appendix",
+            "llm-agent-session dataset 2": "dataset 2, no token usage columns"}
 #: The manifest's mark, from the moment a first export claims OUT (its tables empty) until
 #: that export (or any other) commits: OUT holds no dataset yet.
 AWAITING = "awaiting_first_export"
@@ -195,6 +198,12 @@ class SessionRow:
     rewinds: int
     elisions: int
     grants: int
+    input_tokens: Optional[int]
+    output_tokens: Optional[int]
+    cache_read_tokens: Optional[int]
+    cache_write_tokens: Optional[int]
+    responses: int
+    unmeasured_responses: int
     first_ts: Optional[int]
     last_ts: Optional[int]
 
@@ -424,8 +433,8 @@ def read_manifest(out: str) -> Manifest:
         return Manifest()
     except ValueError as e:
         raise NotADataset(f"{path} is not a dataset manifest ({e}); OUT must be a directory this command made") from None
-    if isinstance(value, dict) and value.get("format") == "llm-agent-session dataset 1":
-        raise NotADataset(f"{path} was made by an earlier version (dataset 1, 8 buckets and no appendix); "
+    if isinstance(value, dict) and value.get("format") in _EARLIER:
+        raise NotADataset(f"{path} was made by an earlier version ({_EARLIER[value['format']]}); "
                           "export into a new OUT (the transcripts are all read again)")
     if not isinstance(value, dict) or value.get("format") != FORMAT:
         raise NotADataset(f"{path} is not a manifest of this version ({FORMAT}); export into a new OUT")

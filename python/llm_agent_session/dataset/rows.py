@@ -162,6 +162,7 @@ class Transcript:
                     self.in_force = grow.grants_in_force(batch, self._summary.grants) or self.in_force
                 yield table, batch
             self.lines = self._summary.lines
+            totals.usage = self._summary.usage
             self.session = with_totals(self.session, totals)
             self.counts = dict(totals.rows, sessions=1)
             if keeps_state:
@@ -237,7 +238,8 @@ def read_transcript(source: Source, head: Head, *, extras: bool = True, chunk: i
         meta_id=summary.meta_id, meta=summary.meta, verdict=outcome, reason=reason, bytes=size,
         envelopes=summary.envelopes, skipped_lines=skipped if loads else summary.skipped, messages=0,
         live_messages=0 if loads else None, tool_calls=0, completed=0, failed=0, outcome_unknown=0, dispatched=0, result_recorded=0,
-        pending_operations=0, compactions=0, rewinds=0, elisions=summary.elisions, grants=0,
+        pending_operations=0, compactions=0, rewinds=0, elisions=summary.elisions, grants=0, input_tokens=None,
+        output_tokens=None, cache_read_tokens=None, cache_write_tokens=None, responses=0, unmeasured_responses=0,
         first_ts=summary.first_ts, last_ts=summary.last_ts)
     return Transcript(source, head, session, fd, found, summary, loads)
 

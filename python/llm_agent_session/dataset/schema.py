@@ -102,6 +102,18 @@ TABLES: Dict[str, Tuple[Field, ...]] = {
         Field("rewinds", "int64", "`rewind` lines."),
         Field("elisions", "int64", "`elision` lines."),
         Field("grants", "int64", "`grants` lines."),
+        Field("input_tokens", "int64",
+              "Its provider responses' `input` tokens (`messages.input_tokens` summed over the rows with "
+              "`usage_counted`: each response once, however many lines it was streamed over); null where no "
+              "response states it. `llm_agent_session.usage.of_transcript(path)` gives the same."),
+        Field("output_tokens", "int64", "Its responses' `output` tokens, each response once; null where none states it."),
+        Field("cache_read_tokens", "int64", "Its responses' `cache-read` tokens, each response once; null where none states it."),
+        Field("cache_write_tokens", "int64",
+              "Its responses' `cache-write` tokens, each response once; null where none states it."),
+        Field("responses", "int64", "Provider responses whose usage it records (`messages` rows with `usage_counted`)."),
+        Field("unmeasured_responses", "int64",
+              "Responses the token totals leave out: those whose usage states no figure, and assistant messages "
+              "that record no usage at all."),
         Field("first_ts", "timestamp", "The earliest well-formed `ts` of its envelopes."),
         Field("last_ts", "timestamp", "The latest well-formed `ts` of its envelopes."),
     ),
@@ -130,6 +142,21 @@ TABLES: Dict[str, Tuple[Field, ...]] = {
               "The payload's keys besides the message's own (`finish-reason`, `usage`, an importer's source "
               "fields ...) as a JSON object; null where there are none, or when exported with `--no-extras`."),
         Field("bytes", "int64", "The length of its line in bytes."),
+        Field("response_id", "string",
+              "The `token-usage` extra's `response-id`: the provider response this message is (a part of). "
+              "Lines naming one id are one response (Claude Code streams one line per content block)."),
+        Field("input_tokens", "int64",
+              "The `token-usage` extra's `input`: prompt tokens neither read from nor written to the cache; null "
+              "where the line states none (never 0 for an unknown count). A response streamed over several lines "
+              "states it on each: sum only the rows with `usage_counted`."),
+        Field("output_tokens", "int64", "`token-usage`'s `output`: tokens generated, reasoning included; null where not stated."),
+        Field("cache_read_tokens", "int64", "`token-usage`'s `cache-read`: prompt tokens read from the cache; null where not stated."),
+        Field("cache_write_tokens", "int64",
+              "`token-usage`'s `cache-write`: prompt tokens written to the cache; null where not stated."),
+        Field("usage_counted", "bool",
+              "Whether the session's totals count its response's usage at this row: true on the last row naming "
+              "its `response_id` (a streamed response's last line carries its final count) and on every row with "
+              "usage and no id; false on the response's other rows; null where the line records no usage."),
     ),
     "tool_calls": (
         Field("op_id", "string", "The operation id (its `tool-dispatched` envelope's id)."),

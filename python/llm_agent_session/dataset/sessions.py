@@ -7,6 +7,7 @@ import dataclasses
 from dataclasses import dataclass, field
 from typing import Any, Dict
 
+from .._token_usage import UsageTotals
 from .manifest import SessionRow
 from .schema import write_schema
 
@@ -17,11 +18,14 @@ COUNTED = ("messages", "tool_calls", "compactions", "rewinds", "grants")
 @dataclass
 class Totals:
     """What a run of a transcript's rows adds to its sessions row: rows per table, the live
-    ones (messages and compactions), operations per outcome."""
+    ones (messages and compactions), operations per outcome, and the token usage of its
+    message lines (the core pass's own totals, ``DatasetSummary.usage``: a run never shares
+    a response with the rows before it, ``grow.py`` makes sure)."""
 
     rows: Dict[str, int] = field(default_factory=lambda: dict.fromkeys(COUNTED, 0))
     live: int = 0
     outcomes: Dict[str, int] = field(default_factory=dict)
+    usage: UsageTotals = field(default_factory=UsageTotals)
 
     def add(self, table: str, batch: Any) -> None:
         """Count a batch of `table`'s rows."""
@@ -48,6 +52,8 @@ def with_totals(row: SessionRow, totals: Totals) -> SessionRow:
 
     dispatched = row.dispatched + outcome("dispatched")
     result_recorded = row.result_recorded + outcome("result-recorded")
+    tokens = UsageTotals(row.input_tokens, row.output_tokens, row.cache_read_tokens, row.cache_write_tokens,
+                         row.responses, row.unmeasured_responses) + totals.usage
     return dataclasses.replace(
         row, messages=row.messages + totals.rows["messages"],
         live_messages=None if row.live_messages is None else row.live_messages + totals.live,
@@ -55,7 +61,9 @@ def with_totals(row: SessionRow, totals: Totals) -> SessionRow:
         failed=row.failed + outcome("failed"), outcome_unknown=row.outcome_unknown + outcome("outcome-unknown"),
         dispatched=dispatched, result_recorded=result_recorded, pending_operations=dispatched + result_recorded,
         compactions=row.compactions + totals.rows["compactions"], rewinds=row.rewinds + totals.rows["rewinds"],
-        grants=row.grants + totals.rows["grants"])
+        grants=row.grants + totals.rows["grants"], input_tokens=tokens.input, output_tokens=tokens.output,
+        cache_read_tokens=tokens.cache_read, cache_write_tokens=tokens.cache_write, responses=tokens.responses,
+        unmeasured_responses=tokens.unmeasured)
 
 
 def session_batch(row: SessionRow) -> Any:

@@ -170,6 +170,13 @@ class Planner:
             payload.setdefault("source-ts", ts)  # the source's text, which is not a time
         return self._add(Record(MESSAGE, payload, when, kind))
 
+    def set_extra(self, at: int, key: str, value: Any) -> None:
+        """Set an extra of the message record `at`, written before the source stated it (a
+        Codex token count comes after the messages of its response)."""
+        record = self.records[at]
+        assert record.type == MESSAGE
+        record.body[key] = value
+
     def assistant(
         self, kind: str, content: Any, calls: Sequence[Call], extra: Mapping[str, Any], ts: Any = None
     ) -> Optional[int]:

@@ -21,6 +21,7 @@ import os
 from functools import partial
 from typing import Any, Dict, List, Optional, Set, cast
 
+from .._token_usage import TOKEN_USAGE, stated
 from ._driver import Plan, mirror_files, refuse_out_inside, run_files, run_import
 from ._parts import as_dict, as_str, image_part, simplest, text_part
 from ._plan import Call, Planner
@@ -461,6 +462,9 @@ class _Job:
                 extra["api-error"] = True
         if requests:
             extra["request-id"] = requests[0] if len(requests) == 1 else requests
+        tokens = _token_usage(extra.get("usage"), extra.get("message-id"))
+        if tokens:
+            extra[TOKEN_USAGE] = tokens
         if thinking:
             extra["thinking"] = thinking
         if other:
@@ -508,6 +512,18 @@ class _Job:
             wrote = True
         self._count(ln, "imported" if wrote else "skipped", "" if wrote else "a user line with empty content")
         return compaction
+
+
+def _token_usage(usage: Any, message_id: Any) -> Dict[str, Any]:
+    """The library's ``token-usage`` of a response from Claude Code's ``message.usage`` (the
+    last line's: a response streamed one block per line repeats its usage on each line, and
+    only the last one's ``output_tokens`` is final) and ``message.id``, the response's id.
+    Anthropic's ``input_tokens`` already leaves the cache out, as ``input`` does;
+    ``cache_read_input_tokens`` is ``cache-read``, ``cache_creation_input_tokens``
+    ``cache-write``; a count that is not a non-negative integer is left out."""
+    get = as_dict(usage).get
+    return stated(get("input_tokens"), get("output_tokens"), get("cache_read_input_tokens"),
+                  get("cache_creation_input_tokens"), message_id)
 
 
 def _image(block: Dict[str, Any]) -> Optional[Dict[str, Any]]:

@@ -25,6 +25,7 @@ import os
 from functools import partial
 from typing import Any, Dict, List, Optional, Tuple, cast
 
+from .._token_usage import TOKEN_USAGE, figure, stated
 from ._driver import mirror_files, refuse_out_inside, run_files, run_import
 from ._parts import as_dict, as_str, image_part, simplest, text_part
 from ._plan import Planner
@@ -40,6 +41,8 @@ _ITEM_TYPES = ("message", "reasoning") + _CALLS + _OUTPUTS + ("web_search_call",
 # User messages Codex adds itself: context, not the start of a user turn.
 _CONTEXT_PREFIXES = ("<environment_context>", "<user_instructions>", "# AGENTS.md instructions", "<INSTRUCTIONS>")
 _TURN_EDGES = ("task_started", "task_complete", "turn_started", "turn_complete", "turn_aborted")
+# The extra that keeps a token count's ``info`` as Codex wrote it, on the last message of its response.
+TOKEN_COUNT = "token-count"
 
 
 def import_transcript(src: Any, out: Any, *, redaction: Any = None) -> ImportReport:
@@ -159,10 +162,24 @@ class _Job:
                 self.meta_time = line.obj.get("timestamp")
                 break
         self.open: Optional[Dict[str, Any]] = None  # the assistant message being gathered
+        self.source = os.path.basename(src)
+        self.at = 0  # the line being read
+        # The response being read: the model's output items since the last token count,
+        # tool output or turn edge. Its messages carry its id (the rollout's session id and
+        # the line of its first item: Codex records no response id), and its token count's
+        # figures once that comes (after the items).
+        self.response: Optional[Dict[str, Any]] = None
+        self.last_total: Any = None  # the last token count's cumulative total (a repeat adds nothing)
+        self.orphans = 0  # token counts of a response with no assistant message
         for line in lines:
+            self.at = line.number
             self._line(line)
         self._flush()
         self._end_turn()
+        if self.orphans:
+            report.warn(f"{self.orphans} token count(s) came after no assistant message of their response (a "
+                        "request that wrote no conversation item, such as a compaction's); their usage is not "
+                        "recorded")
         self.records = self.writer.finish()
 
     @staticmethod
@@ -218,6 +235,7 @@ class _Job:
             self._turn_context(payload, ts)
         elif rtype == "compacted":
             self._flush()
+            self.response = None
             summary = as_str(payload.get("message")) or _history_text(payload.get("replacement_history"))
             # Codex records no count after a compaction: tokens-after is left out, never 0.
             if self.writer.compaction("compacted", summary, self.tokens, None, {}, ts) is not None:
@@ -227,6 +245,8 @@ class _Job:
 
     def _item(self, kind: str, item: Dict[str, Any], ts: Any) -> None:
         itype = item.get("type")
+        if itype in ("reasoning", "web_search_call") + _CALLS or (itype == "message" and item.get("role") == "assistant"):
+            self._responding()
         if itype == "message":
             self._message(kind, item, ts)
         elif itype == "reasoning":
@@ -255,6 +275,7 @@ class _Job:
             host["kinds"].append(kind)
         elif itype in _OUTPUTS:
             self._flush()
+            self.response = None  # the next response's input: its output is another response
             call_id = item.get("call_id")
             if not isinstance(call_id, str):
                 self.report.skipped(kind, "a tool output without a call_id")
@@ -277,6 +298,8 @@ class _Job:
             if self.reasoning:
                 extra["reasoning"] = self.reasoning
                 self.reasoning = []
+            if self.response is not None:
+                extra[TOKEN_USAGE] = {"response-id": self.response["id"]}
             self.open = {"content": None, "calls": [], "extra": extra, "kinds": [], "ts": ts}
         return self.open
 
@@ -290,7 +313,51 @@ class _Job:
         if at is not None:
             for kind in host["kinds"]:
                 self.report.imported(kind)
+            if self.response is not None and TOKEN_USAGE in host["extra"]:
+                self.response["messages"].append(at)
         return at
+
+    # -- token usage ------------------------------------------------------------------------------
+
+    def _responding(self) -> None:
+        """A model output item: the response it belongs to (a new one after a token count,
+        a tool output or a turn edge)."""
+        if self.response is None:
+            session = self.meta.get("session-id")
+            self.response = {"id": f"{session if isinstance(session, str) and session else self.source}:{self.at}",
+                             "messages": []}
+
+    def _token_count(self, kind: str, info: Dict[str, Any]) -> None:
+        """A response's token count (Codex writes it after the response's items): its
+        ``last_token_usage`` on every assistant message of the response, as ``token-usage``
+        (Codex's ``input_tokens`` includes the cached ones, so ``input`` is the
+        difference and ``cache-read`` the cached; ``output_tokens`` includes reasoning, as
+        ``output`` does; Codex states no cache writes), and ``info`` itself on the last of
+        them. A count whose cumulative total equals the last one's (Codex repeats a count
+        when only its rate limits changed) is that response's again: not counted twice."""
+        last = info.get("last_token_usage")
+        total = info.get("total_token_usage")
+        if not isinstance(last, dict) or (total is not None and total == self.last_total):
+            self.report.skipped(kind, "a token count repeating the last one, or without a count" if last else
+                                "a token count without a count (rate limits only)")
+            return
+        self.last_total = total
+        response, self.response = self.response, None
+        if response is None or not (response["messages"] or self.open is not None):
+            self.orphans += 1
+            self.report.skipped(kind, "a token count of a response that wrote no assistant message")
+            return
+        given, cached = figure(last.get("input_tokens")), figure(last.get("cached_input_tokens"))
+        uncached = given - cached if given is not None and cached is not None and cached <= given else None
+        tokens = stated(uncached, last.get("output_tokens"), cached, None, response["id"])
+        for at in response["messages"]:
+            self.writer.set_extra(at, TOKEN_USAGE, tokens)
+        if self.open is not None:
+            self.open["extra"][TOKEN_USAGE] = tokens
+            self.open["extra"][TOKEN_COUNT] = info
+        else:
+            self.writer.set_extra(response["messages"][-1], TOKEN_COUNT, info)
+        self.report.extras(kind)
 
     def _message(self, kind: str, item: Dict[str, Any], ts: Any) -> None:
         role = item.get("role")
@@ -303,6 +370,7 @@ class _Job:
             self.turn["assistant"] = True
             return
         self._flush()
+        self.response = None  # input to the next response
         if not isinstance(role, str):
             self.report.skipped(kind, "a message without a role")
             return
@@ -334,16 +402,19 @@ class _Job:
                 content = [text_part(content)] + [image_part(u) for u in images if isinstance(u, str)]
             self.events.append({"kind": kind, "role": role, "content": content, "ts": ts})
         elif etype == "token_count":
-            tokens = as_dict(as_dict(ev.get("info")).get("last_token_usage")).get("input_tokens")
+            info = as_dict(ev.get("info"))
+            tokens = as_dict(info.get("last_token_usage")).get("input_tokens")
             if isinstance(tokens, int) and not isinstance(tokens, bool):
-                self.tokens = tokens
-            self.report.skipped(kind, "token usage (the last count before a compaction is its tokens-before)")
+                self.tokens = tokens  # the last count before a compaction is its tokens-before
+            self._token_count(kind, info)
         elif etype == "thread_rolled_back":
             self._flush()
+            self.response = None
             self._end_turn()
             self._rollback(kind, ev.get("num_turns"), ts)
         elif etype in _TURN_EDGES:
             self._flush()
+            self.response = None
             self._end_turn()
             why = ("an interrupted turn: its unanswered calls stay pending" if etype == "turn_aborted"
                    else "a turn boundary")
@@ -403,6 +474,7 @@ class _Job:
     def _turn_context(self, payload: Dict[str, Any], ts: Any) -> None:
         kind = "turn_context"
         self._flush()
+        self.response = None
         self._end_turn()
         text = json_text(payload, sort_keys=True, default=str)
         if text == self.context:

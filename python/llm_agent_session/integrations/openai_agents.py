@@ -37,6 +37,7 @@ except ImportError as e:  # pragma: no cover - exercised by a test in a bare int
     ) from e
 
 from .. import Message
+from .._token_usage import TOKEN_USAGE, Usage, figure
 from ._mirror import (
     LiveRecord,
     Mirror,
@@ -142,16 +143,53 @@ def _project(items: Sequence[Mapping[str, Any]]) -> Dict[str, Any]:
     return Message(str(first.get("role")), _text(first.get("content")) or "").to_dict()
 
 
-def _plan(items: Sequence[Any], _before: Sequence[Unit]) -> List[PlannedUnit]:
+def _item_key(item: Mapping[str, Any]) -> str:
+    """What tells an output item from another, in the hooks' copy and the SDK's alike: its
+    id or call id, else its JSON."""
+    for key in ("id", "call_id"):
+        if isinstance(item.get(key), str) and item[key]:
+            return f"{item.get('type')}:{key}:{item[key]}"
+    return canonical(item)
+
+
+def _token_usage(response: Any) -> Dict[str, Any]:
+    """A model response's usage (``ModelResponse.usage``, the SDK's ``Usage`` of that one
+    request) as the transcript's ``token-usage``, under the response's id. The SDK's
+    ``input_tokens`` includes the cached tokens and those written to the cache, so
+    ``input`` is the rest. The SDK reads a count the provider omits as 0; a usage of no
+    input and no output tokens is one the provider did not report (no response reads
+    nothing): no count is stated then."""
+    rid = getattr(response, "response_id", None)
+    rid = rid if isinstance(rid, str) and rid else None
+    u = getattr(response, "usage", None)
+    given, output = figure(getattr(u, "input_tokens", None)), figure(getattr(u, "output_tokens", None))
+    if u is None or not (given or output):
+        return Usage(response_id=rid).to_json()
+    details = getattr(u, "input_tokens_details", None)
+    read = figure(getattr(details, "cached_tokens", None))
+    write = figure(getattr(details, "cache_write_tokens", None))
+    rest = given - (read or 0) - (write or 0) if given is not None else None
+    return Usage(rest if rest is not None and rest >= 0 else None, output, read, write, rid).to_json()
+
+
+def _plan(items: Sequence[Any], _before: Sequence[Unit], tokens: Mapping[str, Dict[str, Any]]) -> List[PlannedUnit]:
     """One message per input message and per tool output; a model's consecutive output
-    items (one response) share one assistant message."""
+    items (one response) share one assistant message, which carries the response's token
+    usage where the hooks saw it (`tokens`: by `_item_key` of its items)."""
     units: List[List[Any]] = []
     for item in items:
         if units and _is_model_output(item) and _is_model_output(units[-1][-1]):
             units[-1].append(item)
         else:
             units.append([item])
-    return [PlannedUnit(group, [(_project(group), {ITEMS_EXTRA: group})]) for group in units]
+    planned = []
+    for group in units:
+        extra: Dict[str, Any] = {ITEMS_EXTRA: group}
+        usage = next((tokens[k] for k in map(_item_key, group) if k in tokens), None)
+        if usage is not None and _is_model_output(group[0]):
+            extra[TOKEN_USAGE] = usage
+        planned.append(PlannedUnit(group, [(_project(group), extra)]))
+    return planned
 
 
 def _items_of_message(message: Message, call_types: Mapping[str, str]) -> List[Dict[str, Any]]:
@@ -221,10 +259,12 @@ class TranscriptSession(TranscriptOwner):
         redaction: Any = None,
     ) -> None:
         transcript = open_transcript(path, meta, redaction)
+        # The token usage of each response the hooks saw, by its output items (`_item_key`).
+        self._tokens: Dict[str, Dict[str, Any]] = {}
         try:
             if unanswered_calls_ran(transcript):
                 transcript.answer_interrupted_tool_calls()
-            self._mirror = Mirror(transcript, _read, _plan)
+            self._mirror = Mirror(transcript, _read, lambda items, before: _plan(items, before, self._tokens))
         except BaseException:
             transcript.close()
             raise
@@ -327,9 +367,12 @@ class TranscriptSession(TranscriptOwner):
 
     # -- what the hooks call -------------------------------------------------------------------
 
-    async def _model_answered(self, output_items: List[Any]) -> None:
+    async def _model_answered(self, output_items: List[Any], tokens: Optional[Dict[str, Any]] = None) -> None:
         items = [_json_item(i) for i in output_items]
         if items:
+            if tokens is not None:
+                for item in items:
+                    self._tokens[_item_key(item)] = tokens
             await self._gate.run(self._write_ahead, items)
 
     async def _tool_started(self, context: Any) -> None:
@@ -357,7 +400,7 @@ class TranscriptRunHooks(RunHooks):
         self._session = session
 
     async def on_llm_end(self, context: Any, agent: Any, response: Any) -> None:
-        await self._session._model_answered(response.to_input_items())
+        await self._session._model_answered(response.to_input_items(), _token_usage(response))
 
     async def on_tool_start(self, context: Any, agent: Any, tool: Any) -> None:
         await self._session._tool_started(context)

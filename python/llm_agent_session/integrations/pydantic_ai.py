@@ -50,6 +50,7 @@ except ImportError as e:  # pragma: no cover - exercised by a test in a bare int
     ) from e
 
 from .. import Message
+from .._token_usage import TOKEN_USAGE, Usage, figure
 from ..session import INTERRUPTED_TEXT
 from ._mirror import (
     DEFERRED,
@@ -124,10 +125,38 @@ def _project(message: ModelMessage) -> List[Dict[str, Any]]:
     return [m.to_dict() for m in out]
 
 
+def _token_usage(data: Dict[str, Any]) -> Optional[Dict[str, Any]]:
+    """A ModelResponse's usage (its ``RequestUsage``, as the JSON the adapter keeps) as the
+    transcript's ``token-usage``: pydantic-ai's ``input_tokens`` includes the cache reads and
+    writes, so ``input`` is the rest. A response whose usage pydantic-ai did not measure
+    (``unmeasured_requests``, or no tokens at all) states no count. The response's id is the
+    provider's (``provider_response_id``), else the run's id and the response's time,
+    the same on every line written of it, so a response written again counts once."""
+    if data.get("kind") != "response":
+        return None
+    found = data.get("usage")
+    raw: Dict[str, Any] = found if isinstance(found, dict) else {}
+    rid = data.get("provider_response_id")
+    if not (isinstance(rid, str) and rid) and isinstance(data.get("run_id"), str) and isinstance(data.get("timestamp"), str):
+        rid = f"pydantic-ai:{data['run_id']}@{data['timestamp']}"
+    counted = (figure(raw.get("input_tokens")), figure(raw.get("output_tokens")),
+               figure(raw.get("cache_read_tokens")), figure(raw.get("cache_write_tokens")))
+    given, output, read, write = counted
+    if raw.get("unmeasured_requests") or not (given or output):
+        return Usage(response_id=rid if isinstance(rid, str) and rid else None).to_json()
+    rest = given - (read or 0) - (write or 0) if given is not None else None
+    return Usage(rest if rest is not None and rest >= 0 else None, output, read, write,
+                 rid if isinstance(rid, str) and rid else None).to_json()
+
+
 def _records(data: Dict[str, Any]) -> List[Record]:
     projected = _project(_load(data))
     records: List[Record] = [(m, {PART_EXTRA: True}) for m in projected[:-1]]
-    records.append((projected[-1], {MESSAGE_EXTRA: data}))
+    last: Dict[str, Any] = {MESSAGE_EXTRA: data}
+    tokens = _token_usage(data)
+    if tokens:
+        last[TOKEN_USAGE] = tokens
+    records.append((projected[-1], last))
     return records
 
 

@@ -31,6 +31,7 @@ from typing import Any, Dict, Iterable, Iterator, List, Mapping, Optional, Tuple
 
 from .. import __version__
 from ..canonical import dumps
+from .._token_usage import TOKEN_USAGE, Usage, count_lines
 from ..history import History, Operation
 from ..messages import Event, message_extras
 from . import content as parts
@@ -151,19 +152,37 @@ def usage_attributes(usage: Any) -> Dict[str, Any]:
     })
 
 
+def token_usage_attributes(tokens: Usage) -> Dict[str, Any]:
+    """Token counts from the library's ``token-usage``: its ``input`` leaves the cache out,
+    the conventions' input count includes it, so the cache reads and writes are added."""
+    given = None if tokens.input is None else tokens.input + (tokens.cache_read or 0) + (tokens.cache_write or 0)
+    return _clean({
+        names.USAGE_INPUT_TOKENS: given,
+        names.USAGE_OUTPUT_TOKENS: tokens.output,
+        names.USAGE_CACHE_READ_INPUT_TOKENS: tokens.cache_read,
+        names.USAGE_CACHE_CREATION_INPUT_TOKENS: tokens.cache_write,
+    })
+
+
 def chat_attributes(extras: Mapping[str, Any], request_model: Optional[str], provider: Optional[str],
-                    conversation: str, message_id: str) -> Dict[str, Any]:
+                    conversation: str, message_id: str, counted: Optional[bool] = None) -> Dict[str, Any]:
     """A chat span's attributes: the model requested (meta or run context), and what the
-    assistant message's extras recorded of the response (model, id, finish reason, usage)."""
+    assistant message's extras recorded of the response (model, id, finish reason, usage).
+    Usage from ``token-usage`` where the message records it, on the span its response is
+    counted at (`counted`: the last message of the response, ``usage.py``), so a response
+    streamed over several messages is counted once by whoever adds the spans up; else
+    from a provider-shaped ``usage``."""
     finish = _text(extras, "finish-reason", "stop-reason")
+    tokens = Usage.from_json(extras.get(TOKEN_USAGE))
+    usage = (token_usage_attributes(tokens) if counted else {}) if tokens is not None else usage_attributes(extras.get("usage"))
     return _clean({
         names.OPERATION_NAME: names.CHAT,
         names.PROVIDER_NAME: provider,
         names.REQUEST_MODEL: request_model,
         names.RESPONSE_MODEL: _text(extras, "model"),
-        names.RESPONSE_ID: _text(extras, "response-id", "message-id"),
+        names.RESPONSE_ID: (tokens.response_id if tokens is not None else None) or _text(extras, "response-id", "message-id"),
         names.RESPONSE_FINISH_REASONS: [finish] if finish else None,
-        **usage_attributes(extras.get("usage")),
+        **usage,
         names.CONVERSATION_ID: conversation,
         names.ENVELOPE_ID: message_id,
     })
@@ -343,7 +362,8 @@ class _Reading:
                              for op in self.history.operations.values() if op.answered_by in by_id}
         problems = warnings + [f"{p.type} {p.id}: {p.reason}" for p in self.history.problems]
         root = self._root(meta, problems, unfinished_bytes)
-        children = [(c.index, self._chat(c)) for c in self.chats]
+        counted, _ = count_lines([(Usage.from_json(c.event.payload.get(TOKEN_USAGE)), True) for c in self.chats])
+        children = [(c.index, self._chat(c, flag)) for c, flag in zip(self.chats, counted)]
         children += [(op.index, self._tool(op)) for op in self.history.operations.values()]
         children.sort(key=lambda pair: pair[0])
         agent = root.attributes.get(names.AGENT_NAME)
@@ -369,9 +389,9 @@ class _Reading:
         return Span(self.root_id, None, _named(names.INVOKE_AGENT, attrs.get(names.AGENT_NAME)), names.KIND_INTERNAL,
                     self.low, self.high, attrs, events)
 
-    def _chat(self, chat: _Chat) -> Span:
+    def _chat(self, chat: _Chat, counted: Optional[bool]) -> Span:
         extras = message_extras(chat.event.payload)
-        attrs = chat_attributes(extras, chat.request_model, self.provider, self.conversation, chat.event.id)
+        attrs = chat_attributes(extras, chat.request_model, self.provider, self.conversation, chat.event.id, counted)
         if self.content:
             output = parts.output_message(chat.event.payload, _text(extras, "finish-reason", "stop-reason"))
             attrs.update(_clean({names.INPUT_MESSAGES: self._messages(chat.inputs),

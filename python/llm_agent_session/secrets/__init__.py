@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from typing import Any, List, Optional, Tuple
 
-from .config import ConfigError, Fingerprints, config_dir, load_rules
+from .config import ConfigError, Fingerprints, config_dir, default_rules, load_rules
 from .match import MARKER, Rules
 from .policy import Policy
 from .redact import Finding, marker
@@ -31,17 +31,6 @@ from .surface import Redactor
 __all__ = ["redact", "Policy", "Rules", "Finding", "Fingerprints", "FileScan", "Located", "MARKER", "BUILTIN",
            "FAMILIES", "ConfigError", "config_dir", "histories", "load_rules", "marker", "scan_file", "default_rules",
            "scrub_file", "ScrubReport", "Redactor"]
-
-_default: Optional[Rules] = None
-
-
-def default_rules() -> Rules:
-    """The built-in rules with the user's configuration file, read once per process."""
-    global _default
-    if _default is None:
-        _default = load_rules()
-    return _default
-
 
 def redact(value: Any, rules: Optional[Rules] = None, fingerprints: Optional[Fingerprints] = None
            ) -> Tuple[Any, List[Finding]]:

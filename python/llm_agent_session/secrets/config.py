@@ -178,3 +178,14 @@ def _rule(spec: Any, where: str) -> Rule:
         raise ConfigError(f"{where}: {e}; a rule is {{\"name\", \"prefix\", \"body\", \"min\", \"max\"}} "
                           "or {\"name\", \"assignment\", \"min\"}") from None
     raise ConfigError(f"{where}: a rule has \"prefix\" or \"assignment\"")
+
+
+_default: Optional[Rules] = None
+
+
+def default_rules() -> Rules:
+    """The built-in rules with the user's configuration file, read once per process."""
+    global _default
+    if _default is None:
+        _default = load_rules()
+    return _default

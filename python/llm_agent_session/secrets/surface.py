@@ -1,22 +1,60 @@
 """What an outward surface masks with (an export, the dataset, OTLP, the viewer): one
-:class:`Redactor` per run, which masks values, texts and envelope lines and counts what
-it masked, so the surface can say so.
+:class:`Redactor` per run, which masks values, texts, envelope lines and whole
+transcripts, and counts what it masked, so the surface can say so.
 
 A value is first serialised (``json.dumps``, at C speed) and read by the core's byte
 scan; only where the scan keeps it is it walked and matched, so a clean transcript costs
 little more than one pass over its bytes, and comes out as the very same objects.
+
+A surface that reads a transcript by its path (an export, OTLP, the dataset) reads it
+through :meth:`Redactor.read`: the core's byte scan reads the file once; where it keeps
+no line the surface reads the file itself, untouched; otherwise it reads a private copy
+whose lines are masked as ``scrub`` masks them (its digests kept true, so it loads and
+replays as the original does), removed afterwards.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
-from typing import Any, Dict, List, Optional
+import os
+import shutil
+import tempfile
+from typing import Any, Callable, Dict, Iterator, List, Optional, Tuple, TypeVar
+
+from .. import _platform
+from .._files import open_to_read, write_all
 
 from ..canonical import dumps, envelope_line
-from .config import Fingerprints
+from .config import Fingerprints, default_rules
 from .match import Rules
 from .redact import EnvelopeMasker, Finding, apply, findings
 from .walk import sites
+
+T = TypeVar("T")
+#: How much of a transcript is read at once (whole lines: a longer line is read whole).
+BLOCK = 8 << 20
+
+
+def _blocks(fd: int, start: int, end: int) -> Iterator[bytes]:
+    """The bytes ``[start, end)`` of `fd` in blocks of whole lines (the last block may end
+    without its ``\n``: a writer's unfinished line, or a bound in mid line)."""
+    carry = b""
+    at = start
+    while at < end:
+        data = _platform.pread(fd, min(BLOCK, end - at), at)
+        if not data:
+            break
+        at += len(data)
+        buf = carry + data if carry else data
+        cut = buf.rfind(b"\n") + 1
+        if cut == 0:
+            carry = buf
+            continue
+        carry = buf[cut:]
+        yield buf[:cut]
+    if carry:
+        yield carry
 
 
 class Redactor:
@@ -26,7 +64,6 @@ class Redactor:
 
     def __init__(self, rules: Optional[Rules] = None, fingerprints: Optional[Fingerprints] = None, *,
                  enabled: bool = True) -> None:
-        from . import default_rules
         from .scan import prefilter
 
         self.enabled = enabled
@@ -95,3 +132,80 @@ class Redactor:
             return envelope_line(value["id"], value["type"], value["ts"], dumps(new))[:-1] + end
         masked = self.value(value)
         return raw if masked is value else json.dumps(masked, ensure_ascii=False).encode("utf-8") + end
+
+    # -- whole transcripts ------------------------------------------------------------------
+
+    def clean(self, fd: int, start: int, end: int) -> bool:
+        """Whether the bytes ``[start, end)`` of `fd` hold no line the byte scan keeps:
+        then nothing in them can be masked (``tests/secrets/test_prefilter.py``)."""
+        keep = self._keep
+        return all(not keep.lines(block) for block in _blocks(fd, start, end))
+
+    def copy(self, fd: int, size: int, out: int) -> None:
+        """The first `size` bytes of `fd` written to `out`, each line masked (``line``)."""
+        for block in _blocks(fd, 0, size):
+            write_all(out, b"".join(self.line(line) for line in block.splitlines(keepends=True)))
+
+    @contextlib.contextmanager
+    def source(self, path: str) -> Iterator[Tuple[str, int]]:
+        """What to read for the transcript at `path` as it is now: `path` itself where
+        nothing in it is masked (or redaction is off), else a private masked copy (in a
+        new directory of mode 0700, removed on exit); and the size that was checked. A
+        reader that may read past that size (a live transcript grows) checks what it
+        read with :meth:`still_clean`; :meth:`read` does both."""
+        if not self.enabled:
+            yield path, -1
+            return
+        fd = open_to_read(path)
+        try:
+            size = os.fstat(fd).st_size
+            if self.clean(fd, 0, size):
+                os.close(fd)
+                fd = -1
+                yield path, size
+                return
+            directory = tempfile.mkdtemp(prefix="llm-agent-session-redacted-")
+            try:
+                copy = os.path.join(directory, os.path.basename(path) or "transcript.jsonl")
+                out = os.open(copy, os.O_WRONLY | os.O_CREAT | os.O_EXCL | _platform.O_CLOEXEC | _platform.O_BINARY,
+                              0o600)
+                try:
+                    self.copy(fd, size, out)
+                finally:
+                    os.close(out)
+                os.close(fd)
+                fd = -1
+                yield copy, -1
+            finally:
+                shutil.rmtree(directory, ignore_errors=True)
+        finally:
+            if fd >= 0:
+                os.close(fd)
+
+    def still_clean(self, path: str, size: int) -> bool:
+        """Whether what `path` grew by since `size` bytes were found clean is clean too
+        (True where nothing was checked: a masked copy, or redaction off)."""
+        if size < 0:
+            return True
+        try:
+            fd = open_to_read(path)
+        except OSError:
+            return True  # gone: what was read was read before it went, from checked bytes or a copy
+        try:
+            now = os.fstat(fd).st_size
+            return now <= size or self.clean(fd, size, now)
+        finally:
+            os.close(fd)
+
+    def read(self, path: str, reader: Callable[[str], T]) -> T:
+        """``reader(p)`` of the transcript at `path` with what the rules find masked: `p`
+        is `path` itself where its bytes hold nothing to mask, else a masked copy (see
+        :meth:`source`). `reader` reads what it needs before it returns (the copy is
+        removed then). Should the file grow while it is read, by a line that holds
+        something to mask, it is read again, from a masked copy."""
+        with self.source(path) as (readable, size):
+            got = reader(readable)
+            if self.still_clean(path, size):
+                return got
+        with self.source(path) as (readable, size):  # grew by a secret meanwhile: the copy now
+            return reader(readable)

@@ -27,6 +27,7 @@ class FileResult:
     rows: Dict[str, int] = field(default_factory=dict)
     bytes: int = 0
     grown: bool = False
+    masked: int = 0  # secrets masked in its rows (docs/secrets.md)
 
 
 @dataclass
@@ -34,6 +35,7 @@ class Report:
     files: List[FileResult]
     seconds: float
     out: str
+    redacted: bool = True  # whether the run masked what the secret rules find
 
     def count(self, status: str) -> int:
         return sum(1 for f in self.files if f.status == status)
@@ -42,6 +44,11 @@ class Report:
     def rows(self) -> Dict[str, int]:
         """Rows written this run, per table (for the transcripts exported)."""
         return {t: sum(f.rows.get(t, 0) for f in self.files) for t in TABLE_NAMES}
+
+    @property
+    def masked(self) -> int:
+        """Secrets masked in the rows written this run."""
+        return sum(f.masked for f in self.files)
 
     @property
     def bytes_read(self) -> int:
@@ -60,5 +67,7 @@ class Report:
         grown = sum(1 for f in self.files if f.grown)
         if grown:
             note += f" ({grown} read only where {'it' if grown == 1 else 'they'} grew)"
+        if self.redacted:
+            note += f"; {self.masked:,} secret{'' if self.masked == 1 else 's'} masked"
         return (f"{files}{note}; rows written: {rows}; {self.bytes_read / 1e6:,.1f} MB read in "
                 f"{self.seconds:.2f} s ({rate:,.0f} MB/s)")

@@ -75,9 +75,17 @@ def test_a_transcript_grown_by_a_secret_is_read_whole_and_masked(tmp_path: Any, 
     assert held(out, {seed.secret}) == set() and manifest_entry(out, str(src))["redacted"] == 1
 
 
+def test_a_clean_transcript_gives_the_same_rows_either_way(tmp_path: Any) -> None:
+    assert_same_rows_either_way(tmp_path, "realistic", 1 << 18, 5)
+
+
 @pytest.mark.parametrize("corpus,size,seed", [("realistic", 1 << 20, 1), ("realistic", 3 << 20, 7),
                                               ("nonascii", 1 << 20, 3), ("escapes", 1 << 20, 4)])
-def test_clean_transcripts_give_the_same_rows_either_way(tmp_path: Any, corpus: str, size: int, seed: int) -> None:
+def test_clean_corpora_give_the_same_rows_either_way(tmp_path: Any, corpus: str, size: int, seed: int) -> None:
+    assert_same_rows_either_way(tmp_path, corpus, size, seed)
+
+
+def assert_same_rows_either_way(tmp_path: Any, corpus: str, size: int, seed: int) -> None:
     src = tmp_path / "src"
     os.makedirs(src)
     generate.generate(str(src / "a.jsonl"), size, seed=seed, corpus=corpus)

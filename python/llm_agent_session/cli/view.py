@@ -52,6 +52,9 @@ def add_parser(add: Callable[..., argparse.ArgumentParser], common: argparse.Arg
                         "the token); a wildcard (0.0.0.0, ::), or anything else a browser cannot name as given "
                         "(a port, a path, a space), is refused with the reason")
     p.add_argument("--no-browser", action="store_true", help="print the URL only; do not open a browser")
+    p.add_argument("--no-redact", action="store_true",
+                   help="send secrets to the page as they are (by default what the secret rules find is masked, "
+                        "each with a reveal button for one at a time; docs/secrets.md)")
 
 
 def missing_packages() -> List[str]:
@@ -118,7 +121,7 @@ def run(args: argparse.Namespace, out: Out) -> int:
     from ..view.server import serve
 
     try:
-        return serve(paths, host, args.port, not args.no_browser, single, out.stream)
+        return serve(paths, host, args.port, not args.no_browser, single, out.stream, redact=not args.no_redact)
     except OSError as e:
         raise CliError(f"cannot serve on {host}:{args.port}: {e.strerror or e}", 1)
     except KeyboardInterrupt:

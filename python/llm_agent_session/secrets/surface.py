@@ -28,12 +28,20 @@ from .._files import open_to_read, write_all
 from ..canonical import dumps, envelope_line
 from .config import Fingerprints, default_rules
 from .match import Rules
-from .redact import EnvelopeMasker, Finding, apply, findings
+from .redact import EnvelopeMasker, Finding, apply, findings, secret_bytes, structural
 from .walk import sites
 
 T = TypeVar("T")
 #: How much of a transcript is read at once (whole lines: a longer line is read whole).
 BLOCK = 8 << 20
+
+
+def _plain(value: Any, text: bytes) -> Any:
+    """`value` as plain dicts, lists and strings (what the walk reads: a ``FrozenDict`` of a
+    message, a tuple, are subclasses or other types), read back from its JSON `text`."""
+    if type(value) is str:
+        return value
+    return json.loads(text)
 
 
 def _blocks(fd: int, start: int, end: int) -> Iterator[bytes]:
@@ -91,13 +99,49 @@ class Redactor:
             text: Optional[bytes] = json.dumps(value, ensure_ascii=False).encode("utf-8", "surrogatepass")
         except (TypeError, ValueError):
             text = None  # not plain JSON values: walked without the byte scan's look first
-        if text is not None and not self._keep.keeps(text):
-            return value
-        found = sites(value, self.rules)
+        walked = value
+        if text is not None:
+            if not self._keep.keeps(text):
+                return value
+            walked = _plain(value, text)
+        found = sites(walked, self.rules)
         if not found:
             return value
         self._count(findings(found, self.rules, self.fingerprints))
-        return apply(value, found, self.rules, self.fingerprints)
+        return apply(walked, found, self.rules, self.fingerprints)
+
+    def payload(self, type_: str, payload: Any) -> Any:
+        """An envelope's payload masked as ``value`` masks, its ids, references and digests
+        left alone (as a scrub leaves them); the very same object where nothing is masked."""
+        if not self.enabled or type(payload) is not dict:
+            return payload
+        try:
+            text: Optional[bytes] = json.dumps(payload, ensure_ascii=False).encode("utf-8", "surrogatepass")
+        except (TypeError, ValueError):
+            text = None
+        walked = payload
+        if text is not None:
+            if not self._keep.keeps(text):
+                return payload
+            walked = _plain(payload, text)
+        found = sites(walked, self.rules, structural(type_))
+        if not found:
+            return payload
+        self._count(findings(found, self.rules, self.fingerprints))
+        return apply(walked, found, self.rules, self.fingerprints)
+
+    def reveal(self, type_: str, payload: Any, fingerprint: str) -> Optional[Tuple[str, str]]:
+        """(rule, secret) of the finding in an envelope's payload whose marker carries
+        `fingerprint` (what ``payload`` masked there), or None where there is none. For a
+        secret found inside base64, the decoded secret."""
+        if type(payload) is not dict:
+            return None
+        payload = json.loads(json.dumps(payload, ensure_ascii=False))  # plain dicts and lists, as the walk reads
+        for site in sites(payload, self.rules, structural(type_)):
+            for hit in site.hits:
+                if self.fingerprints(secret_bytes(hit)) == fingerprint:
+                    return self.rules.rules[hit.rule].name, hit.secret
+        return None
 
     def text(self, text: str) -> str:
         """A string masked (``value`` for a string)."""

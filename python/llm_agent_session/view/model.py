@@ -7,6 +7,11 @@ one peek). The functions below make the answers of ``/api/transcript``, ``/api/w
 which every string from the transcript has been made visible (docs/viewer.md, "The JSON
 data API"). The routes (``app.py``) read a request's parameters and call them; the jumps
 and the search are the open transcript's own (``Transcript.locate_*``, ``.search``).
+
+Everything from a transcript is masked by the viewer's ``secrets.Redactor`` first (unless
+``view --no-redact``): payloads, live messages, raw lines, the meta and the shelf's
+titles; ``reveal`` answers one masked finding, by its envelope and fingerprint, for the
+local user who asks (docs/secrets.md).
 """
 
 from __future__ import annotations
@@ -16,6 +21,7 @@ import threading
 from collections import OrderedDict
 from typing import Any, Dict, Optional
 
+from ..secrets import Redactor
 from ..verdict import Verdict
 from ..visible import json_visible, visible
 from . import render
@@ -31,9 +37,10 @@ KEEP_OPEN = 3  # transcripts kept open (a 1 GB one holds about 0.2 GB)
 class Viewer:
     """What the routes serve: the roots, the shelf, the open transcripts."""
 
-    def __init__(self, roots: Roots, shelf: Optional[Shelf] = None) -> None:
+    def __init__(self, roots: Roots, shelf: Optional[Shelf] = None, redactor: Optional[Redactor] = None) -> None:
         self.roots = roots
         self.shelf = shelf or Shelf(roots)
+        self.redactor = redactor if redactor is not None else Redactor()
         self.open: "OrderedDict[str, Transcript]" = OrderedDict()
         self.lock = threading.Lock()
         self.opening: Dict[str, threading.Lock] = {}
@@ -55,7 +62,7 @@ class Viewer:
                 if found is not None and found.path == path:
                     self.open.move_to_end(name)
                     return found
-            opened = Transcript(name, path)  # outside self.lock: other transcripts go on
+            opened = Transcript(name, path, self.redactor)  # outside self.lock: other transcripts go on
             with self.lock:
                 self.open[name] = opened
                 while len(self.open) > KEEP_OPEN:
@@ -65,26 +72,34 @@ class Viewer:
     def shelf_rows(self, start: int) -> Dict[str, Any]:
         """``/api/shelf``: the rows from the `start`-th on (the shelf is read from the first ask)."""
         self.shelf.start()
-        return self.shelf.since(max(start, 0))
+        rows = self.shelf.since(max(start, 0))
+        if self.redactor.enabled:
+            rows["rows"] = [dict(row, title=self.redactor.text(row["title"])) if isinstance(row.get("title"), str)
+                            else row for row in rows["rows"]]
+        return rows
 
 
 def renderer(t: Transcript, limit: int = LIMIT) -> render.Renderer:
     """A renderer of `t`'s envelopes with what its history knows (nothing yet, before it is read)."""
-    return render.Renderer(t.history, t.removals(), limit)
+    return render.Renderer(t.history, t.removals(), limit, t.redactor)
 
 
 def info(t: Transcript) -> Dict[str, Any]:
     """``/api/transcript``: what the page shows above the list, and what is ready."""
     v = t.verdict
     state = t.live()
+    meta = t.redactor.value(t.meta)
     return {
         "name": visible(t.name),
         "generation": t.generation,
         "count": t.count,
         "size": t.size,
         "end": t.end,
-        "meta": json.loads(json_visible(json.dumps(t.meta, ensure_ascii=False))),
-        "title": visible(t.meta["title"]) if isinstance(t.meta.get("title"), str) else None,
+        "meta": json.loads(json_visible(json.dumps(meta, ensure_ascii=False))),
+        "title": visible(meta["title"]) if isinstance(meta.get("title"), str) else None,
+        # Whether secrets are masked, and how many the file holds (None: not counted yet).
+        "redacted": t.redactor.enabled,
+        "secrets": t.secrets,
         "warnings": len(t.warnings),
         "first_warnings": [visible(w) for w in t.warnings[:20]],
         "error": visible(t.error) if t.error else None,
@@ -153,7 +168,19 @@ def envelope(t: Transcript, i: int, full: bool = False) -> Dict[str, Any]:
 def raw_line(t: Transcript, i: int) -> Dict[str, Any]:
     """``/api/envelope?raw=1``: the line of the envelope at position `i`, as it is in the file."""
     _must_hold(t, i)
-    return {"i": i, "raw": json_visible(t.line(i).decode("utf-8", "replace"))}
+    return {"i": i, "raw": json_visible(t.redactor.line(t.line(i)).decode("utf-8", "replace"))}
+
+
+def reveal(t: Transcript, i: int, fingerprint: str) -> Dict[str, Any]:
+    """``/api/reveal``: the one secret the marker with `fingerprint` masks in the envelope
+    at position `i` (the local user asked to see it); Problem 404 where it holds none."""
+    _must_hold(t, i)
+    event = t.envelope(i)
+    found = t.redactor.reveal(event.type, event.payload, fingerprint) if t.redactor.enabled else None
+    if found is None:
+        raise Problem(404, "no such masked secret in that envelope")
+    rule, secret = found
+    return {"i": i, "rule": rule, "fingerprint": fingerprint, "secret": visible(secret, multiline=True)}
 
 
 def _must_hold(t: Transcript, i: int) -> None:

@@ -12,6 +12,11 @@ An envelope becomes ``{"i", "id", "type", "ts", "title", "cls", "badges", "body"
 str, "label"?}``, ``{"kv": [[key, value], ...]}``, ``{"link": label, "to": id}`` or
 ``{"call": {...}}``, plus ``{"more": chars}`` after a value shortened to ``limit``
 characters; ``extras`` is ``[[key, json text], ...]`` (collapsed by the page).
+
+What the secret rules find is masked before anything is rendered (the renderer's
+``redactor``: the open transcript's, docs/secrets.md): a payload, or a live message's
+content and calls, arrive here with ``«redacted:RULE:FINGERPRINT»`` in place of each
+secret, which the page turns into a span with a "reveal" button.
 """
 
 from __future__ import annotations
@@ -21,6 +26,7 @@ from typing import Any, Dict, List, Optional, Tuple
 
 from ..history import History
 from ..messages import MESSAGE_KEYS, Event, Message
+from ..secrets import Redactor
 from ..visible import json_text, visible
 from . import markdown
 
@@ -51,10 +57,12 @@ def _state_badge(state: str) -> Dict[str, Any]:
 class Renderer:
     """Renders envelopes with what a ``History`` knows of them (``None``: not read yet)."""
 
-    def __init__(self, history: Optional[History], removals: Dict[str, Tuple[int, str]], limit: int) -> None:
+    def __init__(self, history: Optional[History], removals: Dict[str, Tuple[int, str]], limit: int,
+                 redactor: Optional[Redactor] = None) -> None:
         self.history = history
         self.removals = removals  # compaction/rewind id -> (messages it removed, the first one)
         self.limit = limit
+        self.redactor = redactor if redactor is not None else Redactor(enabled=False)
 
     # -- pieces ---------------------------------------------------------------------------
 
@@ -161,7 +169,7 @@ class Renderer:
     # -- envelopes ------------------------------------------------------------------------
 
     def envelope(self, index: int, event: Event) -> Dict[str, Any]:
-        payload = event.payload if isinstance(event.payload, dict) else {}
+        payload = self.redactor.payload(event.type, event.payload) if isinstance(event.payload, dict) else {}
         out: Dict[str, Any] = {
             "i": index, "id": visible(event.id), "type": visible(event.type), "ts": visible(event.ts),
             "badges": [], "body": [], "extras": [],
@@ -326,9 +334,11 @@ class Renderer:
             out["badges"].append({"text": "a compaction's summary", "cls": "note"})
         if self.history is not None and entry_id in self.history.elided:
             out["badges"].append({"text": "elided: the model sees this stub", "cls": "elided", "to": self.history.elided[entry_id][-1]})
-        out["body"] = self._content(message.content, markdown_text=role == "assistant", kind="code" if role == "tool" else "text")
-        if isinstance(message.tool_calls, list):
-            out["body"].extend(self._call(call) for call in message.tool_calls)
+        shown = self.redactor.value({"content": message.content, "tool_calls": message.tool_calls})
+        out["body"] = self._content(shown["content"], markdown_text=role == "assistant",
+                                    kind="code" if role == "tool" else "text")
+        if isinstance(shown["tool_calls"], list):
+            out["body"].extend(self._call(call) for call in shown["tool_calls"])
         return out
 
 

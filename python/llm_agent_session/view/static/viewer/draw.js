@@ -3,6 +3,7 @@
 // and marked where the search hit it. Text is set as text; only the server's Markdown is
 // set as HTML.
 import { $, el, fmtInt } from "./dom.js";
+import { markSecrets } from "./secrets.js";
 import { T } from "./state.js";
 import { key } from "./windows.js";
 
@@ -96,6 +97,7 @@ export function envelopeNode(i) {
     for (const [k, v] of item.extras) d.append(el("div", "label", k), el("pre", "code", v));
     a.append(d);
   }
+  markSecrets(a);
   if (T.hitSet.has(i) && T.mode === "history") { a.classList.add("hit"); highlight(a); }
   if (T.hits[T.hitAt] === i && T.mode === "history") a.classList.add("hit-current");
   if (T.target === i) a.classList.add("target");

@@ -33,7 +33,8 @@ export async function follow() {
         render();
         if (T.atEnd) syncScrollbar();
       }
-      if (n !== (T.info && (T.mode === "live" ? T.info.live : T.info.count)) || (got.ready.history && !wasReady) || (!T.info.verdict && got.ready.verdict)) {
+      if (n !== (T.info && (T.mode === "live" ? T.info.live : T.info.count)) || (got.ready.history && !wasReady) || (!T.info.verdict && got.ready.verdict) ||
+          (got.ready.secrets && !T.info.ready.secrets)) {
         showInfo(await getJSON(apiURL("transcript", { t: T.link })));
       }
     }

@@ -9,6 +9,7 @@ import { apiURL } from "./links.js";
 import { jumpTo, onScroll, render, syncScrollbar, toEnd } from "./list.js";
 import { setMode, showInfo } from "./modes.js";
 import { nextHit, search } from "./search.js";
+import { markSecrets, reveal } from "./secrets.js";
 import { T, startState } from "./state.js";
 import { key } from "./windows.js";
 
@@ -45,6 +46,11 @@ function listenToTheList() {
     if (!b) return;
     if (b.dataset.to) { goToId(b.dataset.to); return; }
     const art = b.closest("article");
+    if (b.dataset.reveal) {
+      try { await reveal(b); } catch (err) { status(err.message); }
+      render();
+      return;
+    }
     if (b.dataset.fold) {
       const unfolded = art.classList.toggle("unfolded");
       T.folds.set(Number(art.dataset.i), unfolded);
@@ -65,7 +71,9 @@ function listenToTheList() {
       const old = art.querySelector(".rawline");
       if (old) { old.remove(); render(); return; }
       const got = await getJSON(apiURL("envelope", { t: T.link, i: Number(b.dataset.raw), raw: 1 }));
-      art.append(el("pre", "code rawline", got.raw));
+      const line = el("pre", "code rawline", got.raw);
+      markSecrets(line);
+      art.append(line);
       render();
     }
   });

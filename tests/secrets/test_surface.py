@@ -50,6 +50,27 @@ def test_envelope_lines_are_masked_as_a_scrub_masks_them(tmp_path):
     assert r.masked == json.loads(path.read_bytes().splitlines()[-1])["payload"]["masked"]
 
 
+def test_a_masked_copy_is_the_scrubbed_file_without_its_record(tmp_path):
+    """``Redactor.copy`` (what an export reads where there is something to mask) reads only
+    the lines the byte scan keeps, and those whose digests follow a masked text."""
+    import os
+
+    path = tmp_path / "run.jsonl"
+    secret_corpus.write_seeded(str(path), random.Random(5), filler=1)
+    r = Redactor()
+    fd = os.open(str(path), os.O_RDONLY)
+    out = os.open(str(tmp_path / "copy.jsonl"), os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    try:
+        assert not r.clean(fd, 0, os.fstat(fd).st_size)
+        r.copy(fd, os.fstat(fd).st_size, out)
+    finally:
+        os.close(fd)
+        os.close(out)
+    scrub_file(str(path))
+    assert (tmp_path / "copy.jsonl").read_bytes().splitlines() == path.read_bytes().splitlines()[:-1]
+    assert r.masked == json.loads(path.read_bytes().splitlines()[-1])["payload"]["masked"]
+
+
 def test_the_clean_corpora_come_out_byte_for_byte(tmp_path):
     r = Redactor()
     for corpus in generate.CORPORA:
@@ -57,6 +78,8 @@ def test_the_clean_corpora_come_out_byte_for_byte(tmp_path):
         generate.generate(str(path), 1 << 19, seed=9, corpus=corpus)
         lines = path.read_bytes().splitlines(keepends=True)
         assert [r.line(x) for x in lines] == lines
+        with open(path, "rb") as f:
+            assert r.clean(f.fileno(), 0, len(b"".join(lines)))  # so a surface reads the file itself
         with Session.load(str(path)) as s:
             messages = [m.to_dict() for m in s.messages]
         assert all(r.value(m) is m for m in messages)

@@ -44,6 +44,19 @@ def _plain(value: Any, text: bytes) -> Any:
     return json.loads(text)
 
 
+def _lines_with(block: bytes, word: bytes) -> List[Tuple[int, int]]:
+    """``(start, end)`` of each line of `block` that holds `word` (``end`` before its ``\n``)."""
+    spans = []
+    at = block.find(word)
+    while at >= 0:
+        a = block.rfind(b"\n", 0, at) + 1
+        z = block.find(b"\n", at)
+        z = len(block) if z < 0 else z
+        spans.append((a, z))
+        at = block.find(word, z)
+    return spans
+
+
 def _blocks(fd: int, start: int, end: int) -> Iterator[bytes]:
     """The bytes ``[start, end)`` of `fd` in blocks of whole lines (the last block may end
     without its ``\n``: a writer's unfinished line, or a bound in mid line)."""
@@ -180,15 +193,45 @@ class Redactor:
     # -- whole transcripts ------------------------------------------------------------------
 
     def clean(self, fd: int, start: int, end: int) -> bool:
-        """Whether the bytes ``[start, end)`` of `fd` hold no line the byte scan keeps:
-        then nothing in them can be masked (``tests/secrets/test_prefilter.py``)."""
+        """Whether the bytes ``[start, end)`` of `fd` hold nothing to mask: the byte scan
+        keeps no line (it never drops one that holds a secret:
+        ``tests/secrets/test_prefilter.py``), or the rules find nothing in those it keeps."""
+        from .scan import TRANSCRIPT, line_findings
+
         keep = self._keep
-        return all(not keep.lines(block) for block in _blocks(fd, start, end))
+        for block in _blocks(fd, start, end):
+            for a, z in keep.lines(block):
+                if line_findings(block[a:z], TRANSCRIPT, self.rules, self.fingerprints)[2]:
+                    return False
+        return True
 
     def copy(self, fd: int, size: int, out: int) -> None:
-        """The first `size` bytes of `fd` written to `out`, each line masked (``line``)."""
+        """The first `size` bytes of `fd` written to `out`, each line masked as ``line``
+        masks it (the byte scan picks the lines to read; the rest are copied as they are),
+        as a transcript of its own: its digests kept true from its first line on."""
+        self._envelopes = EnvelopeMasker(self.rules, self.fingerprints)
         for block in _blocks(fd, 0, size):
-            write_all(out, b"".join(self.line(line) for line in block.splitlines(keepends=True)))
+            write_all(out, self._masked_block(block))
+
+    def _masked_block(self, block: bytes) -> bytes:
+        """A block of whole lines masked: the lines the byte scan keeps read by ``line``,
+        and so are those whose digests may follow a masked text (a settle, a run context)."""
+        masker = self._envelopes
+        spans = self._keep.lines(block)
+        follow = [b'"tool-settled"'] if masker.results else []
+        if masker.sections:
+            follow.append(b'"run-context"')
+        if follow:
+            spans = sorted(set(spans) | {span for word in follow for span in _lines_with(block, word)})
+        if not spans:
+            return block
+        out, at = [], 0
+        for a, z in spans:
+            out.append(block[at:a])
+            out.append(self.line(block[a:z]))
+            at = z
+        out.append(block[at:])
+        return b"".join(out)
 
     @contextlib.contextmanager
     def source(self, path: str) -> Iterator[Tuple[str, int]]:

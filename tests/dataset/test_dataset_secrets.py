@@ -43,6 +43,9 @@ def test_the_tables_of_a_seeded_transcript_hold_no_secret_unless_told(tmp_path: 
     report = export(str(src.parent), out)
     assert held(out, secrets) == set()
     assert report.masked >= len(secrets) and report.files[0].masked == report.masked
+    for folder, _, files in os.walk(out):  # every file private: the rows hold what the conversations held
+        for name in files:
+            assert os.stat(os.path.join(folder, name)).st_mode & 0o777 == 0o600, name
     assert manifest_entry(out, str(src))["redacted"] == report.masked
     assert f"{report.masked:,} secrets masked" in report.summary()
     # The other way round: read again (the stamp is the same), every secret kept.

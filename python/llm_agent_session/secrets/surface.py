@@ -20,6 +20,7 @@ import json
 import os
 import shutil
 import tempfile
+import threading
 from typing import Any, Callable, Dict, Iterator, List, Optional, Tuple, TypeVar
 
 from .. import _platform
@@ -288,11 +289,31 @@ class Redactor:
         """``reader(p)`` of the transcript at `path` with what the rules find masked: `p`
         is `path` itself where its bytes hold nothing to mask, else a masked copy (see
         :meth:`source`). `reader` reads what it needs before it returns (the copy is
-        removed then). Should the file grow while it is read, by a line that holds
-        something to mask, it is read again, from a masked copy."""
-        with self.source(path) as (readable, size):
-            got = reader(readable)
-            if self.still_clean(path, size):
-                return got
-        with self.source(path) as (readable, size):  # grew by a secret meanwhile: the copy now
+        removed then), and may be called twice: the file is checked on a thread of its
+        own while `reader` reads it (the core's scan lets go of the GIL), so a clean one
+        costs about nothing more where a core is free; where the check finds something
+        to mask (or the file grew meanwhile by a line that holds some), what was read is
+        dropped and the masked copy read instead."""
+        if not self.enabled:
+            return reader(path)
+        fd = open_to_read(path)
+        size = os.fstat(fd).st_size
+        checked: List[bool] = []
+
+        def check() -> None:
+            try:
+                checked.append(self.clean(fd, 0, size))
+            except Exception:  # noqa: BLE001 - unreadable now: the copy below says why
+                checked.append(False)
+
+        checking = threading.Thread(target=check, name="redactor-check", daemon=True)
+        checking.start()
+        try:
+            got = reader(path)
+        finally:
+            checking.join()
+            os.close(fd)
+        if checked == [True] and self.still_clean(path, size):
+            return got
+        with self.source(path) as (readable, _):
             return reader(readable)

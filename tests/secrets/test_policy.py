@@ -161,3 +161,22 @@ def test_a_tree_import_in_worker_processes_takes_the_policy(tmp_path):
     reports = codex.import_tree(str(tmp_path / "src"), str(tmp_path / "out"), workers=2, redaction=policy)
     assert [r["status"] for r in reports] == ["imported", "imported"]
     assert on_disk(tmp_path / "out", {p.seed.secret for p, _ in placed}) == set()
+
+
+def test_the_side_index_of_a_transcript_written_under_a_policy_holds_no_secret(tmp_path, monkeypatch):
+    """The side index (a cache beside the user's other caches, with the fold's checkpoint)
+    is made from the file's bytes: a load and the session's refresh write none of them."""
+    from llm_agent_session import _index
+
+    monkeypatch.setenv(_index.ENV_VAR, str(tmp_path / "cache"))
+    monkeypatch.setattr(_index, "AUTO_MIN_BYTES", 0)  # every load writes one
+    path = str(tmp_path / "runs" / "seeded.jsonl")
+    placed = secret_corpus.write_seeded(path, random.Random(2), filler=0, policy=Policy())
+    secrets = {p.seed.secret for p, _ in placed}
+    with Session.load(path, redaction=Policy()) as s:
+        s.append_message({"role": "tool", "tool_call_id": "call_0001", "content": placed[0][0].seed.text})
+    _index.flush()
+    with Session.load(path) as s:  # through the index, with the appended line
+        assert s._index_used != "none"
+    _index.flush()
+    assert os.listdir(tmp_path / "cache") and on_disk(tmp_path, secrets) == set()

@@ -6,6 +6,7 @@ child process, Chromium (Debian's, by path) driven by Playwright.
     python benches/viewer_speed.py FILE --shelf 10000                    # and a shelf of 10,000
     python benches/viewer_speed.py FILE --write                          # and its section of RESULTS.md
     python benches/viewer_speed.py FILE --small-lines 1000000            # and 1,000,000 one-line messages
+    python benches/viewer_speed.py FILE --side-index                     # without, then with, its side index
 
 Reports, each beside its goal: the URL printed after start; the first screen rendered after
 navigation; jumps after the first open (by id, by position, by time: from the request to the
@@ -61,10 +62,10 @@ JUMP_BY_SCROLL = """async ([fraction, count]) => {
 class Viewer:
     """``llm-agent-session view PATH --no-browser`` in a child process."""
 
-    def __init__(self, path: str) -> None:
+    def __init__(self, path: str, env: Optional[Dict[str, str]] = None) -> None:
         self.t0 = time.perf_counter()
         self.proc = subprocess.Popen([sys.executable, "-m", "llm_agent_session", "view", path, "--no-browser"],
-                                     stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                                     stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
         assert self.proc.stdout is not None
         self.url = self.proc.stdout.readline().strip()
         self.url_seconds = time.perf_counter() - self.t0
@@ -223,6 +224,70 @@ def transcript_figures(path: str, rows: List[Tuple[str, str, str]], jumps: int) 
         viewer.stop()
 
 
+def index_figures(path: str, rows: List[Tuple[str, str, str]], jumps: int) -> None:
+    """The viewer with and without the transcript's side index (issue #38), in a cache of
+    its own (``LLM_AGENT_SESSION_CACHE``, a temporary directory): opened the first time
+    (no index: the end shown first, the index built in the background), then reopened
+    (the index kept): the first screen, jumps from the first second, the search against
+    ``grep -F -c``, and the server's RSS once indexed (before and after the history)."""
+    from playwright.sync_api import sync_playwright
+
+    size = os.path.getsize(path)
+    subprocess.run(["cat", path], stdout=subprocess.DEVNULL)  # warm the page cache, as grep gets it
+    cache = tempfile.mkdtemp(prefix="viewer-bench-cache-")
+    env = dict(os.environ, LLM_AGENT_SESSION_CACHE=cache)
+    ratio = lambda mb: f"{mb:.0f} MB ({mb * 2**20 / size:.2f}x)"  # noqa: E731
+    try:
+        with sync_playwright() as p:
+            browser = p.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox"])
+            for when in ("opened the first time (no index)", "reopened (index kept)"):
+                viewer = Viewer(path, env)
+                name = viewer.url.split("/t/")[1].split("#")[0]
+                try:
+                    page = browser.new_page(viewport={"width": 1280, "height": 900})
+                    t0 = time.perf_counter()
+                    page.goto(viewer.url)
+                    page.wait_for_selector("[data-envelope-id]", timeout=120000)
+                    rows.append((f"{when}: first screen rendered", f"{time.perf_counter() - t0:.2f} s",
+                                 "<= 1.5 s at 10 GB" if "first" in when else "<= 0.5 s"))
+                    info = wait_until(page, f"{FETCH}('/api/transcript?t={name}').then(r => r.json())"
+                                            ".then(j => j.ready.index && !j.preview && j)", timeout=900)
+                    rows.append((f"{when}: whole file counted and placed (index ready)",
+                                 f"{time.perf_counter() - t0:.2f} s ({info['count']:,} envelopes)", "in the background"))
+                    rows.append((f"{when}: server RSS once indexed", ratio(viewer.rss_mb()), "<= 0.1x"))
+                    if "first" in when:
+                        page.close()
+                        continue
+                    page.reload()  # the page as a person sees it on reopening: its first screen
+                    page.wait_for_selector("[data-envelope-id]", timeout=60000)
+                    jump_round(page, name, info["count"], random.Random(7), jumps, rows, "reopened, first seconds")
+                    t1 = time.perf_counter()
+                    wait_until(page, f"{FETCH}('/api/transcript?t={name}').then(r => r.json())"
+                                     ".then(j => j.ready.history)", timeout=900)
+                    rows.append(("reopened: history read in the background", f"{time.perf_counter() - t1:.1f} s more",
+                                 "never blocks a screen"))
+                    rows.append(("reopened: server RSS, history read too", ratio(viewer.rss_mb()), "<= 0.1x"))
+                    rows.append(("reopened: server peak RSS (VmHWM)", ratio(viewer.rss_mb("VmHWM")), ""))
+                    # The whole search on a quiet server (the history read), as viewer_speed measures it.
+                    grep = grep_seconds(path, NEEDLE)[0]
+                    runs = []
+                    for _ in range(3):
+                        t1 = time.perf_counter()
+                        done = page.evaluate(f"{FETCH}('/api/search?t={name}&q={NEEDLE}&case=1&extras=1')"
+                                             ".then(r => r.text()).then(t => t.trim().split('\\n').pop())")
+                        runs.append(time.perf_counter() - t1)
+                    found = json.loads(done)
+                    rows.append((f"reopened: search {NEEDLE!r} through the API ({found.get('total', 0):,} hits), "
+                                 "best of 3 vs grep -F -c",
+                                 f"{min(runs):.2f} s vs {grep:.2f} s ({min(runs) / grep:.2f}x)", "<= 1.5x"))
+                    page.close()
+                finally:
+                    viewer.stop()
+            browser.close()
+    finally:
+        shutil.rmtree(cache, ignore_errors=True)
+
+
 def one_line_messages(path: str, count: int) -> None:
     """A transcript of `count` messages of a few bytes each (about 150 bytes a line)."""
     from llm_agent_session.canonical import new_id
@@ -309,6 +374,8 @@ def main(argv: Optional[List[str]] = None) -> int:
     parser.add_argument("--jumps", type=int, default=10)
     parser.add_argument("--small-lines", type=int, default=0, metavar="N",
                         help="also the server's memory on N one-line messages (0: not)")
+    parser.add_argument("--side-index", action="store_true",
+                        help="instead: the viewer without the side index, then with it (a cache of its own)")
     parser.add_argument("--write", action="store_true", help="replace this section of benches/RESULTS.md")
     args = parser.parse_args(argv)
     rows: List[Tuple[str, str, str]] = []
@@ -322,10 +389,13 @@ def main(argv: Optional[List[str]] = None) -> int:
         generate.main([path, "--size", args.size])
     size = os.path.getsize(path)
     try:
-        transcript_figures(path, rows, args.jumps)
-        if args.shelf:
+        if args.side_index:
+            index_figures(path, rows, args.jumps)
+        else:
+            transcript_figures(path, rows, args.jumps)
+        if args.shelf and not args.side_index:
             shelf_figures(args.shelf, rows)
-        if args.small_lines:
+        if args.small_lines and not args.side_index:
             small_lines_figures(args.small_lines, rows)
     finally:
         if scratch:
@@ -335,7 +405,7 @@ def main(argv: Optional[List[str]] = None) -> int:
     for what, got, goal in rows:
         print(f"  {what:<{width}}  {got:>26}   goal {goal}")
     if args.write:
-        write_section(path, size, rows, argv if argv is not None else sys.argv[1:])
+        write_section(path, size, rows, argv if argv is not None else sys.argv[1:], args.side_index)
     return 0
 
 
@@ -343,15 +413,23 @@ SECTION_START = "<!-- viewer:start -->"
 SECTION_END = "<!-- viewer:end -->"
 
 
-def write_section(path: str, size: int, rows: List[Tuple[str, str, str]], argv: List[str]) -> None:
+INDEX_SECTION_START = "<!-- viewer-index:start -->"
+INDEX_SECTION_END = "<!-- viewer-index:end -->"
+
+
+def write_section(path: str, size: int, rows: List[Tuple[str, str, str]], argv: List[str],
+                  side_index: bool = False) -> None:
     """This run's figures as their section of benches/RESULTS.md."""
     from benchutil import machine_info, md_table, replace_section
 
+    start, end = (INDEX_SECTION_START, INDEX_SECTION_END) if side_index else (SECTION_START, SECTION_END)
+    title = ("## The viewer with and without the side index (issue #38)" if side_index
+             else "## The viewer on a big transcript (issue #25)")
     info = machine_info()
     command = "python benches/viewer_speed.py " + " ".join(argv)
     text = "\n".join([
-        SECTION_START,
-        "## The viewer on a big transcript (issue #25)",
+        start,
+        title,
         "",
         f"`{command}`, on {os.path.basename(path)} ({size / 1e6:,.0f} MB): {info.get('CPU')}, "
         f"{info.get('Cores')}, {info.get('Date')}, commit {info.get('Commit', '?')}. The server is the "
@@ -359,9 +437,9 @@ def write_section(path: str, size: int, rows: List[Tuple[str, str, str]], argv: 
         "times are measured in the page (performance.now) from the request to the envelope in the DOM.",
         "",
         md_table(["figure", "this run", "goal"], [list(r) for r in rows]),
-        SECTION_END,
+        end,
     ])
-    replace_section(os.path.join(HERE, "RESULTS.md"), SECTION_START, SECTION_END, text)
+    replace_section(os.path.join(HERE, "RESULTS.md"), start, end, text)
 
 
 if __name__ == "__main__":

@@ -10,10 +10,6 @@ import sys
 import tempfile
 
 import pytest
-
-sys.path.insert(0, os.path.dirname(__file__))
-
-# Side indexes the tests write go to a cache of their own, never the user's (the
 # processes the tests start inherit it).
 _CACHE = tempfile.mkdtemp(prefix="llm-agent-session-test-cache-")
 os.environ["LLM_AGENT_SESSION_CACHE"] = _CACHE

@@ -9,7 +9,7 @@ import threading
 
 import pytest
 
-from helpers import parsed_lines, read
+from tests.support.helpers import parsed_lines, read
 from llm_agent_session import (
     DanglingReference,
     Session,

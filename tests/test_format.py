@@ -24,7 +24,7 @@ from llm_agent_session import (
     user_message,
 )
 
-from helpers import (
+from tests.support.helpers import (
     ENVELOPE_KEYS,
     TS_RE,
     UUID7_RE,
@@ -474,7 +474,7 @@ def test_public_names():
 def test_backend_selection_in_a_fresh_process(backend_name):
     import subprocess
     import sys
-    from helpers import child_env
+    from tests.support.helpers import child_env
     from llm_agent_session import _backend
     code = ("import warnings, json\n"
             "with warnings.catch_warnings(record=True) as w:\n"

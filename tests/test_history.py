@@ -10,7 +10,7 @@ from hypothesis import HealthCheck, given, settings
 
 from llm_agent_session import Session, TranscriptError, assistant_message, tool_message, user_message
 from llm_agent_session.history import History, Removal
-from test_native_replay_differential import transcripts
+from tests.test_native_replay_differential import transcripts
 
 
 def call(id_: str) -> dict:

@@ -23,7 +23,7 @@ pytest.importorskip("llm_agent_session._native")
 
 from hypothesis import given  # noqa: E402
 from hypothesis import strategies as st  # noqa: E402
-from test_native_replay_differential import (  # noqa: E402
+from tests.test_native_replay_differential import (  # noqa: E402
     SETTINGS,
     damage,
     error_outcome,

@@ -14,7 +14,7 @@ import re
 from typing import Any, Dict, List, Tuple
 
 import pytest
-from import_fixtures import (
+from tests.support.import_fixtures import (
     claude_code_session,
     claude_code_subagent,
     claude_code_with_sidechain,
@@ -22,7 +22,7 @@ from import_fixtures import (
     codex_rollout,
     write,
 )
-from test_import_fuzz import damage
+from tests.test_import_fuzz import damage
 
 from llm_agent_session import _backend
 from llm_agent_session.importers import claude_code, codex

@@ -7,7 +7,7 @@ from __future__ import annotations
 import os
 
 import pytest
-from import_fixtures import claude_code_session, codex_rollout, write
+from tests.support.import_fixtures import claude_code_session, codex_rollout, write
 
 from llm_agent_session.importers import _source, claude_code, codex
 

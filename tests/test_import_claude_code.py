@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import os
 
-from import_fixtures import (
+from tests.support.import_fixtures import (
     check_exit,
     claude_code_session,
     claude_code_subagent,
@@ -249,7 +249,7 @@ def test_interrupted_tool_calls_stay_pending_and_orphans_are_kept(tmp_path):
 def _grow_and_compare(tmp_path, stages, same_operations=True):
     """Import each stage of a growing source into one OUT; after each, the same
     conversation (and tool outcomes) as one import of that stage."""
-    from import_fixtures import tool_outcomes
+    from tests.support.import_fixtures import tool_outcomes
 
     src, out = str(tmp_path / "s.jsonl"), str(tmp_path / "o.jsonl")
     for n, text in enumerate(stages):
@@ -290,7 +290,7 @@ def test_incremental_when_claude_code_rewound_after_the_import(tmp_path):
     # A rewind does not undo a call that ran: t1 stays settled here, while one import of
     # the final file never sees the abandoned branch at all.
     out = _grow_and_compare(tmp_path, [jsonl(base), jsonl(later)], same_operations=False)
-    from import_fixtures import tool_outcomes
+    from tests.support.import_fixtures import tool_outcomes
 
     assert tool_outcomes(out) == {"t1": "completed"}
     with Session.load(out) as s:
@@ -327,7 +327,7 @@ def test_parallel_tool_results_and_progress_forks_off_the_walked_branch(tmp_path
 
 
 def test_a_parallel_result_written_after_the_import_still_answers_its_call(tmp_path):
-    from import_fixtures import tool_outcomes
+    from tests.support.import_fixtures import tool_outcomes
 
     t = "2025-09-01T11:00:{:02d}.000Z".format
     first = [

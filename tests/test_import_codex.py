@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 
 import pytest
-from import_fixtures import (
+from tests.support.import_fixtures import (
     check_exit,
     codex_legacy,
     codex_rollout,

@@ -10,7 +10,7 @@ import tempfile
 
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from import_fixtures import check_exit, claude_code_session, claude_code_with_sidechain, codex_legacy, codex_rollout
+from tests.support.import_fixtures import check_exit, claude_code_session, claude_code_with_sidechain, codex_legacy, codex_rollout
 
 from llm_agent_session import Session
 from llm_agent_session.importers import claude_code, codex

@@ -10,7 +10,7 @@ import os
 from typing import Any, Dict, List, Tuple
 
 import pytest
-from import_fixtures import (
+from tests.support.import_fixtures import (
     cc_assistant,
     cc_user,
     claude_code_session,

@@ -7,7 +7,7 @@ from __future__ import annotations
 import json
 
 import pytest
-from import_fixtures import cc_assistant, cc_user, check_exit, cx, cx_msg, jsonl, tool_result, tool_use, write
+from tests.support.import_fixtures import cc_assistant, cc_user, check_exit, cx, cx_msg, jsonl, tool_result, tool_use, write
 
 from llm_agent_session import Session
 from llm_agent_session.canonical import int_to_str, str_to_int

@@ -24,7 +24,7 @@ from hypothesis import strategies as st  # noqa: E402
 
 from llm_agent_session import _index  # noqa: E402
 from llm_agent_session._pure.index_format import siphash24  # noqa: E402
-from test_index_differential import BACKENDS, core_replay, line, observe, on_backend, representative  # noqa: E402
+from tests.test_index_differential import BACKENDS, core_replay, line, observe, on_backend, representative  # noqa: E402
 
 # Where an index's header holds the transcript's identity (dev, ino, size, mtime, ctime).
 IDENTITY_AT, IDENTITY_END = 32, 72

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import os
 import random
+import struct
 from typing import Any, Callable, List, Optional, Tuple
 
 import pytest
@@ -29,7 +30,7 @@ from hypothesis import strategies as st  # noqa: E402
 
 from llm_agent_session import Session, _backend, _index, _peek  # noqa: E402
 from llm_agent_session._core import IndexedReplay  # noqa: E402
-from test_native_replay_differential import damage, error_outcome, extra_outcome, line, representative, transcripts  # noqa: E402
+from tests.test_native_replay_differential import damage, error_outcome, extra_outcome, line, representative, transcripts  # noqa: E402
 
 KEY = (0x0123456789ABCDEF, 0xFEDCBA9876543210)
 BACKENDS = ("native", "pure")
@@ -299,3 +300,43 @@ def test_a_failure_after_the_index_is_the_whole_reads(tmp_path: Any) -> None:
         for cut in range(1, len(head) + 1):
             used = assert_index_agrees(tmp_path, b"".join(head + tail), cut)
             assert len(used) == 4 and set(used) <= {"used", "failed"}, used
+
+
+def test_the_time_and_fail_sections_hold_what_the_file_says(tmp_path: Any) -> None:
+    """TIME holds each block's largest time key and FAIL the dispatches settled failed,
+    the same bytes from both cores and after an extension from a cut inside a block (a
+    viewer jumps by them without reading the file)."""
+    from llm_agent_session._pure.index_format import decode
+    from llm_agent_session._times import TIME_BLOCK, time_key
+
+    stamps = ["2026-01-01T00:00:0%d.%dZ" % (i % 10, i) for i in range(7)] + [
+        "not a time", "2025-12-31 23:59:59", "2026-01-01t00:00:00.1234567+01:00", "", "2026-01-01T00:00:0"]
+    lines = [line("m0", "session-meta", {})]
+    for i in range(150):
+        lines.append(line(f"d{i}", "tool-dispatched", {"call-id": f"c{i}", "tool": "t"}, ts=stamps[i % len(stamps)]))
+        if i % 3:
+            outcome = "failed" if i % 3 == 1 else "completed"
+            lines.append(line(f"s{i}", "tool-settled", {"op-id": f"d{i}", "outcome": outcome},
+                              ts=stamps[(i * 5) % len(stamps)]))
+    data = b"".join(lines)
+    path = tmp_path / "t.jsonl"
+    path.write_bytes(data)
+    made = index_of(path)
+    assert made is not None
+    index = decode(made, _index.secret())
+    envelopes = _peek.peek(str(path), index=False)["envelopes"]
+    keys = [time_key(e.ts) for e in envelopes]
+    assert index.times == [max(keys[b:b + TIME_BLOCK]) for b in range(0, len(keys), TIME_BLOCK)]
+    failed = {i for i, e in enumerate(envelopes) if e.type == "tool-dispatched" and int(e.id[1:]) % 3 == 1}
+    assert {e for e in range(len(envelopes)) if index.failed[e // 8] >> (e % 8) & 1} == failed
+    for name in BACKENDS:  # and a peek's table hands them to a viewer
+        _index.write(str(path), made)
+        fd = os.open(path, os.O_RDONLY)
+        try:
+            table = on_backend(name, lambda: _index.table(str(path), fd, os.fstat(fd), False))
+        finally:
+            os.close(fd)
+        assert table is not None and table.failed == index.failed, name
+        assert list(struct.unpack(f"<{len(index.times)}q", table.times)) == index.times, name
+    for cut in (TIME_BLOCK - 3, 2 * TIME_BLOCK + 5):  # extended from inside a block: the whole read's bytes
+        assert_index_agrees(tmp_path, data, cut)

@@ -27,7 +27,7 @@ try:
 except ImportError:
     pytest.skip("google-adk not installed: pip install 'llm-agent-session[adk]'", allow_module_level=True)
 
-from helpers import child_env, crash_view, kill_child_at, run_py, spawn_py
+from tests.support.helpers import child_env, crash_view, kill_child_at, run_py, spawn_py
 from llm_agent_session import Session, SessionLocked
 from llm_agent_session.integrations._adk_files import UnreadableLine
 from llm_agent_session.integrations.adk import INTERRUPTED_RESPONSE, SYNTHESIZED, TranscriptSessionService
@@ -537,8 +537,7 @@ def test_the_viewer_and_the_dataset_read_it(tmp_path):
     service = TranscriptSessionService(root)
     a_conversation(service)
     run(service.close())
-    sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "view"))
-    from view_support import client_for
+    from tests.support.view import client_for
 
     client = client_for([str(root)])
     for _ in range(500):

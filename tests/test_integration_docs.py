@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from helpers import child_env
+from tests.support.helpers import child_env
 from llm_agent_session import Session
 
 DOC = Path(__file__).resolve().parent.parent / "docs" / "integrations.md"

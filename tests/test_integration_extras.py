@@ -9,7 +9,7 @@ import sys
 
 import pytest
 
-from helpers import child_env
+from tests.support.helpers import child_env
 
 
 def run_hiding(hidden, code):

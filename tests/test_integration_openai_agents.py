@@ -16,7 +16,7 @@ except ImportError:
 from agents import Agent, Runner, function_tool
 from agents.memory import Session as SDKSessionProtocol
 
-from helpers import crash_view, kill_child_at
+from tests.support.helpers import crash_view, kill_child_at
 from llm_agent_session import Session, SessionLocked
 from llm_agent_session.integrations.openai_agents import ITEMS_EXTRA, TranscriptSession
 

@@ -18,7 +18,7 @@ try:
 except ImportError:
     pytest.skip("pydantic-ai not installed: pip install 'llm-agent-session[pydantic-ai]'", allow_module_level=True)
 
-from helpers import crash_view, kill_child_at
+from tests.support.helpers import crash_view, kill_child_at
 from llm_agent_session import Session, SessionLocked, tool_message
 from llm_agent_session.integrations.pydantic_ai import MESSAGE_EXTRA, TranscriptCapability
 

@@ -27,7 +27,7 @@ from llm_agent_session import (
     user_message,
 )
 
-from helpers import lines_of, read, run_py, spawn_py, write_raw
+from tests.support.helpers import lines_of, read, run_py, spawn_py, write_raw
 
 
 # --------------------------------------------------------------------------- locking
@@ -327,7 +327,7 @@ def _strace_phases(tmp_path, code):
     import re
     import shutil as _sh
     import textwrap as _tw
-    from helpers import PRELUDE, child_env
+    from tests.support.helpers import PRELUDE, child_env
     if not _sh.which("strace"):
         pytest.skip("strace not installed")
     log = tmp_path / "strace.log"

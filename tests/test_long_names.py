@@ -16,8 +16,8 @@ from typing import Any, List
 
 import pytest
 
-import import_fixtures as fx
-from helpers import append_raw, meta_line, msg_line, read, write_raw
+from tests.support import import_fixtures as fx
+from tests.support.helpers import append_raw, meta_line, msg_line, read, write_raw
 from llm_agent_session import Session, user_message
 from llm_agent_session._files import side_name
 from llm_agent_session.cli import main as cli_main

@@ -18,7 +18,7 @@ from llm_agent_session import (
     user_message,
 )
 
-from helpers import lines_of, read
+from tests.support.helpers import lines_of, read
 
 
 # --------------------------------------------------------------------------- value type

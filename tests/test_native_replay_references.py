@@ -17,7 +17,7 @@ import pytest
 
 pytest.importorskip("llm_agent_session._native")
 
-from test_native_replay_differential import assert_same_load, line  # noqa: E402
+from tests.test_native_replay_differential import assert_same_load, line  # noqa: E402
 
 
 @pytest.fixture(autouse=True)

@@ -13,7 +13,7 @@ import re
 from typing import Dict, Iterable, List, Set
 
 import pytest
-from js_scan import imports as js_imports
+from tests.support.js_scan import imports as js_imports
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 PACKAGE_DIR = os.path.join(ROOT, "python", "llm_agent_session")

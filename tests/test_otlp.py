@@ -23,12 +23,9 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, Dict, Iterator, List, Tuple
 
 import pytest
-
-sys.path.insert(0, os.path.join(os.path.dirname(__file__), "cli"))
-
-import hostile  # noqa: E402
-import import_fixtures as fx  # noqa: E402
-from cli_support import build_transcript, child_env, cli_argv  # noqa: E402
+from tests.support import hostile  # noqa: E402
+from tests.support import import_fixtures as fx  # noqa: E402
+from tests.support.cli import build_transcript, child_env, cli_argv  # noqa: E402
 
 from llm_agent_session import Session, Usage, _backend, otlp, tool_message, usage  # noqa: E402
 from llm_agent_session.canonical import dumps, envelope_line  # noqa: E402

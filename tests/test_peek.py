@@ -8,7 +8,7 @@ import pytest
 
 from llm_agent_session import Event, Message, Session, user_message, assistant_message
 
-from helpers import (
+from tests.support.helpers import (
     append_raw,
     compaction_line,
     env_line,
@@ -248,7 +248,7 @@ def test_peek_many_lines_and_u2028(session, tpath):
 def test_follow_a_live_writer_process(tpath):
     """A viewer following a transcript another process is writing sees every line exactly
     once, in order, and never reports a half-written line as malformed."""
-    from helpers import spawn_py
+    from tests.support.helpers import spawn_py
     with Session.create(tpath, {}) as s:
         pass
     writer = spawn_py("""
@@ -313,7 +313,7 @@ def test_viewer_survives_writer_rollbacks(tpath):
     """docs/durability.md: a failed append truncates the file back; docs/FORMAT.md's peek: peek is for files still
     being written. A viewer peeking while the writer rolls back must not be killed
     (e.g. by SIGBUS from a mapping that outlives the bytes it maps)."""
-    from helpers import spawn_py
+    from tests.support.helpers import spawn_py
     with Session.create(tpath, {}) as s:
         s.append_message(user_message("first"))
     good = read(tpath)
@@ -335,7 +335,7 @@ def test_viewer_survives_writer_rollbacks(tpath):
 def test_peek_survives_a_file_shrinking_under_it(tpath):
     """The spec expects a followed file to become shorter (peek restarts then); peek must
     never crash the viewing process when it does."""
-    from helpers import spawn_py
+    from tests.support.helpers import spawn_py
     lines = [meta_line()] + [msg_line(f"m{i}", content="x" * 100_000) for i in range(100)]
     data = write_raw(tpath, *lines)
     viewer = spawn_py(PEEK_LOOP, str(tpath), "1.5")

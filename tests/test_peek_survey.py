@@ -23,7 +23,7 @@ from llm_agent_session import (
     user_message,
 )
 
-from helpers import (
+from tests.support.helpers import (
     compaction_line,
     dispatched_line,
     env_line,

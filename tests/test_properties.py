@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 
 from llm_agent_session import Message, Session, TranscriptError
 
-from helpers import pending_as_dicts, reference_replay, sha
+from tests.support.helpers import pending_as_dicts, reference_replay, sha
 
 SETTINGS = settings(max_examples=int(os.environ.get("LAS_PROP_EXAMPLES", "40")), deadline=None,
                     suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
@@ -190,7 +190,7 @@ def test_any_torn_tail_repairs_to_the_prefix(ops, cut):
 
 from llm_agent_session import _backend  # noqa: E402
 
-from helpers import (  # noqa: E402
+from tests.support.helpers import (  # noqa: E402
     compaction_line,
     dispatched_line,
     elision_line,

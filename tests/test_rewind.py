@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from helpers import (
+from tests.support.helpers import (
     compaction_line,
     dispatched_line,
     elision_line,

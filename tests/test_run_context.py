@@ -8,7 +8,7 @@ import pytest
 
 from llm_agent_session import Session, user_message
 
-from helpers import (
+from tests.support.helpers import (
     env_line,
     lines_of,
     meta_line,

@@ -10,7 +10,7 @@ import textwrap
 
 import pytest
 
-from helpers import child_env, dispatched_line, env_line, meta_line, msg_line, parsed_lines, read, write_raw
+from tests.support.helpers import child_env, dispatched_line, env_line, meta_line, msg_line, parsed_lines, read, write_raw
 from llm_agent_session import Message, Session, assistant_message, tool_message, user_message
 from llm_agent_session.session import INTERRUPTED_TEXT, NEVER_RUN_TEXT, RESULT_GONE_TEXT, RESULT_LOST_TEXT
 

@@ -18,7 +18,7 @@ from llm_agent_session import (
     user_message,
 )
 
-from helpers import (
+from tests.support.helpers import (
     compaction_line,
     lines_of,
     meta_line,

@@ -20,10 +20,8 @@ from hypothesis import strategies as st
 from llm_agent_session import Session, search, user_message
 from llm_agent_session._pure import search as pure
 from llm_agent_session.importers import claude_code, codex
-
-sys.path.insert(0, os.path.join(os.path.dirname(__file__), "cli"))
-import hostile  # noqa: E402
-import import_fixtures as fx  # noqa: E402
+from tests.support import hostile  # noqa: E402
+from tests.support import import_fixtures as fx  # noqa: E402
 
 native = pytest.importorskip("llm_agent_session._native")
 

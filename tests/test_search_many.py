@@ -14,7 +14,7 @@ from typing import Any, Dict, List, Optional, Tuple
 
 import pytest
 
-from helpers import dispatched_line, env_line, meta_line, msg_line, settled_line, write_raw
+from tests.support.helpers import dispatched_line, env_line, meta_line, msg_line, settled_line, write_raw
 from llm_agent_session import search as one_search
 from llm_agent_session._pure import search as pure
 from llm_agent_session._search_cache import SearchCache

@@ -10,9 +10,8 @@ import sys
 
 import pytest
 
-sys.path.insert(0, os.path.join(os.path.dirname(__file__), "reliability"))
 
-import seeded_bugs  # noqa: E402
+from tests.reliability import seeded_bugs  # noqa: E402
 
 
 @pytest.mark.parametrize("seed", seeded_bugs.SEEDS, ids=[seed.name for seed in seeded_bugs.SEEDS])

@@ -73,7 +73,7 @@ def test_a_message_edited_after_its_sync_is_a_conflict(session):
 def test_content_nested_as_deep_as_a_file_may_hold(tpath):
     """A message read from a file may nest 512 deep: kept read-only, copied by to_dict,
     compared by sync_messages and copied by events, none of it by recursion."""
-    from helpers import meta_line, write_raw
+    from tests.support.helpers import meta_line, write_raw
 
     depth = 510
     line = b'{"id":"m1","payload":{"content":' + b"[" * depth + b"]" * depth

@@ -14,7 +14,7 @@ from llm_agent_session import (
     user_message,
 )
 
-from helpers import (
+from tests.support.helpers import (
     append_raw,
     compaction_line,
     lines_of,
@@ -323,7 +323,7 @@ def test_load_while_locked_neither_repairs_nor_deletes_repair(tpath):
 @pytest.mark.skipif(os.geteuid() != 0, reason="needs root to drop to another user")
 def test_unwritable_transcript_is_refused_not_replaced(tmp_path):
     import tempfile
-    from helpers import run_py
+    from tests.support.helpers import run_py
     d = tempfile.mkdtemp(prefix="las-ro-")
     try:
         os.chmod(d, 0o777)  # the directory is writable by anyone: only the file is not
@@ -356,7 +356,7 @@ def test_sigkill_during_repair_loses_nothing(tmp_path):
     """The rename is the only mutation: a repair killed at any moment leaves either the
     original or the repaired file, and the next load finishes the job."""
     import time
-    from helpers import spawn_py
+    from tests.support.helpers import spawn_py
     path = tmp_path / "big.jsonl"
     lines = [meta_line()] + [msg_line(f"m{i}", content="x" * 200_000) for i in range(60)]
     good = b"".join(lines)

@@ -21,7 +21,7 @@ from llm_agent_session import (
     user_message,
 )
 
-from helpers import (
+from tests.support.helpers import (
     TS_RE,
     artifact,
     canon,

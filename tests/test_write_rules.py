@@ -11,7 +11,7 @@ import stat
 
 import pytest
 
-from helpers import dispatched_line, lines_of, meta_line, msg_line, parsed_lines, read, write_raw
+from tests.support.helpers import dispatched_line, lines_of, meta_line, msg_line, parsed_lines, read, write_raw
 from llm_agent_session import (
     Message,
     Session,

@@ -79,7 +79,8 @@ class IndexTable(NamedTuple):
     is (``(line, byte offset, length)``), the messages among them, each envelope's kind
     (a byte: its index in `kind_table`, ``(type, a message's role)``; any other value:
     read the line), where the indexed part ends (`end`, a line's start; `lines` lines
-    before it), the meta, and, when asked, peek's survey of the indexed envelopes."""
+    before it), the meta, and, when asked, peek's survey of the indexed envelopes; for a
+    viewer's jumps, the envelopes' times by block and the failed operations."""
 
     events: Sequence[Event]
     spans: Sequence[Span]
@@ -90,6 +91,16 @@ class IndexTable(NamedTuple):
     lines: int
     meta: Dict[str, Any]
     survey: Optional[SurveyCounts]
+    # The index's TIME section: per block of ``_times.TIME_BLOCK`` envelopes the largest
+    # ``_times.time_key`` of their ``ts`` (i64, little-endian, 8 bytes a block).
+    times: bytes = b""
+    # The index's FAIL section: bit ``e % 8`` of byte ``e // 8`` set when envelope ``e``
+    # is a ``tool-dispatched`` whose operation was settled ``failed``.
+    failed: bytes = b""
+    # The index's FPRS section (u32 little-endian an envelope: ``index_format.fingerprint``
+    # of its id under `id_key`): an id found without reading the file.
+    fingerprints: bytes = b""
+    id_key: Tuple[int, int] = (0, 0)
 
 
 class Scanned(NamedTuple):

@@ -24,14 +24,13 @@ import contextlib
 import hashlib
 import os
 import stat
-import sys
 import threading
 import time
 from typing import Any, Dict, List, Optional, Tuple
 
 from . import _backend, _platform
+from ._cache import cache_dir
 
-ENV_VAR = "LLM_AGENT_SESSION_CACHE"
 # Transcripts smaller than this get an index only when asked (`llm-agent-session index`):
 # a whole read of them takes milliseconds anyway.
 AUTO_MIN_BYTES = 8 << 20
@@ -41,23 +40,6 @@ REFRESH_EVERY = 64 << 20
 _STALE_SECONDS = 3600
 
 Stat = Tuple[int, int, int, int, int]
-
-
-def cache_dir() -> str:
-    """The cache directory: ``LLM_AGENT_SESSION_CACHE``, else the platform's user cache
-    directory's ``llm-agent-session``."""
-    named = os.environ.get(ENV_VAR)
-    if named:
-        return os.path.abspath(named)
-    home = os.path.expanduser("~")
-    if sys.platform == "darwin":
-        base = os.path.join(home, "Library", "Caches")
-    elif sys.platform == "win32":
-        base = os.environ.get("LOCALAPPDATA") or os.path.join(home, "AppData", "Local")
-    else:
-        xdg = os.environ.get("XDG_CACHE_HOME", "")
-        base = xdg if os.path.isabs(xdg) else os.path.join(home, ".cache")
-    return os.path.join(base, "llm-agent-session")
 
 
 def index_file(path: Any) -> str:

@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import os
 import stat
-from typing import Any, Dict, List, Optional, Tuple, Union
+import sys
+from array import array
+from typing import Any, Dict, List, Optional, Sequence, Tuple, Union
 
 from . import _backend, _files, _index
-from ._core import HistoryRead, IndexTable, Scanned, SurveyCounts
+from ._core import HistoryRead, IndexTable, Scanned, Span, SurveyCounts
 from ._events import Concatenated, ShiftedSpans, TypesOf
 from ._fold import dispatched_operation
 from .messages import Event
@@ -140,6 +142,42 @@ def peek(
     if survey:
         result["survey"] = _survey_of(found.survey, found.events, found.spans)
     return result
+
+
+def peek_through_index(path: str, unindexed_at_most: Optional[int] = None) -> Optional[Dict[str, Any]]:
+    """A whole file's ``peek(path, spans=True)`` when a side index still describes it
+    (and, with `unindexed_at_most`, no more bytes than that follow its end), with that
+    index's table as ``table`` (a viewer's jumps read it); else None, having read nothing
+    but the index and the bytes it checks (the viewer shows the file's end first then)."""
+    opened = open_to_read(path)
+    if isinstance(opened, str):
+        return None
+    fd, st = opened
+    try:
+        table = _index.table(path, fd, st, False)
+        if table is None or (unindexed_at_most is not None and st.st_size - table.end > unindexed_at_most):
+            return None
+        found = _backend.core.scan(fd, table.end, st.st_size, path=path)
+    finally:
+        os.close(fd)
+    result: Dict[str, Any] = {"path": path, "restarted": False}
+    result = _indexed(result, table, found, st.st_size, (st.st_dev, st.st_ino), False, True)
+    result["table"] = table
+    return result
+
+
+def offsets_of(spans: Sequence[Span]) -> "array[int]":
+    """The byte offsets of `spans` (peek's) as a compact array: from the native side
+    index's table in one call, else span by span."""
+    native = getattr(getattr(spans, "_index", None), "offsets", None)
+    out = array("q")
+    if native is not None:
+        out.frombytes(native())
+        if sys.byteorder != "little":
+            out.byteswap()
+    else:
+        out.extend(span[1] for span in spans)
+    return out
 
 
 def _indexed(

@@ -31,7 +31,6 @@ import hashlib
 import json
 import os
 import stat
-import sys
 import threading
 import zlib
 from array import array
@@ -39,8 +38,8 @@ from collections import OrderedDict
 from typing import Any, List, Optional, Sequence, Tuple
 
 from . import _platform
+from ._cache import ENV_VAR, cache_dir  # noqa: F401 - ENV_VAR: named here before _cache was
 
-ENV_VAR = "LLM_AGENT_SESSION_CACHE"
 #: How long after its last change a file's identity alone vouches for its bytes.
 SETTLE_SECONDS = 2.0
 #: The queries a cache keeps on disk, and in memory (about 0.4 KB a transcript each), the
@@ -57,23 +56,6 @@ MAX_FILE = 512 << 20
 FORMAT = 1
 
 Identity = Tuple[int, int, int, int, int]  # device, inode, size, mtime_ns, ctime_ns
-
-
-def cache_dir() -> str:
-    """The cache directory: ``LLM_AGENT_SESSION_CACHE``, else the platform's user cache
-    directory's ``llm-agent-session``."""
-    named = os.environ.get(ENV_VAR)
-    if named:
-        return os.path.abspath(named)
-    home = os.path.expanduser("~")
-    if sys.platform == "darwin":
-        base = os.path.join(home, "Library", "Caches")
-    elif sys.platform == "win32":
-        base = os.environ.get("LOCALAPPDATA") or os.path.join(home, "AppData", "Local")
-    else:
-        xdg = os.environ.get("XDG_CACHE_HOME", "")
-        base = xdg if os.path.isabs(xdg) else os.path.join(home, ".cache")
-    return os.path.join(base, "llm-agent-session")
 
 
 def identity(st: os.stat_result) -> Identity:

@@ -9,6 +9,7 @@ use crate::index::hash::crc32;
 use crate::index::lines::Lines;
 use crate::index::resume::Base;
 use crate::index::slab::Slab;
+use crate::index::times::{blocks_of, merged_blocks};
 use crate::replay::fold::Fold;
 
 /// CRC-32 of bytes `[start, end)` of `src`; None when the file ends before `end`.
@@ -111,17 +112,28 @@ pub fn build<S: Source + ?Sized>(
     let mut kinds = Vec::with_capacity(n_usize);
     let mut fingerprints = Vec::with_capacity(n_usize * 4);
     let mut settled = vec![0u8; n_usize.div_ceil(8)];
-    let (mut gaps, mut sections, mut rewound) = match prior {
+    let mut failed = vec![0u8; n_usize.div_ceil(8)];
+    let (mut gaps, mut sections, mut rewound, prior_times): (_, _, _, Vec<i64>) = match prior {
         Some((p, base)) => {
             kinds.extend_from_slice(p.kinds.bytes());
             fingerprints.extend_from_slice(base.fingerprints.bytes());
             if let Some(to) = settled.get_mut(..base.settled.len()) {
                 to.copy_from_slice(base.settled.bytes());
             }
+            if let Some(to) = failed.get_mut(..p.failed.len()) {
+                to.copy_from_slice(p.failed.bytes());
+            }
+            let times = p
+                .times
+                .bytes()
+                .chunks_exact(8)
+                .map(|c| i64::from_le_bytes(c.try_into().unwrap_or_default()))
+                .collect();
             (
                 p.gaps.clone(),
                 base.sections.clone(),
                 p.fold.rewound.clone(),
+                times,
             )
         }
         None => Default::default(),
@@ -137,6 +149,12 @@ pub fn build<S: Source + ?Sized>(
             *b |= 1 << (e % 8);
         }
     }
+    for &e in &track.failed {
+        if let Some(b) = failed.get_mut((e / 8) as usize) {
+            *b |= 1 << (e % 8);
+        }
+    }
+    let times = merged_blocks(&prior_times, track.first, &track.times);
     let fp = |text: &str| {
         crate::index::hash::fingerprint(crate::index::hash::siphash13(key, text.as_bytes()))
     };
@@ -145,7 +163,10 @@ pub fn build<S: Source + ?Sized>(
             .iter()
             .map(|s| (fp(&s.digest), s.event as u64)),
     );
-    if kinds.len() as u64 != n || fingerprints.len() as u64 != n * 4 {
+    if kinds.len() as u64 != n
+        || fingerprints.len() as u64 != n * 4
+        || times.len() as u64 != blocks_of(n)
+    {
         return Ok(None);
     }
     Ok(Some(IndexData {
@@ -177,5 +198,7 @@ pub fn build<S: Source + ?Sized>(
             sections,
             rewound,
         },
+        times: Slab::owned(times.iter().flat_map(|t| t.to_le_bytes()).collect()),
+        failed: Slab::owned(failed),
     }))
 }

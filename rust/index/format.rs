@@ -13,11 +13,12 @@ pub use crate::index::invalid::Invalid;
 pub use crate::index::lines::Gap;
 use crate::index::lines::{Lines, Packed};
 use crate::index::slab::Slab;
+use crate::index::times::blocks_of;
 
 /// The first 8 bytes of every index file.
 pub const MAGIC: &[u8; 8] = b"LASINDEX";
 /// Bumped whenever the bytes of an index change meaning; another version is ignored.
-pub const VERSION: u32 = 1;
+pub const VERSION: u32 = 2;
 /// Kinds a table holds at most; an envelope of any other kind is [`OTHER_KIND`].
 pub const MAX_KINDS: usize = 255;
 /// The code of an envelope whose kind is not in the table (read its line).
@@ -94,6 +95,12 @@ pub struct IndexData {
     /// (envelope, CRC-32 of its line and `\n`) for the sampled envelopes.
     pub samples: Vec<(u64, u32)>,
     pub fold: Checkpoint,
+    /// The largest time key (`times::time_key`) of each block of `times::TIME_BLOCK`
+    /// envelopes, eight bytes little-endian apiece.
+    pub times: Slab,
+    /// The `tool-dispatched` envelopes whose operation was settled as failed: a bitmap
+    /// as `settled` is.
+    pub failed: Slab,
 }
 
 /// The envelopes to sample: `min(n, SAMPLES)` spread evenly, from the first.
@@ -243,6 +250,8 @@ pub fn encode_parts(index: &IndexData, events: &Lines, secret: SipKey) -> Vec<u8
         put_varint(&mut body, r);
     }
     section(&mut out, b"FOLD", &body);
+    section(&mut out, b"TIME", index.times.bytes());
+    section(&mut out, b"FAIL", index.failed.bytes());
 
     let seal = siphash24(secret, &out);
     out.extend_from_slice(&seal.to_le_bytes());
@@ -497,16 +506,7 @@ fn parse(raw: &Arc<Vec<u8>>, mut r: Reader<'_>) -> Result<IndexData, Invalid> {
     if !samples.iter().map(|s| s.0).eq(sample_events(n as u64)) {
         return Err(Invalid::new("its samples are not the ones it must hold"));
     }
-    let stld = r.section(b"STLD")?;
-    let settled = Slab::of(raw, stld.bytes);
-    let past_n =
-        settled
-            .bytes()
-            .last()
-            .map_or(0, |&b| if n.is_multiple_of(8) { 0 } else { b >> (n % 8) });
-    if settled.len() != n.div_ceil(8) || past_n != 0 {
-        return Err(Invalid::new("STLD does not hold one bit an envelope"));
-    }
+    let settled = bitmap_section(raw, &mut r, b"STLD", n)?;
 
     let mut s = r.section(b"FOLD")?;
     let n64 = n as u64;
@@ -549,6 +549,12 @@ fn parse(raw: &Arc<Vec<u8>>, mut r: Reader<'_>) -> Result<IndexData, Invalid> {
         rewound.push((event(&mut s, n64)?, event(&mut s, n64)?));
     }
     s.done("FOLD")?;
+    let time = r.section(b"TIME")?;
+    if time.bytes.len() as u64 != blocks_of(n as u64).saturating_mul(8) {
+        return Err(Invalid::new("TIME does not hold one time a block"));
+    }
+    let times = Slab::of(raw, time.bytes);
+    let failed = bitmap_section(raw, &mut r, b"FAIL", n)?;
     r.done("the index")?;
     Ok(IndexData {
         key,
@@ -571,7 +577,30 @@ fn parse(raw: &Arc<Vec<u8>>, mut r: Reader<'_>) -> Result<IndexData, Invalid> {
             sections,
             rewound,
         },
+        times,
+        failed,
     })
+}
+
+/// The section `tag`, a bitmap of one bit an envelope (`n` of them, no bit past them).
+fn bitmap_section(
+    raw: &Arc<Vec<u8>>,
+    r: &mut Reader<'_>,
+    tag: &[u8; 4],
+    n: usize,
+) -> Result<Slab, Invalid> {
+    let bits = Slab::of(raw, r.section(tag)?.bytes);
+    let past_n = bits
+        .bytes()
+        .last()
+        .map_or(0, |&b| if n.is_multiple_of(8) { 0 } else { b >> (n % 8) });
+    if bits.len() != n.div_ceil(8) || past_n != 0 {
+        return Err(Invalid::new(format!(
+            "{} does not hold one bit an envelope",
+            String::from_utf8_lossy(tag)
+        )));
+    }
+    Ok(bits)
 }
 
 #[cfg(test)]
@@ -632,6 +661,8 @@ mod tests {
                 sections: vec![(77, 1)],
                 rewound: vec![(1, 2)],
             },
+            times: Slab::owned((-1i64).to_le_bytes().to_vec()),
+            failed: Slab::owned(crate::index::slab::bitmap(3, [2].into_iter())),
         }
     }
 
@@ -689,11 +720,11 @@ mod tests {
     #[test]
     fn another_version_is_refused_by_name() {
         let mut bytes = encode(&example(), SECRET);
-        bytes[8] = 2;
+        bytes[8] = 1;
         assert_eq!(
             decode_bytes(&bytes, SECRET),
             Err(Invalid(
-                "it is of format version 2, this version reads 1".into()
+                "it is of format version 1, this version reads 2".into()
             ))
         );
     }

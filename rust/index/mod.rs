@@ -12,7 +12,8 @@
 //! * `check`: whether an index still describes the file (identity and content);
 //! * `resume`: a fold that starts where an index ends, and the checks that follow it;
 //! * `replay`: a load's replay with an index, or without a usable one;
-//! * `table`: what a reader that does not fold (a peek, a viewer) takes from an index.
+//! * `table`: what a reader that does not fold (a peek, a viewer) takes from an index;
+//! * `times`: envelope times as an index keeps them, per block of envelopes.
 
 pub mod build;
 pub mod check;
@@ -24,6 +25,7 @@ pub mod replay;
 pub mod resume;
 pub mod slab;
 pub mod table;
+pub mod times;
 pub mod track;
 
 #[cfg(test)]

@@ -1,10 +1,12 @@
 //! What a side index needs of each envelope beyond what the fold keeps, noted as the
 //! fold commits it: its kind, where it does not follow the line before it, its id's
-//! fingerprint, and the messages each rewind cut. Only a fold that will write an index
+//! fingerprint, its time (the largest of a block's), the messages each rewind cut and
+//! the operations settled as failed. Only a fold that will write an index
 //! carries a [`Track`] (`Fold::track`).
 
 use crate::index::format::{Gap, IndexData, Kind, MAX_KINDS, MAX_KIND_TEXT, OTHER_KIND};
 use crate::index::hash::fingerprint;
+use crate::index::times::TIME_BLOCK;
 use crate::replay::records::{Body, Record};
 
 #[derive(Debug, Default)]
@@ -15,6 +17,11 @@ pub struct Track {
     pub gaps: Vec<Gap>,
     pub fingerprints: Vec<u32>,
     pub rewound: Vec<(u64, u64)>,
+    /// The largest time key of each block of envelopes (`index::times`) from the one
+    /// the first envelope noted is in (only its envelopes noted here count).
+    pub times: Vec<i64>,
+    /// The `tool-dispatched` envelopes whose operation a settle noted here said failed.
+    pub failed: Vec<u64>,
     /// The index of the first envelope noted (0, or the count of a resumed index).
     pub first: u64,
     /// Where the next line would start, and its number, if it follows the last one.
@@ -82,6 +89,11 @@ impl Track {
         self.next_offset = rec.offset.saturating_add(rec.len).saturating_add(1);
         self.next_line = rec.line.saturating_add(1);
         self.fingerprints.push(fingerprint(rec.id_hash));
+        let block = (event / TIME_BLOCK - self.first / TIME_BLOCK) as usize;
+        match self.times.get_mut(block) {
+            Some(max) => *max = (*max).max(rec.time),
+            None => self.times.push(rec.time),
+        }
     }
 
     /// Note the messages (by envelope) the rewind at `rewind` cut.

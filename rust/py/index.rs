@@ -271,6 +271,20 @@ impl IndexedSpans {
             .copied();
         Ok((e as u64 + 1 + blank.unwrap_or(0), at.offset, at.len))
     }
+
+    /// Every envelope's byte offset, eight bytes little-endian apiece (a viewer places
+    /// search hits by them without building a span an envelope).
+    fn offsets<'py>(&self, py: Python<'py>) -> Bound<'py, PyBytes> {
+        let lines = self.lines.clone();
+        let out = py.allow_threads(move || {
+            let mut out = Vec::with_capacity(lines.len() * 8);
+            for at in lines.iter() {
+                out.extend_from_slice(&at.offset.to_le_bytes());
+            }
+            out
+        });
+        PyBytes::new(py, &out)
+    }
 }
 
 /// What peek takes from the side index open at `index_fd` (read if it holds at most
@@ -369,6 +383,10 @@ pub fn index_table<'py>(
         lines = index.lines,
         meta = meta,
         survey = survey,
+        times = PyBytes::new(py, index.times.bytes()),
+        failed = PyBytes::new(py, index.failed.bytes()),
+        fingerprints = PyBytes::new(py, index.fingerprints.bytes()),
+        id_key = (index.key.k0, index.key.k1),
     )
     .map(Some)
 }

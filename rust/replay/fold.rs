@@ -620,6 +620,9 @@ impl Fold {
                         slot.op = None;
                     }
                     self.settled.push(dispatched);
+                    if let (true, Some(track)) = (s.failed, &mut self.track) {
+                        track.failed.push(dispatched as u64);
+                    }
                 }
             }
             Body::RunContext(sections) => {

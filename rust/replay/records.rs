@@ -10,6 +10,7 @@ use std::borrow::Cow;
 use crate::envelope::{
     chars, parse_envelope_fields, parse_envelope_fields_at_start, EnvelopeRef, LineProblem,
 };
+use crate::index::times::time_key;
 use crate::json::grammar::{Kind, Span};
 use crate::json::view::{self as json_view, Entry, Item};
 use crate::message_rules::{extras_text, is_sticky};
@@ -28,6 +29,8 @@ pub struct Record {
     /// the second thread hashes its part of the file itself.
     pub id_hash: u64,
     pub type_: Cow<'static, str>,
+    /// Its `ts` as a side index keeps it (`index::times::time_key`).
+    pub time: i64,
     /// The payload object's span in the line.
     pub payload: Span,
     pub body: Body,
@@ -85,6 +88,8 @@ pub type ElisionItem = Option<(Id, Span)>;
 #[derive(Clone, Debug)]
 pub struct SettledFacts {
     pub op_id: Id,
+    /// Its outcome is `failed` (a side index keeps which operations failed).
+    pub failed: bool,
     /// Why `artifact` is refused, checked after the operation is known pending.
     pub artifact_problem: Option<String>,
 }
@@ -174,6 +179,7 @@ fn reduced(
             len: raw.len() as u64,
             id: Id::from(env.id.as_ref()),
             id_hash: keys.hash(&env.id),
+            time: time_key(&env.ts),
             body: body_of(raw, &env.type_, fields),
             type_: known_type(env.type_),
             payload: env.payload,
@@ -277,6 +283,7 @@ fn settled(raw: &[u8], entries: &[Entry]) -> Result<SettledFacts, &'static str> 
         .and_then(|i| json_view::text(raw, i))
         .ok_or("tool-settled has no string op-id")?;
     let outcome = get("outcome").and_then(|i| json_view::text(raw, i));
+    let failed = outcome.as_deref() == Some("failed");
     if !outcome.is_some_and(|o| OUTCOMES.contains(&o.as_ref())) {
         return Err("tool-settled outcome is not completed, failed or outcome-unknown");
     }
@@ -294,6 +301,7 @@ fn settled(raw: &[u8], entries: &[Entry]) -> Result<SettledFacts, &'static str> 
     };
     Ok(SettledFacts {
         op_id: id_of(op_id),
+        failed,
         artifact_problem,
     })
 }

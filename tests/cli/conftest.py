@@ -10,10 +10,7 @@ import sys
 from typing import Dict, Optional
 
 import pytest
-
-sys.path.insert(0, os.path.dirname(__file__))
-
-from cli_support import Transcript, build_transcript, child_env, declared_exit_codes  # noqa: E402
+from tests.support.cli import Transcript, build_transcript, child_env, declared_exit_codes  # noqa: E402
 
 
 @pytest.fixture

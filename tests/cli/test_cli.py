@@ -16,7 +16,7 @@ import pytest
 
 from llm_agent_session import Session, assistant_message, user_message
 
-from cli_support import LONG_RESULT, child_env, cli_argv, read_pty
+from tests.support.cli import LONG_RESULT, child_env, cli_argv, read_pty
 
 ESC = "\x1b["
 

@@ -1,6 +1,6 @@
 """Issue #11: nothing in a transcript can drive the terminal.
 
-The hostile corpus (hostile.py) puts control characters, ANSI/OSC/DCS sequences, C1
+The hostile corpus (tests/support/hostile.py) puts control characters, ANSI/OSC/DCS sequences, C1
 controls, bidi controls, invisible characters and rich markup into every field a
 transcript has and into its file name; every command that prints transcript text runs
 on it, on both backends, in a pipe and on a real terminal (a pty), with rich and
@@ -21,8 +21,8 @@ from typing import Dict, List, Tuple
 
 import pytest
 
-import hostile
-from cli_support import child_env, cli_argv, declared_exit_codes, read_pty
+from tests.support import hostile
+from tests.support.cli import child_env, cli_argv, declared_exit_codes, read_pty
 
 MODES = ["pipe", "pipe-colour", "pipe-no-rich", "tty", "tty-no-rich"]
 

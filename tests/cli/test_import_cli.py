@@ -10,11 +10,8 @@ import sys
 
 import pytest
 
-from cli_support import child_env
-
-sys.path.insert(0, os.path.dirname(os.path.dirname(__file__)))
-
-from import_fixtures import claude_code_session, claude_code_subagent, codex_rollout, write  # noqa: E402
+from tests.support.cli import child_env
+from tests.support.import_fixtures import claude_code_session, claude_code_subagent, codex_rollout, write  # noqa: E402
 
 
 def test_help_names_the_default_source_locations(cli):

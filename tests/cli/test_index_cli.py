@@ -6,12 +6,12 @@ import json
 import os
 import stat
 
-from llm_agent_session import Session, _index, index_file, user_message
+from llm_agent_session import Session, _cache, _index, index_file, user_message
 
 
 def test_index_builds_refreshes_and_says_why_not(cli, transcript, tmp_path):
     cache = str(tmp_path / "cache")
-    env = {_index.ENV_VAR: cache}
+    env = {_cache.ENV_VAR: cache}
     path = transcript.path
     broken = tmp_path / "dir" / "broken.jsonl"
     broken.parent.mkdir()

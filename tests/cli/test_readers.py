@@ -22,7 +22,7 @@ from llm_agent_session import Session
 from llm_agent_session.canonical import dumps, envelope_line
 from llm_agent_session.cli import main
 
-from cli_support import declared_exit_codes
+from tests.support.cli import declared_exit_codes
 
 IMPORTED_AT = "2026-12-02T09:00:00.500000Z"  # the import's own time: only its checkpoint carries it
 RESULT = "".join(f"FAILED test_{i:04d}\n" for i in range(400)) + "END-OF-RESULT"
@@ -132,7 +132,7 @@ def test_exports_mark_failed_results_unknown_tokens_times_and_extras(imported, f
 
 
 def history_fixture(transcript) -> Tuple[str, Dict[str, str]]:
-    """The every-line transcript of cli_support, then a rewind that cuts its last message."""
+    """The every-line transcript of tests.support.cli, then a rewind that cuts its last message."""
     ids = dict(transcript.ids)
     with Session.load(transcript.path) as s:
         ids["rewind"] = s.append_rewind(ids["t4"])

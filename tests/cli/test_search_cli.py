@@ -12,9 +12,9 @@ import sys
 
 import pytest
 
-import hostile
-from cli_support import child_env, cli_argv
-from helpers import dispatched_line, env_line, meta_line, msg_line, write_raw
+from tests.support import hostile
+from tests.support.cli import child_env, cli_argv
+from tests.support.helpers import dispatched_line, env_line, meta_line, msg_line, write_raw
 
 TEXT = "Needle-7"
 TS = "2026-08-09T13:10:08.542283Z"  # helpers' envelopes' time

@@ -6,14 +6,11 @@ from __future__ import annotations
 import json
 import os
 import random
-import sys
 
 import pytest
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "..", "benches"))
-
-import secret_corpus  # noqa: E402
-from llm_agent_session import Session  # noqa: E402
+from benches import secret_corpus
+from llm_agent_session import Session
 
 
 @pytest.fixture

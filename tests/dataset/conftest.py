@@ -7,6 +7,3 @@ import os
 import sys
 
 HERE = os.path.dirname(__file__)
-sys.path.insert(0, HERE)
-sys.path.insert(0, os.path.join(os.path.dirname(HERE), "cli"))
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(HERE)), "benches"))

@@ -22,14 +22,14 @@ from typing import Any, Dict
 
 import pytest
 
-from generate import BASE_MS, FleetStyle, generate
+from benches.generate import BASE_MS, FleetStyle, generate
 from llm_agent_session import Session, assistant_message, tool_message, user_message
 from llm_agent_session.dataset import export, grow
 from llm_agent_session.dataset.batches import ROW_GROUP_BYTES
 from llm_agent_session.dataset.rows import CHUNK
-from big_transcripts import build
-from cli_support import call
-from dataset_support import agrees_with_library, grow_state, rows
+from tests.support.big_transcripts import build
+from tests.support.cli import call
+from tests.support.dataset import agrees_with_library, grow_state, rows
 
 #: The smallest size above every threshold: the cost of this module is in these bytes.
 SIZE = 2 * CHUNK + (1 << 20)

@@ -14,9 +14,9 @@ import sys
 import tty
 from typing import Any
 
-import hostile
-from cli_support import child_env, read_pty
-from dataset_support import cli, every_kind, small
+from tests.support import hostile
+from tests.support.cli import child_env, read_pty
+from tests.support.dataset import cli, every_kind, small
 
 
 def test_help_lists_every_exit_code(backend_name: str) -> None:

@@ -13,10 +13,10 @@ from typing import Any, Dict, Set
 
 import pytest
 
-from generate import generate
-from helpers import env_line
+from benches.generate import generate
+from tests.support.helpers import env_line
 from llm_agent_session.dataset import query
-from dataset_support import rows
+from tests.support.dataset import rows
 
 pytestmark = pytest.mark.slow
 
@@ -76,18 +76,15 @@ def test_a_reader_during_exports_sees_old_or_new_never_a_mix(tmp_path: Any) -> N
     for i in range(count):
         write_version(str(src / f"t{i}.jsonl"), i, 0)
     assert subprocess.run([sys.executable, "-c", EXPORT, str(src), out], timeout=300).returncode == 0
-    here = os.path.dirname(__file__)
-    tests = os.path.dirname(here)
     writer = subprocess.Popen([sys.executable, "-c", f"""
-import sys, os
-sys.path[:0] = [{here!r}, {tests!r}, {os.path.join(tests, "cli")!r}, {os.path.join(os.path.dirname(tests), "benches")!r}]
-from test_dataset_concurrency import write_version
+import os
+from tests.dataset.test_dataset_concurrency import write_version
 from llm_agent_session.dataset import export
 for v in range(1, 9):
     for i in range(0, {count}, 1 + v % 3):
         write_version(os.path.join({str(src)!r}, f"t{{i}}.jsonl"), i, v)
     export({str(src)!r}, {out!r})
-"""])
+"""], env=child_env())
     con = duckdb.connect()
     versions: Dict[str, Set[int]] = {}
     reads = stale = 0
@@ -122,7 +119,7 @@ for v in range(1, 9):
 def test_two_exports_that_each_add_to_one_appendix_both_land(tmp_path: Any) -> None:
     """Transcripts of one day that grew, in two trees exported at once: both runs add rows
     to that partition's appendix, and the second to publish rebuilds it from both."""
-    from dataset_support import all_tables
+    from tests.support.dataset import all_tables
 
     grow_export = ("import sys; from llm_agent_session.dataset import export, grow; grow.GROW_MIN = 0; "
                    "export(sys.argv[1], sys.argv[2])")

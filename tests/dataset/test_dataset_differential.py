@@ -14,14 +14,14 @@ from typing import Any, Dict, List, Tuple
 import pytest
 from hypothesis import HealthCheck, given, settings
 
-import hostile
-import import_fixtures as fx
-from generate import generate
+from tests.support import hostile
+from tests.support import import_fixtures as fx
+from benches.generate import generate
 from llm_agent_session import Session, _backend, assistant_message, user_message
 from llm_agent_session._core import Column, DatasetSummary
 from llm_agent_session.importers import claude_code, codex
-from dataset_support import every_kind
-from test_native_replay_differential import transcripts
+from tests.support.dataset import every_kind
+from tests.test_native_replay_differential import transcripts
 
 pytestmark = pytest.mark.skipif("native" not in _backend.available(), reason="the native core is not built")
 
@@ -128,7 +128,7 @@ def usage_lines(path: str) -> str:
     messages without usage, and lines spelled every odd way (``test_usage.ODD``, ``RAW``)."""
     from llm_agent_session import Usage
     from llm_agent_session.canonical import dumps, envelope_line
-    from test_usage import ODD, RAW
+    from tests.test_usage import ODD, RAW
 
     with Session.create(path, {"agent": "tokens"}) as s:
         for n in range(3):

@@ -11,8 +11,8 @@ from typing import Any, Dict, List, Tuple
 
 import pytest
 
-import import_fixtures as fx
-from generate import fleet
+from tests.support import import_fixtures as fx
+from benches.generate import fleet
 from llm_agent_session.cli import main as cli_main
 from llm_agent_session.dataset import TABLE_NAMES, export, query
 from llm_agent_session.dataset.schema import markdown

@@ -12,15 +12,15 @@ from typing import Any, Dict
 
 import pytest
 
-import hostile
-import import_fixtures as fx
-from generate import generate
+from tests.support import hostile
+from tests.support import import_fixtures as fx
+from benches.generate import generate
 from llm_agent_session import Session
 from llm_agent_session.cli.check import report as check_report
 from llm_agent_session.verdict import verdict
 from llm_agent_session.dataset import export
 from llm_agent_session.importers import claude_code, codex
-from dataset_support import agrees_with_library, every_kind, rows, small
+from tests.support.dataset import agrees_with_library, every_kind, rows, small
 
 
 @pytest.fixture(scope="module")

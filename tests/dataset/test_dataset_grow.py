@@ -15,8 +15,8 @@ import pytest
 from llm_agent_session import Session, Usage, assistant_message, tool_message, user_message
 from llm_agent_session.dataset import export
 from llm_agent_session.dataset import grow as grow_module
-from cli_support import call
-from dataset_support import all_tables, every_kind, small
+from tests.support.cli import call
+from tests.support.dataset import all_tables, every_kind, small
 
 
 @pytest.fixture(autouse=True)

@@ -14,11 +14,11 @@ from typing import Any, Dict, List
 
 import pytest
 
-from helpers import env_line
+from tests.support.helpers import env_line
 from llm_agent_session import Session, assistant_message, user_message
 from llm_agent_session.dataset import TABLE_NAMES, DatasetError, export, query
 from llm_agent_session.dataset.schema import validate
-from dataset_support import cli, every_kind, glob_count, rows, small, table, tree_state
+from tests.support.dataset import cli, every_kind, glob_count, rows, small, table, tree_state
 
 
 def files_of(out: str) -> Dict[str, Any]:

@@ -17,7 +17,7 @@ import pytest
 
 from llm_agent_session import Session, user_message
 from llm_agent_session.dataset import TABLE_NAMES
-from dataset_support import all_tables, every_kind, small
+from tests.support.dataset import all_tables, every_kind, small
 
 STRACE = shutil.which("strace")
 pytestmark = [pytest.mark.slow, pytest.mark.skipif(STRACE is None, reason="strace not installed (Debian package strace)")]

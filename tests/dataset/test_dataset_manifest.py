@@ -25,8 +25,8 @@ import pytest
 
 from llm_agent_session import Session, assistant_message, tool_message, user_message
 from llm_agent_session.dataset import NotADataset, export, grow, query
-from cli_support import call
-from dataset_support import every_kind, small
+from tests.support.cli import call
+from tests.support.dataset import every_kind, small
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 FIXTURES = os.path.join(HERE, "fixtures")

@@ -16,8 +16,8 @@ import pytest
 
 from llm_agent_session.dataset import DatasetError, NotADataset, export, query
 from llm_agent_session.dataset.export import NAME_NOT_UTF8
-from cli_support import child_env
-from dataset_support import all_tables, cli, rows, small
+from tests.support.cli import child_env
+from tests.support.dataset import all_tables, cli, rows, small
 
 BAD = b"bad\xff\x1b[31m.jsonl"  # not UTF-8, and an escape sequence a terminal would act on
 SHOWN = "bad\\xff\\x1b[31m.jsonl"  # on a terminal (and in any line the command prints)

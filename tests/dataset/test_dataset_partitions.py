@@ -13,7 +13,7 @@ from typing import Any, Dict, List
 import pytest
 
 from llm_agent_session.dataset import TABLE_NAMES, export, query
-from dataset_support import small
+from tests.support.dataset import small
 
 
 def fleet_under(tmp_path: Any, above: str) -> str:

@@ -14,7 +14,7 @@ import pytest
 
 import llm_agent_session
 from llm_agent_session.dataset import QueryRefused, check_statements, connect, export, query
-from dataset_support import cli, small
+from tests.support.dataset import cli, small
 
 
 @pytest.fixture(autouse=True)

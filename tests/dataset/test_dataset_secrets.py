@@ -14,9 +14,9 @@ from typing import Any, Set
 
 import pytest
 
-import generate
-import secret_corpus
-from dataset_support import all_tables, manifest_entry
+from benches import generate
+from benches import secret_corpus
+from tests.support.dataset import all_tables, manifest_entry
 from llm_agent_session import Session
 from llm_agent_session.dataset import export
 from llm_agent_session.dataset import grow as grow_module

@@ -9,10 +9,10 @@ from typing import Any
 
 import pytest
 
-from generate import generate
+from benches.generate import generate
 from llm_agent_session.dataset import export, query
-from dataset_support import every_kind, rows, small
-from test_dataset_docs import as_rows, example_fleet, questions
+from tests.support.dataset import every_kind, rows, small
+from tests.dataset.test_dataset_docs import as_rows, example_fleet, questions
 
 pytestmark = [pytest.mark.slow,
               pytest.mark.skipif(shutil.which("java") is None and not os.environ.get("JAVA_HOME"),

@@ -15,8 +15,8 @@ import json
 import os
 from typing import Any, Dict, Iterable, List, Optional, Tuple
 
-import import_fixtures as fx
-from import_fixtures import cc_assistant, cc_usage, cc_user, cx, cx_msg, cx_tokens, jsonl, tool_result, tool_use
+from tests.support import import_fixtures as fx
+from tests.support.import_fixtures import cc_assistant, cc_usage, cc_user, cx, cx_msg, cx_tokens, jsonl, tool_result, tool_use
 
 from llm_agent_session import UsageTotals, usage
 from llm_agent_session.cli import main as cli_main

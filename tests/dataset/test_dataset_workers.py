@@ -16,9 +16,9 @@ from typing import Any, List
 import pytest
 
 import llm_agent_session
-from generate import generate
+from benches.generate import generate
 from llm_agent_session.dataset import export
-from dataset_support import all_tables
+from tests.support.dataset import all_tables
 
 pytestmark = [pytest.mark.slow,
               pytest.mark.skipif(not os.path.isdir("/proc/self"), reason="finds the workers through /proc")]

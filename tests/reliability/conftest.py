@@ -7,10 +7,7 @@ import os
 import sys
 
 import pytest
-
-sys.path.insert(0, os.path.dirname(__file__))
-
-from support import BACKENDS, using  # noqa: E402
+from tests.reliability.support import BACKENDS, using  # noqa: E402
 
 
 @pytest.fixture(autouse=True)

@@ -172,14 +172,12 @@ def unplant(replaced: List[Tuple[types.ModuleType, str, Any]]) -> None:
 def site_dir(directory: str, name: str) -> Dict[str, str]:
     """Write a ``sitecustomize`` into `directory` that plants `name` in every Python process
     started with the returned environment (the catching tests start children)."""
-    here = os.path.dirname(os.path.abspath(__file__))
+    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))  # holds tests/
     with open(os.path.join(directory, "sitecustomize.py"), "w", encoding="utf-8") as f:
         f.write(
-            "import os, sys\n"
-            f"sys.path.insert(0, {here!r})\n"
-            "import seeded_bugs\n"
+            "import os\n"
+            "from tests.reliability import seeded_bugs\n"
             f"seeded_bugs.plant(os.environ[{ENV_VAR!r}])\n"
-            f"sys.path.remove({here!r})\n"
         )
-    path = os.pathsep.join(p for p in (directory, os.environ.get("PYTHONPATH", "")) if p)
+    path = os.pathsep.join(p for p in (directory, root, os.environ.get("PYTHONPATH", "")) if p)
     return dict(os.environ, PYTHONPATH=path, **{ENV_VAR: name})

@@ -11,7 +11,7 @@ import sys
 import threading
 
 from llm_agent_session import Session, SessionBroken, SessionLocked, user_message
-from support import BACKENDS, LONG, record, reference_transcript, using
+from tests.reliability.support import BACKENDS, LONG, record, reference_transcript, using
 
 COMMAND = "python tests/reliability/report.py"
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from llm_agent_session import NotATranscript, Session, user_message
-from support import BACKENDS, LONG, line_spans, outcome, record, reference_transcript, using
+from tests.reliability.support import BACKENDS, LONG, line_spans, outcome, record, reference_transcript, using
 
 COMMAND = "python tests/reliability/report.py"
 

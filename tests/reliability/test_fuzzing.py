@@ -22,19 +22,19 @@ Without pytest, with cargo-fuzz installed (``cargo install cargo-fuzz``; stable 
 no sanitizers, hence ``-s none``; ``-a`` adds the debug assertions and overflow checks
 the test builds with)::
 
-    python tests/reliability/fuzz/differential.py seeds tests/reliability/fuzz/corpus/load
+    python -m tests.reliability.fuzz.differential seeds tests/reliability/fuzz/corpus/load
     cargo fuzz run --fuzz-dir tests/reliability/fuzz -s none -a load -- -dict=tests/reliability/fuzz/envelope.dict -max_total_time=600
 
 and atheris::
 
-    python tests/reliability/fuzz/differential.py fuzz CORPUS_DIR SEED_DIR -dict=tests/reliability/fuzz/envelope.dict -max_total_time=600
+    python -m tests.reliability.fuzz.differential fuzz CORPUS_DIR SEED_DIR -dict=tests/reliability/fuzz/envelope.dict -max_total_time=600
 
 A crash input is saved under tests/reliability/fuzz/artifacts/<target>/ (git ignores it;
 the failure message names it, and gives the bytes when they are short). Reproduce it::
 
     target/reliability-fuzz/x86_64-unknown-linux-gnu/release/load CRASH_FILE   # Rust, as built here
     cargo fuzz run --fuzz-dir tests/reliability/fuzz -s none -a load CRASH_FILE
-    python tests/reliability/fuzz/differential.py replay -v CRASH_FILE          # both backends
+    python -m tests.reliability.fuzz.differential replay -v CRASH_FILE          # both backends
 
 The Rust targets are built with cargo and the flags cargo-fuzz uses (sancov
 instrumentation, ``--cfg fuzzing``), so the fast tier needs no cargo-fuzz install; the
@@ -58,12 +58,14 @@ from typing import Dict, List
 
 import pytest
 
-from support import BACKENDS, LONG, record
+from tests.reliability.support import BACKENDS, LONG, record
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
 FUZZ_DIR = os.path.join(HERE, "fuzz")
-DIFFERENTIAL = os.path.join(FUZZ_DIR, "differential.py")
+# Run from ROOT as a module of the test tree (it imports tests.reliability.support).
+DIFFERENTIAL = [sys.executable, "-m", "tests.reliability.fuzz.differential"]
+SHOWN = "python -m tests.reliability.fuzz.differential"  # as a person runs it, from the project's folder
 ARTIFACTS = os.path.join(FUZZ_DIR, "artifacts")
 DICT = os.path.join(FUZZ_DIR, "envelope.dict")  # the line format's words, for the mutations
 TARGET_DIR = os.environ.get("LLM_AGENT_SESSION_FUZZ_TARGET_DIR") or os.path.join(ROOT, "target", "reliability-fuzz")
@@ -204,7 +206,7 @@ def rust_build():
 @pytest.fixture(scope="module")
 def seed_dir(tmp_path_factory):
     path = str(tmp_path_factory.mktemp("fuzz-seeds"))
-    subprocess.run([sys.executable, DIFFERENTIAL, "seeds", path], check=True, capture_output=True, timeout=120)
+    subprocess.run([*DIFFERENTIAL, "seeds", path], check=True, capture_output=True, timeout=120, cwd=ROOT)
     return path
 
 
@@ -261,7 +263,7 @@ def test_pure_backend_atheris_differential(seed_dir, tmp_path):
     artifacts = os.path.join(ARTIFACTS, "differential")
     run = Run(
         "atheris on the pure backend",
-        [sys.executable, DIFFERENTIAL, "fuzz", corpus, seed_dir, f"-max_total_time={ATHERIS_SECONDS}",
+        [*DIFFERENTIAL, "fuzz", corpus, seed_dir, f"-max_total_time={ATHERIS_SECONDS}",
          f"-artifact_prefix={artifacts}/", f"-dict={DICT}", "-print_final_stats=1", "-timeout=60"],
         ATHERIS_SECONDS,
         artifacts,
@@ -274,7 +276,7 @@ def test_pure_backend_atheris_differential(seed_dir, tmp_path):
     record(AREA, "atheris: exceptions outside the spec", outside, "0", COMMAND)
     record(AREA, "atheris: native/pure disagreements", disagreements, "0", COMMAND)
     crashed = run.returncode != 0 or run.crash is not None
-    assert not crashed, run.failure(f"python {DIFFERENTIAL} replay -v {{crash}}")
+    assert not crashed, run.failure(f"{SHOWN} replay -v {{crash}}")
     assert run.runs > 0, f"atheris ran nothing:\n{run.log[-2000:]}"
 
 
@@ -285,7 +287,7 @@ def test_rust_corpus_on_both_backends(rust_runs, seed_dir):
     dirs = [seed_dir] + [rust_runs(t).corpus_dir for t in RUST_TARGETS]
     artifacts = os.path.join(ARTIFACTS, "corpus-replay")
     proc = subprocess.run(
-        [sys.executable, DIFFERENTIAL, "replay", "--artifacts", artifacts, *dirs],
+        [*DIFFERENTIAL, "replay", "--artifacts", artifacts, *dirs],
         capture_output=True,
         text=True,
         timeout=3600,
@@ -301,7 +303,7 @@ def test_rust_corpus_on_both_backends(rust_runs, seed_dir):
     record(AREA, "corpus replay: native/pure disagreements", summary["disagreement"], "0", COMMAND)
     shown = "\n\n".join(
         f"{f['kind']} on {f['saved'] or f['input']}\n{f['what'][:1500]}\nreproducer: {f['reproducer']}\n"
-        f"reproduce: python {DIFFERENTIAL} replay -v {f['saved'] or f['input']}"
+        f"reproduce: {SHOWN} replay -v {f['saved'] or f['input']}"
         for f in summary["findings"][:3]
     )
     assert proc.returncode == 0 and not summary["findings"], shown or proc.stderr[-3000:]

@@ -14,7 +14,7 @@ import sys
 import pytest
 
 from llm_agent_session import CorruptTranscript, NotATranscript, Session, TranscriptError, UnsupportedVersion
-from support import BACKENDS, LONG, line, record, reference_transcript, using
+from tests.reliability.support import BACKENDS, LONG, line, record, reference_transcript, using
 
 COMMAND = "python tests/reliability/report.py"
 GOOD = reference_transcript()

@@ -12,8 +12,8 @@ import sys
 import pytest
 
 from llm_agent_session import Session, TranscriptError
-from support import BACKENDS, LONG, record, reference_transcript, run_python, using
-from tracing import STRACE, run_traced, syscalls_of
+from tests.reliability.support import BACKENDS, LONG, record, reference_transcript, run_python, using
+from tests.reliability.tracing import STRACE, run_traced, syscalls_of
 
 COMMAND = "python tests/reliability/report.py"
 

@@ -15,8 +15,8 @@ from typing import Dict, List, Optional
 import pytest
 
 from llm_agent_session import Session
-from support import BACKENDS, LONG, record, reference_transcript, using
-from tracing import STRACE, kill_points, run_traced, syscalls_of
+from tests.reliability.support import BACKENDS, LONG, record, reference_transcript, using
+from tests.reliability.tracing import STRACE, kill_points, run_traced, syscalls_of
 
 COMMAND = "python tests/reliability/report.py"
 

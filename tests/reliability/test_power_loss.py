@@ -13,7 +13,7 @@ import json
 import random
 
 from llm_agent_session import CorruptTranscript, Session, TranscriptError
-from support import BACKENDS, LONG, line, record, using
+from tests.reliability.support import BACKENDS, LONG, line, record, using
 
 COMMAND = "python tests/reliability/report.py"
 IMAGES = 10_000 if LONG else 300

@@ -13,7 +13,7 @@ import threading
 import time
 
 from llm_agent_session import Session, user_message
-from support import BACKENDS, LONG, record, using
+from tests.reliability.support import BACKENDS, LONG, record, using
 
 COMMAND = "python tests/reliability/report.py"
 CYCLES = 1000 if LONG else 50

@@ -13,7 +13,7 @@ import threading
 import pytest
 
 from llm_agent_session import CorruptTranscript, Session, user_message
-from support import BACKENDS, line, record, reference_transcript, using
+from tests.reliability.support import BACKENDS, line, record, reference_transcript, using
 
 COMMAND = "python tests/reliability/report.py"
 TORN = reference_transcript()[:-7]

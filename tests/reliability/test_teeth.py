@@ -16,8 +16,8 @@ from typing import Dict, Optional
 
 import pytest
 
-from seeded_bugs import SEEDS, Seed, site_dir
-from support import LONG, record
+from tests.reliability.seeded_bugs import SEEDS, Seed, site_dir
+from tests.reliability.support import LONG, record
 
 # Minutes, not seconds: run by tests/reliability/report.py and in the long tier, not in CI.
 pytestmark = pytest.mark.skipif(

@@ -1,19 +1,11 @@
 """Fixtures for the secrets tests: a configuration directory of the test's own (its own
-fingerprint key, no user configuration file), and the seeded corpus of
-``benches/secret_corpus.py`` on the path."""
+fingerprint key, no user configuration file), and the seeds of ``benches/secret_corpus.py``."""
 
 from __future__ import annotations
 
-import os
 import random
-import sys
 
 import pytest
-
-HERE = os.path.dirname(__file__)
-sys.path.insert(0, HERE)
-sys.path.insert(0, os.path.join(os.path.dirname(HERE), "cli"))
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(HERE)), "benches"))
 
 
 @pytest.fixture(autouse=True)
@@ -40,6 +32,6 @@ def fingerprints():
 
 @pytest.fixture
 def seeds():
-    import secret_corpus
+    from benches import secret_corpus
 
     return secret_corpus.seeds(random.Random(7))

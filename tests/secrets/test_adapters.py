@@ -11,7 +11,7 @@ import random
 import pytest
 
 from llm_agent_session.secrets import MARKER, Policy
-from test_policy import on_disk
+from tests.secrets.test_policy import on_disk
 
 
 def _secrets():

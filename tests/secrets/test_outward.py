@@ -15,13 +15,13 @@ import stat
 
 import pytest
 
-import generate
-import secret_corpus
+from benches import generate
+from benches import secret_corpus
 from llm_agent_session import otlp
 from llm_agent_session.cli import main
 from llm_agent_session.secrets import Redactor
 
-from test_policy import forms, on_disk
+from tests.secrets.test_policy import forms, on_disk
 
 #: Every export: the format and its options (html and markdown whole too; otlp with and
 #: without the messages).

@@ -11,8 +11,8 @@ import random
 
 import pytest
 
-import secret_corpus
-from digests import problems, sha
+from benches import secret_corpus
+from tests.secrets.digests import problems, sha
 from llm_agent_session import Session, user_message
 from llm_agent_session.secrets import MARKER, Policy
 from llm_agent_session.verdict import Kind, verdict
@@ -166,9 +166,9 @@ def test_a_tree_import_in_worker_processes_takes_the_policy(tmp_path):
 def test_the_side_index_of_a_transcript_written_under_a_policy_holds_no_secret(tmp_path, monkeypatch):
     """The side index (a cache beside the user's other caches, with the fold's checkpoint)
     is made from the file's bytes: a load and the session's refresh write none of them."""
-    from llm_agent_session import _index
+    from llm_agent_session import _cache, _index
 
-    monkeypatch.setenv(_index.ENV_VAR, str(tmp_path / "cache"))
+    monkeypatch.setenv(_cache.ENV_VAR, str(tmp_path / "cache"))
     monkeypatch.setattr(_index, "AUTO_MIN_BYTES", 0)  # every load writes one
     path = str(tmp_path / "runs" / "seeded.jsonl")
     placed = secret_corpus.write_seeded(path, random.Random(2), filler=0, policy=Policy())

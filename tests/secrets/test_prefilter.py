@@ -13,7 +13,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-import secret_corpus
+from benches import secret_corpus
 from llm_agent_session import _backend
 from llm_agent_session._pure.secrets import Prefilter
 from llm_agent_session.secrets import BUILTIN, Fingerprints, Policy, load_rules
@@ -21,7 +21,7 @@ from llm_agent_session.secrets.match import Rules
 from llm_agent_session.secrets.prefilter import spec_of
 from llm_agent_session.secrets.scan import JSONL, TEXT, TRANSCRIPT, line_findings, prefilter
 
-from test_rules import CLEAN
+from tests.secrets.test_rules import CLEAN
 
 FILLER = CLEAN + ["plain words", "ünïcode 日本語 ✅", "C:\\Users\\dev", "tab\there", "quote \" and \\ slash /",
                   "\u2028", "\x1b[31mred\x1b[0m"]

@@ -9,7 +9,7 @@ import random
 
 import pytest
 
-import secret_corpus
+from benches import secret_corpus
 from llm_agent_session.secrets import BUILTIN, ConfigError, load_rules, marker
 from llm_agent_session.secrets.match import Rules
 

@@ -12,9 +12,9 @@ import random
 
 import pytest
 
-import generate
-import import_speed
-import secret_corpus
+from benches import generate
+from benches import import_speed
+from benches import secret_corpus
 from llm_agent_session import _backend
 from llm_agent_session.secrets import histories, scan_file
 

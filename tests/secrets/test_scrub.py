@@ -13,16 +13,16 @@ import time
 
 import pytest
 
-import secret_corpus
-from digests import problems
-from helpers import spawn_py
+from benches import secret_corpus
+from tests.secrets.digests import problems
+from tests.support.helpers import spawn_py
 from llm_agent_session import CorruptTranscript, Session, SessionLocked
 from llm_agent_session.secrets import Policy, scan_file, scrub_file
 from llm_agent_session.secrets.redact import apply, structural
 from llm_agent_session.secrets.scrub import SCRUB, scrub_path, transcripts_under
 from llm_agent_session.secrets.walk import sites
 from llm_agent_session.verdict import Kind, verdict
-from test_policy import on_disk
+from tests.secrets.test_policy import on_disk
 
 
 def masked(value, policy, type_="message"):

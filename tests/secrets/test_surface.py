@@ -7,8 +7,8 @@ from __future__ import annotations
 import json
 import random
 
-import generate
-import secret_corpus
+from benches import generate
+from benches import secret_corpus
 from llm_agent_session import Session
 from llm_agent_session.secrets import MARKER, Redactor, scrub_file
 

@@ -17,11 +17,11 @@ import time
 
 import pytest
 
-import secret_corpus
+from benches import secret_corpus
 from llm_agent_session.secrets import MARKER, Redactor
 from llm_agent_session.secrets.scan import TRANSCRIPT, scan_file
 
-from test_policy import forms
+from tests.secrets.test_policy import forms
 
 pytest.importorskip("starlette", reason="the view extra is not installed")
 

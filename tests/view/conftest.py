@@ -1,4 +1,4 @@
-"""Fixtures for the viewer's tests (helpers in view_support.py). Skipped where the view
+"""Fixtures for the viewer's tests (helpers in tests/support/view.py). Skipped where the view
 extra is missing."""
 
 from __future__ import annotations
@@ -12,10 +12,7 @@ pytest.importorskip("starlette", reason="the viewer's packages (the view extra) 
 pytest.importorskip("uvicorn", reason="the viewer's packages (the view extra) are not installed")
 pytest.importorskip("markdown_it", reason="the viewer's packages (the view extra) are not installed")
 pytest.importorskip("httpx", reason="httpx (Starlette's test client) is not installed")
-
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-
-from view_support import Shelf, build_shelf, client_for  # noqa: E402
+from tests.support.view import Shelf, build_shelf, client_for  # noqa: E402
 
 
 @pytest.fixture

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import subprocess
 import sys
 import threading
@@ -19,38 +18,15 @@ import pytest
 
 pytestmark = pytest.mark.slow
 
-sync_api = pytest.importorskip("playwright.sync_api", reason="playwright is not installed (pip install playwright)")
-CHROMIUM = os.environ.get("LLM_AGENT_SESSION_CHROMIUM") or shutil.which("chromium") or shutil.which("chromium-browser")
-if CHROMIUM is None:
-    pytest.skip("no Chromium: Debian's chromium is not installed (apt-get install -y chromium)", allow_module_level=True)
-
-import uvicorn  # noqa: E402
-from view_support import ALIGNED_TABLE, SPOOFED_OUTCOMES, build_shelf, write_spoofed_outcomes  # noqa: E402
+from tests.support.browser import API, AUTH, a_page, browser, ids_shown, serving, wait_until  # noqa: E402,F401
+from tests.support.view import ALIGNED_TABLE, SPOOFED_OUTCOMES, build_shelf, write_spoofed_outcomes  # noqa: E402
 
 from llm_agent_session import Session, assistant_message, tool_message, user_message  # noqa: E402
 from llm_agent_session.visible import visible  # noqa: E402
-from llm_agent_session.view.app import app  # noqa: E402
-from llm_agent_session.view.model import Viewer  # noqa: E402
-from llm_agent_session.view.security import resolve_policy  # noqa: E402
-from llm_agent_session.view.server import bind  # noqa: E402
-from llm_agent_session.view.shelf import Roots  # noqa: E402
-
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(__file__)), "cli"))
-import hostile  # noqa: E402
+from tests.support import hostile  # noqa: E402
 
 HOSTILE_HTML = ('<script>window.__pwned = 1</script><img src=x onerror="window.__pwned = 2">'
                 "[click](javascript:window.__pwned=3) <iframe src=\"https://evil.example\"></iframe>")
-
-
-@pytest.fixture(scope="module")
-def browser():
-    with sync_api.sync_playwright() as p:
-        try:
-            b = p.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox"])
-        except Exception as e:  # pragma: no cover - a Chromium that cannot start here
-            pytest.skip(f"Chromium at {CHROMIUM} does not start: {e}")
-        yield b
-        b.close()
 
 
 @pytest.fixture(scope="module")
@@ -68,54 +44,14 @@ def served(tmp_path_factory):
     with Session.load(corpus.path) as s:  # a load repairs its torn tail first
         s.append_message(assistant_message(HOSTILE_HTML))
         s.append_message(user_message(HOSTILE_HTML))
-    sock = bind("127.0.0.1", 0)
-    port = sock.getsockname()[1]
-    policy = resolve_policy("127.0.0.1", port)
-    server = uvicorn.Server(uvicorn.Config(app(Viewer(Roots([root])), policy), log_level="warning", lifespan="off"))
-    thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
-    thread.start()
-    while not server.started:
-        time.sleep(0.01)
-    base = f"http://127.0.0.1:{port}"
-    yield {"base": base, "token": policy.token, "shelf": shelf, "long": ids, "hostile": corpus, "root": root}
-    server.should_exit = True
-    thread.join(5)
+    with serving(root) as (base, token):
+        yield {"base": base, "token": token, "shelf": shelf, "long": ids, "hostile": corpus, "root": root}
 
 
 @pytest.fixture
 def page(browser, served):
-    context = browser.new_context(viewport={"width": 1200, "height": 800})
-    p = context.new_page()
-    errors = []
-    p.on("pageerror", lambda e: errors.append(str(e)))
-    p.on("dialog", lambda d: (errors.append("dialog: " + d.message), d.dismiss()))
-    p.goto(served["base"] + "/#token=" + served["token"])  # as the printed URL: kept by the tab
-    yield p
-    context.close()
-    assert errors == []
-
-
-#: What the page's script sends with a request to the data API: the token the tab keeps.
-AUTH = "{headers: {authorization: 'Bearer ' + sessionStorage.getItem('llm-agent-session-view-token')}}"
-#: The data API from the page, as its script asks it.
-API = f"(u => fetch(u, {AUTH}).then(r => r.json()))"
-
-
-def wait_until(page, expression, timeout=10.0):
-    """Poll `expression` in the page until it is truthy (the page's CSP forbids the eval
-    that Playwright's wait_for_function uses; evaluate() goes through the debugger)."""
-    end = time.monotonic() + timeout
-    while True:
-        value = page.evaluate(expression)
-        if value:
-            return value
-        if time.monotonic() > end:
-            raise AssertionError(f"never true: {expression}")
-        time.sleep(0.05)
-
-
-def ids_shown(page):
-    return page.eval_on_selector_all("[data-envelope-id]", "els => els.map(e => e.dataset.envelopeId)")
+    with a_page(browser, served["base"], served["token"]) as p:  # as the printed URL: kept by the tab
+        yield p
 
 
 def test_shelf_then_a_transcript_then_scroll_to_the_end(page, served):
@@ -512,7 +448,7 @@ def test_an_aligned_markdown_table_keeps_to_the_csp(page, served, backend_name):
 
 def test_the_page_says_loads_verdict_as_the_shelf_does(page, served, backend_name):
     """It showed "load: ?" for every torn or failing transcript."""
-    from view_support import verdict_cases
+    from tests.support.view import verdict_cases
 
     for name, (_, text) in verdict_cases(served["root"], served["shelf"].run, "-" + backend_name).items():
         page.goto(served["base"] + "/t/" + name)
@@ -610,3 +546,39 @@ def test_a_deep_link_works_in_this_browser_and_asks_for_the_url_anywhere_else(br
     assert "open the URL that llm-agent-session view printed" in shown
     assert page.query_selector("[data-envelope-id]") is None
     fresh.close()
+
+
+def test_a_big_transcript_without_an_index_shows_its_end_then_all_of_it(page, served, monkeypatch, backend_name):
+    """Opened the first time without a side index, a big transcript (here: any, the
+    threshold lowered) shows its last lines at once, from the end; once its index is built
+    in the cache (held back here until the preview was seen), the whole file, still at the
+    end, and then jumps and search through the index; nothing is written beside it."""
+    from llm_agent_session import _index, indexed
+    from llm_agent_session.view import transcript as transcript_module
+
+    folder = os.path.join(served["root"], "big-" + backend_name)
+    os.makedirs(folder)
+    path = os.path.join(folder, "big.jsonl")
+    ids = []
+    with Session.create(path, {"title": "big"}) as s:
+        for i in range(400):
+            ids.append(s.append_message(user_message(f"line {i} of the big one")))
+    monkeypatch.setattr(transcript_module, "PREVIEW_FROM", 0)
+    monkeypatch.setattr(transcript_module, "PREVIEW_BYTES", 20000)  # more than a screen
+    gate = threading.Event()
+    update = indexed.update
+    monkeypatch.setattr(indexed, "update", lambda p: (gate.wait(20), update(p))[1])
+    page.goto(served["base"] + f"/t/shelf/big-{backend_name}/big.jsonl")
+    page.wait_for_selector(f"[data-envelope-id='{ids[-1]}']")  # the end, first
+    assert ids[0] not in ids_shown(page)
+    wait_until(page, "document.querySelector('#status').textContent.indexOf('the last') >= 0")
+    gate.set()
+    wait_until(page, "document.querySelector('#status').textContent.indexOf('401 envelopes') >= 0", timeout=20)
+    page.wait_for_selector(f"[data-envelope-id='{ids[-1]}']")  # still at the end
+    assert os.path.exists(_index.index_file(path)) and os.listdir(folder) == ["big.jsonl"]
+    page.fill("#jump-id", ids[3])
+    page.press("#jump-id", "Enter")
+    page.wait_for_selector(f"[data-envelope-id='{ids[3]}'].target")
+    page.fill("input[type=search]", "line 7 of")
+    page.press("input[type=search]", "Enter")
+    page.wait_for_selector(f"[data-envelope-id='{ids[7]}'] mark")

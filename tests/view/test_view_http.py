@@ -7,7 +7,7 @@ import json
 import os
 import shutil
 
-from view_support import client_for, verdict_cases
+from tests.support.view import client_for, verdict_cases
 
 from llm_agent_session import Session, user_message
 from llm_agent_session.view.security import CSP
@@ -224,7 +224,7 @@ def test_imported_claude_code_and_codex_histories(tmp_path):
     """Imported sessions on the shelf and in a window: the source's own times, the model the
     session names (as the dataset's sessions table takes it), failed results marked, a
     token count the source did not record shown as unknown, search over what was said."""
-    import import_fixtures as fx
+    from tests.support import import_fixtures as fx
 
     from llm_agent_session.importers import claude_code, codex
 
@@ -244,7 +244,8 @@ def test_imported_claude_code_and_codex_histories(tmp_path):
     said = {json.dumps(item["body"]): item for item in items if item["type"] == "message"}
     first = next(item for text, item in said.items() if "fix the date parser" in text)
     assert first["ts"].startswith("2025-08-20T09:00:00")  # the source's time, not the import's
-    failed = next(item for text, item in said.items() if "1 failed: test_iso" in text)
+    # The tool message (the result's start is on the assistant's card too).
+    failed = next(item for text, item in said.items() if "1 failed: test_iso" in text and item["title"] == "tool")
     assert "failed" in [b["text"] for b in failed["badges"]]
     compaction = next(item for item in items if item["type"] == "compaction")
     assert ["tokens", "155,000 → unknown"] in compaction["body"][1]["kv"]

@@ -7,7 +7,7 @@ import os
 import shutil
 
 import pytest
-from view_support import client_for
+from tests.support.view import client_for
 
 from llm_agent_session.view.app import API
 from llm_agent_session.view.links import ENDPOINTS, link

@@ -13,9 +13,7 @@ import urllib.request
 import pytest
 
 pytestmark = pytest.mark.slow  # a whole process, 300,000 lines
-
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))), "benches"))
-from viewer_speed import one_line_messages  # noqa: E402
+from benches.viewer_speed import one_line_messages  # noqa: E402
 
 LINES = 300_000
 #: The most the server may hold at its peak for each line of one-line messages, beyond

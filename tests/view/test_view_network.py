@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any, Dict, List, Optional, Tuple
 
 import pytest
-from view_support import PORT, TOKEN, build_shelf
+from tests.support.view import PORT, TOKEN, build_shelf
 
 from llm_agent_session.view.app import app
 from llm_agent_session.view.model import Viewer

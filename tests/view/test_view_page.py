@@ -1,5 +1,5 @@
 """The page's own files (``view/static/``): as the server hands them to a browser, and the
-script's shape (ES modules, no function over 150 lines; tests/js_scan.py reads it)."""
+script's shape (ES modules, no function over 150 lines; tests/support/js_scan.py reads it)."""
 
 from __future__ import annotations
 
@@ -7,9 +7,9 @@ import os
 import posixpath
 import re
 
-import js_scan
+from tests.support import js_scan
 import pytest
-from view_support import client_for
+from tests.support.view import client_for
 
 import llm_agent_session
 from llm_agent_session.view.security import CSP

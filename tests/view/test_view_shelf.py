@@ -40,7 +40,8 @@ def test_an_odd_summaries_field_costs_no_row(tmp_path):
     assert rows[f"{root}/a-good.jsonl"]["title"] == "the import's title"
     for n in range(len(ODD_SUMMARIES)):
         row = rows[f"{root}/odd-{n}.jsonl"]
-        assert (row["title"], row["verdict"], row["messages"]) == (None, "clean", 1), ODD_SUMMARIES[n]
+        # No title from an odd summaries field: the first prompt's (it was None before rows had one).
+        assert (row["title"], row["verdict"], row["messages"]) == ("hello", "clean", 1), ODD_SUMMARIES[n]
 
 
 @pytest.mark.slow  # worker processes
@@ -184,3 +185,101 @@ def test_an_unreadable_file_or_directory_is_a_row_that_says_so(tmp_path, backend
                        capture_output=True, text=True, timeout=120, env=env,
                        preexec_fn=_without_the_power_to_read_anything())
     assert r.returncode == 3 and "secret.jsonl: cannot read it: Permission denied" in r.stderr, r.stderr
+
+
+# -- what a row says of an imported session (issue #35: a shelf you can read) -------------------
+
+
+def _shelf_rows(client):
+    rows = []
+    for _ in range(3000):
+        got = client.get("/api/shelf", params={"from": len(rows)}).json()
+        rows += got["rows"]
+        if got["done"]:
+            return {row["name"]: row for row in rows}
+        time.sleep(0.01)
+    raise AssertionError("the shelf never finished")
+
+
+@pytest.fixture
+def imported(tmp_path):
+    from tests.support.view import build_imported
+
+    return build_imported(str(tmp_path / "shelf"), str(tmp_path / "sources"))
+
+
+def test_an_imported_sessions_row_has_its_title_project_short_id_and_source_times(imported):
+    """Every row read "claude/-home-USER-projects-...": no title where the meta had none, no
+    project, no session id, and "last" was the time of the import (its checkpoint's)."""
+    from tests.support.view import client_for
+
+    rows = _shelf_rows(client_for([imported.root]))
+    claude = rows["shelf/claude/-home-dev-proj/sess-1.jsonl"]
+    assert (claude["title"], claude["project"], claude["session"], claude["session_id"]) == (
+        "Date parser fix", "/home/dev/proj", "sess-1", "sess-1")
+    # The source's first and last records (the last: the pending call's), not the import's checkpoint.
+    assert (claude["first"], claude["last"]) == ("2025-08-20T09:00:00.000000Z", "2025-08-20T09:00:19.000000Z")
+    with Session.load(imported.session) as s:
+        checkpoints = [e for e in s.events if e.type == "import-checkpoint"]
+    assert len(checkpoints) == 4 and all(c.ts > "2025-12" for c in checkpoints)  # the imports' own times: later
+    assert (claude["parent"], claude["subagent"]) == (None, None)
+    # Codex: no title in the meta: the first prompt a person typed (not the environment context).
+    codex = rows["shelf/codex/2025/09/10/rollout-2025-09-10T12-00-00-0199-sess.jsonl"]
+    assert (codex["title"], codex["project"], codex["session"], codex["session_id"]) == (
+        "what is in this screenshot, and list the files", "/home/dev/proj", "0199-ses", "0199-sess")
+    assert (codex["first"], codex["last"]) == ("2025-09-10T12:00:00.000000Z", "2025-09-10T12:00:17.000000Z")
+    # Sidechain and subagent rows name their parent; a copy whose parent is not there names one not on the shelf.
+    subagent = rows["shelf/claude/-home-dev-proj/sess-1/subagents/agent-a1b2.jsonl"]
+    assert (subagent["title"], subagent["parent"], subagent["subagent"]) == (
+        "Count the TODOs", "shelf/claude/-home-dev-proj/sess-1.jsonl", "subagent")
+    sidechain = rows["shelf/claude/-home-dev-proj/side/sidechains/s1.jsonl"]
+    assert (sidechain["title"], sidechain["parent"], sidechain["subagent"]) == (
+        "Review it", "shelf/claude/-home-dev-proj/side.jsonl", "sidechain")
+    assert rows["shelf/claude/-home-dev-proj/side.jsonl"]["title"] == "review the repo"
+    lonely = rows["shelf/lonely/sess-9/subagents/agent-a1b2.jsonl"]
+    assert lonely["parent"] == "shelf/lonely/sess-1.jsonl" and lonely["parent"] not in rows
+
+
+def test_a_rows_project_and_short_id_where_the_meta_names_neither(tmp_path):
+    """Without a cwd, the folder Claude Code kept the source in; without a session id, the
+    meta envelope's own (a time-ordered UUID: its last 8 characters, its first are its time)."""
+    source = "/home/me/.claude/projects/-home-me-work-app/4f1c2d3e-aaaa-bbbb-cccc-123456789abc.jsonl"
+    _transcript(tmp_path / "cc.jsonl", {"imported-from": "claude-code", "source-path": source})
+    _transcript(tmp_path / "cc-sub.jsonl", {"imported-from": "claude-code",
+                                            "source-path": source[:-6] + "/subagents/agent-1.jsonl"})
+    _transcript(tmp_path / "mine.jsonl", {"agent": "mine"})
+    _transcript(tmp_path / "sid.jsonl", {"session-id": "4f1c2d3e-aaaa-bbbb-cccc-123456789abc"})
+    rows = {r["name"].split("/")[-1]: r for r in _filled([str(tmp_path)]).rows}
+    assert rows["cc.jsonl"]["project"] == rows["cc-sub.jsonl"]["project"] == "-home-me-work-app"
+    assert rows["mine.jsonl"]["project"] is None
+    with Session.load(str(tmp_path / "mine.jsonl")) as s:
+        meta_id = s.events[0].id
+    assert meta_id[14] == "7" and rows["mine.jsonl"]["session_id"] == meta_id
+    assert rows["mine.jsonl"]["session"] == meta_id.replace("-", "")[-8:]
+    assert (rows["sid.jsonl"]["session"], rows["mine.jsonl"]["title"]) == ("4f1c2d3e", "hello")
+
+
+@pytest.mark.parametrize("content,title", [
+    ("  fix   the\n\nparser  ", "fix the parser"),
+    ("x" * 300, "x" * 119 + "…"),
+    ("<environment_context>\n<cwd>/x</cwd>\n</environment_context>", None),
+    ("<command-name>/clear</command-name>", None),
+    ([{"type": "text", "text": "look at"}, {"type": "image_url", "image_url": {"url": "data:,"}},
+      {"type": "text", "text": "this"}], "look at this"),
+])
+def test_the_first_prompt_as_a_title(tmp_path, content, title):
+    with Session.create(str(tmp_path / "t.jsonl"), {}) as s:
+        s.append_message({"role": "system", "content": "you are a bot", "sysprompt": True})
+        s.append_message({"role": "user", "content": content})
+    assert _filled([str(tmp_path)]).rows[0]["title"] == title
+
+
+def test_a_transcripts_page_has_the_title_its_row_has(imported):
+    """The page said the file's name where the meta had no title (a Codex rollout)."""
+    from tests.support.view import client_for
+
+    client = client_for([imported.root])
+    rows = _shelf_rows(client)
+    for name, row in rows.items():
+        assert client.get("/api/transcript", params={"t": name}).json()["title"] == row["title"], name
+    assert rows["shelf/codex/2025/09/10/rollout-2025-09-10T12-00-00-0199-sess.jsonl"]["title"].startswith("what is in")

@@ -15,6 +15,8 @@ from __future__ import annotations
 
 import io
 import os
+import struct
+import sys
 from array import array
 from typing import Any, Dict, Iterator, List, Mapping, MutableMapping, Optional, Sequence, Set, Tuple, cast
 
@@ -23,6 +25,7 @@ from .._compaction import compacted
 from .._core import IndexedReplay, IndexTable, SurveyCounts
 from .._events import LazyTexts, _copy, _ListLike
 from .._fold import FoldProblem, FoldState, dispatched_operation, duplicate_reason, message_from_payload
+from .._times import TIME_BLOCK, blocks_of, merged_blocks, time_key
 from ..errors import CoreFailure
 from ..messages import Event, Message, freeze
 from .index_format import (
@@ -272,12 +275,18 @@ class _Track:
         self.gaps: List[Tuple[int, int, int]] = []
         self.fingerprints = array("I")
         self.rewound: List[Tuple[int, int]] = []
+        # The largest time key of each block from the one `first` is in; the failed ones.
+        self.times: List[int] = []
+        self.failed: List[int] = []
         self.first = first
         self.next_offset = next_offset
         self.next_line = next_line
         self.first_line = next_line
 
-    def note(self, key: Tuple[int, int], id_: str, type_: str, role: Optional[str], offset: int, length: int, line: int) -> None:
+    def note(
+        self, key: Tuple[int, int], id_: str, type_: str, role: Optional[str], ts: str, offset: int, length: int,
+        line: int,
+    ) -> None:
         event = self.first + len(self.kinds)
         self.kinds.append(self._code(type_, role))
         if offset != self.next_offset or line != self.next_line:
@@ -285,6 +294,12 @@ class _Track:
         self.next_offset = offset + length + 1
         self.next_line = line + 1
         self.fingerprints.append(fingerprint(key, id_))
+        block = event // TIME_BLOCK - self.first // TIME_BLOCK
+        time = time_key(ts)
+        if block < len(self.times):
+            self.times[block] = max(self.times[block], time)
+        else:
+            self.times.append(time)
 
     def _code(self, type_: str, role: Optional[str]) -> int:
         kind = (type_, role)
@@ -365,7 +380,7 @@ class _Fold:
                 self._note(event, id_, type_, payload)
                 if self.track is not None:
                     role = payload["role"] if type_ == "message" else None
-                    self.track.note(self.key, id_, type_, role, offset, end - pos, line_no)
+                    self.track.note(self.key, id_, type_, role, ts, offset, end - pos, line_no)
                 state.apply(id_, type_, ts, payload)
                 events.append(Event(id_, type_, ts, 1, payload))
                 self.refs.append((offset, end - pos))
@@ -384,6 +399,8 @@ class _Fold:
             dispatched = self.event_of(payload["op-id"])
             if dispatched is not None:
                 self.settled.append(dispatched)
+                if self.track is not None and payload["outcome"] == "failed":
+                    self.track.failed.append(dispatched)
         elif type_ == "rewind" and self.track is not None:
             to_id = payload["to-id"]
             keep = 0 if to_id is None else (state.position(to_id) or 0) + 1
@@ -436,10 +453,14 @@ def _build(
         sections = list(fold.base.sections)
         rewound = list(prior.fold.rewound)
         settled = bitmap(len(lines), iter(list(bits_of(prior.fold.settled)) + fold.settled))
+        failed = bitmap(len(lines), iter(list(bits_of(prior.failed)) + track.failed))
+        times = merged_blocks(prior.times, track.first, track.times)
         added = state.section_lines._added if isinstance(state.section_lines, LazyTexts) else {}
     else:
         kinds, gaps, fingerprints, sections, rewound = bytearray(), [], array("I"), [], []
         settled = bitmap(len(lines), iter(fold.settled))
+        failed = bitmap(len(lines), iter(track.failed))
+        times = list(track.times)
         added = dict(state.section_lines)
     kinds += track.kinds
     gaps += track.gaps
@@ -447,7 +468,7 @@ def _build(
     rewound += track.rewound
     for digest, line_id in added.items():
         sections.append((fingerprint(fold.key, digest), fold._live_event(line_id)))
-    if len(kinds) != len(lines) or len(fingerprints) != len(lines):
+    if len(kinds) != len(lines) or len(fingerprints) != len(lines) or len(times) != blocks_of(len(lines)):
         return None
     stub_of = fold.stub_of
     live = [(fold._live_event(id_), stub_of.get(id_)) for id_ in state.ids]
@@ -468,6 +489,8 @@ def _build(
         fold=Checkpoint(
             grants=fold.grants, live=live, pending=pending, settled=settled, sections=sections, rewound=rewound,
         ),
+        times=times,
+        failed=failed,
     )
     return encode(index, secret)
 
@@ -750,7 +773,19 @@ def index_table(
         lines=index.lines,
         meta=meta,
         survey=survey,
+        times=struct.pack(f"<{len(index.times)}q", *index.times),
+        failed=bytes(index.failed),
+        fingerprints=_little_endian(index.fingerprints),
+        id_key=index.key,
     )
+
+
+def _little_endian(values: "array[int]") -> bytes:
+    if sys.byteorder == "little":
+        return values.tobytes()
+    swapped = array(values.typecode, values)
+    swapped.byteswap()
+    return swapped.tobytes()
 
 
 class _PeekMessages(_ListLike[Message]):

@@ -16,8 +16,10 @@ from array import array
 from dataclasses import dataclass, field
 from typing import Iterator, List, Optional, Tuple
 
+from .._times import blocks_of
+
 MAGIC = b"LASINDEX"
-VERSION = 1
+VERSION = 2
 MAX_KINDS = 255
 OTHER_KIND = 255
 MAX_KIND_TEXT = 128
@@ -143,6 +145,10 @@ class IndexData:
     fingerprints: "array[int]" = field(default_factory=lambda: array("I"))
     samples: List[Tuple[int, int]] = field(default_factory=list)
     fold: Checkpoint = field(default_factory=Checkpoint)
+    # The largest time key (``_times.time_key``) of each block of ``TIME_BLOCK`` envelopes.
+    times: List[int] = field(default_factory=list)
+    # The dispatches whose operation was settled as failed: a bitmap as ``settled`` is.
+    failed: bytes = b""
 
     def line_numbers(self) -> List[int]:
         """The 1-based line number of each envelope."""
@@ -268,6 +274,8 @@ def encode(index: IndexData, secret: Tuple[int, int]) -> bytes:
         _varint(body, m)
         _varint(body, r)
     _section(out, b"FOLD", bytes(body))
+    _section(out, b"TIME", struct.pack(f"<{len(index.times)}q", *index.times))
+    _section(out, b"FAIL", bytes(index.failed))
     out += struct.pack("<Q", siphash24(secret, bytes(out)))
     return bytes(out)
 
@@ -461,11 +469,7 @@ def decode(data: bytes, secret: Tuple[int, int]) -> IndexData:
     s.done("SMPL")
     if [e for e, _ in samples] != list(sample_events(n)):
         raise Invalid("its samples are not the ones it must hold")
-    s = r.section(b"STLD")
-    settled = s.take(s.left())
-    past_n = settled[-1] >> (n % 8) if settled and n % 8 else 0
-    if len(settled) != (n + 7) // 8 or past_n:
-        raise Invalid("STLD does not hold one bit an envelope")
+    settled = _bitmap_section(r, b"STLD", n)
 
     s = r.section(b"FOLD")
     fold = Checkpoint()
@@ -483,9 +487,25 @@ def decode(data: bytes, secret: Tuple[int, int]) -> IndexData:
         fold.sections.append((fp, _event(s, n)))
     fold.rewound = [(_event(s, n), _event(s, n)) for _ in range(s.count(2))]
     s.done("FOLD")
+    s = r.section(b"TIME")
+    blocks = blocks_of(n)
+    if s.left() != 8 * blocks:
+        raise Invalid("TIME does not hold one time a block")
+    times = list(struct.unpack(f"<{blocks}q", s.take(s.left())))
+    failed = _bitmap_section(r, b"FAIL", n)
     r.done("the index")
     return IndexData(
         key=key, identity=identity, end=end, lines=lines, head_crc=head_crc, last_crc=last_crc,
         kind_table=kind_table, kinds=kinds, events=events, gaps=gaps, fingerprints=fingerprints,
-        samples=samples, fold=fold,
+        samples=samples, fold=fold, times=times, failed=failed,
     )
+
+
+def _bitmap_section(r: _Reader, tag: bytes, n: int) -> bytes:
+    """The section `tag`, a bitmap of one bit an envelope (`n` of them, no bit past them)."""
+    s = r.section(tag)
+    bits = s.take(s.left())
+    past_n = bits[-1] >> (n % 8) if bits and n % 8 else 0
+    if len(bits) != (n + 7) // 8 or past_n:
+        raise Invalid(f"{tag.decode()} does not hold one bit an envelope")
+    return bits

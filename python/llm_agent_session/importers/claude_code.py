@@ -44,13 +44,14 @@ _BOOKKEEPING = {
 _TITLES = {"summary": "summary", "ai-title": "aiTitle", "custom-title": "customTitle"}
 
 
-def import_transcript(src: Any, out: Any, *, redaction: Any = None) -> ImportReport:
+def import_transcript(src: Any, out: Any, subagents: bool = True, *, redaction: Any = None) -> ImportReport:
     """Import one Claude Code session file ``src`` into the transcript ``out`` (a new file,
     or one an earlier import made: then what brings it to what one import of the whole
     file gives is appended, usually just what is new). Its sidechains and
     its ``subagents/`` files, when there are any, become transcripts beside ``out``; their
-    reports are in ``report["transcripts"]``. ``redaction``: a ``secrets.Policy`` (docs/secrets.md)
-    applied to everything written."""
+    reports are in ``report["transcripts"]``. ``subagents=False`` leaves the ``subagents/``
+    files to the caller (``import_subagent`` each: the viewer imports only those that grew).
+    ``redaction``: a ``secrets.Policy`` (docs/secrets.md) applied to everything written."""
     src, out = os.fspath(src), os.fspath(out)
     report = run_import(src, out, FORMAT, lambda lines, rep, first: _Job(src, lines, rep, first, None), redaction)
     roots = report.pop("_sidechains", None)  # from the plan, or (unchanged) from the checkpoint
@@ -66,7 +67,7 @@ def import_transcript(src: Any, out: Any, *, redaction: Any = None) -> ImportRep
             path = sidechain_path(out, root)
             report["transcripts"].append(run_import(src, path, FORMAT, _sidechain_job(src, root), redaction))
     sub_dir = os.path.join(_stem_dir(src), "subagents")
-    if os.path.isdir(sub_dir):
+    if subagents and os.path.isdir(sub_dir):
         for rel in mirror_files(sub_dir, lambda rel: rel.endswith(".jsonl")):
             child_out = os.path.join(_stem_dir(out), "subagents", rel)
             report["transcripts"].append(import_subagent(os.path.join(sub_dir, rel), child_out, parent_out=out,

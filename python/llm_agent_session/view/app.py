@@ -86,7 +86,8 @@ def api_shelf(request: Request) -> Any:
 
 @_answer
 def api_transcript(request: Request) -> Any:
-    return model.info(_transcript(request))
+    t = _transcript(request)
+    return model.info(t, _viewer(request).imports.note(t.name))
 
 
 @_answer
@@ -152,7 +153,9 @@ class _PageFiles(StaticFiles):
 
 @_answer
 def api_follow(request: Request) -> Any:
-    return model.follow(_transcript(request))
+    t = _transcript(request)
+    _viewer(request).catch_up(t)
+    return model.follow(t)
 
 
 @_answer

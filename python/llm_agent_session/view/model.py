@@ -19,36 +19,48 @@ from __future__ import annotations
 import json
 import threading
 from collections import OrderedDict
-from typing import Any, Dict, Optional
+from typing import Any, Dict, List, Optional
 
 from ..secrets import Redactor
 from ..verdict import Verdict
 from ..visible import json_visible, visible
 from . import render
 from .problems import Problem
-from .shelf import NameRefused, Roots, Shelf, verdict_words
+from .imports import WORKERS, Imports
+from .shelf import NameRefused, Roots, Shelf
+from .shelf_row import title_of, verdict_words
 from .transcript import Transcript
 
 LIMIT = 20_000  # characters of one value in a window; the rest on request ("more")
 MAX_WINDOW = 200  # envelopes in one window
 KEEP_OPEN = 3  # transcripts kept open (a 1 GB one holds about 0.2 GB)
+TITLE_LOOK = 256  # envelopes looked at for a first prompt, where the meta has no title
 
 
 class Viewer:
     """What the routes serve: the roots, the shelf, the open transcripts."""
 
-    def __init__(self, roots: Roots, shelf: Optional[Shelf] = None, redactor: Optional[Redactor] = None) -> None:
+    def __init__(self, roots: Roots, shelf: Optional[Shelf] = None, imports: Optional[Imports] = None,
+                 import_workers: int = WORKERS, *, redactor: Optional[Redactor] = None) -> None:
         self.roots = roots
         self.shelf = shelf or Shelf(roots)
+        # The Claude Code and Codex sessions under the roots, imported into the cache.
+        self.imports = imports or Imports(self.shelf, import_workers)
+        # What everything sent to the page is masked with (docs/secrets.md).
         self.redactor = redactor if redactor is not None else Redactor()
         self.open: "OrderedDict[str, Transcript]" = OrderedDict()
         self.lock = threading.Lock()
         self.opening: Dict[str, threading.Lock] = {}
 
     def transcript(self, link: str) -> Transcript:
-        """The open transcript a link names (opened on first use); Problem 403/404."""
+        """The open transcript a link names (opened on first use; a source's waits for its
+        first import); Problem 403/404."""
         name = self.shelf.name_of(link)
         try:
+            with self.lock:
+                opened_before = name in self.open
+            if not opened_before:  # (a source's transcript is imported before it is opened)
+                self.imports.prepare(name)
             path = self.roots.resolve(name)
         except NameRefused as e:
             raise Problem(403, str(e))
@@ -69,6 +81,10 @@ class Viewer:
                     self.open.popitem(last=False)
             return opened
 
+    def catch_up(self, t: Transcript) -> None:
+        """Before a follow: where `t` is a source's import, what its source gained since."""
+        self.imports.catch_up(t.name)
+
     def shelf_rows(self, start: int) -> Dict[str, Any]:
         """``/api/shelf``: the rows from the `start`-th on (the shelf is read from the first ask)."""
         self.shelf.start()
@@ -80,12 +96,14 @@ class Viewer:
 
 
 def renderer(t: Transcript, limit: int = LIMIT) -> render.Renderer:
-    """A renderer of `t`'s envelopes with what its history knows (nothing yet, before it is read)."""
-    return render.Renderer(t.history, t.removals(), limit, t.redactor)
+    """A renderer of `t`'s envelopes with what its history knows (nothing yet, before it is
+    read), and its envelopes around each (a tool call's card, a run of bookkeeping)."""
+    return render.Renderer(t.history, t.removals(), limit, t.envelope, t.card_homes, t.redactor)
 
 
-def info(t: Transcript) -> Dict[str, Any]:
-    """``/api/transcript``: what the page shows above the list, and what is ready."""
+def info(t: Transcript, note: Optional[str] = None) -> Dict[str, Any]:
+    """``/api/transcript``: what the page shows above the list, and what is ready (`note`:
+    what its import says, for a source's: ``Imports.note``)."""
     v = t.verdict
     state = t.live()
     meta = t.redactor.value(t.meta)
@@ -96,14 +114,16 @@ def info(t: Transcript) -> Dict[str, Any]:
         "size": t.size,
         "end": t.end,
         "meta": json.loads(json_visible(json.dumps(meta, ensure_ascii=False))),
-        "title": visible(meta["title"]) if isinstance(meta.get("title"), str) else None,
+        "title": t.redactor.value(title_of(t.meta, (t.envelope(i) for i in range(min(t.count, TITLE_LOOK))))),
         # Whether secrets are masked, and how many the file holds (None: not counted yet).
         "redacted": t.redactor.enabled,
         "secrets": t.secrets,
         "warnings": len(t.warnings),
         "first_warnings": [visible(w) for w in t.warnings[:20]],
         "error": visible(t.error) if t.error else None,
+        "note": note,
         "ready": t.ready,
+        "preview": t.preview,
         "verdict": None if v is None else _verdict(v),
         "live": None if state is None else len(state.ids),
         # pending(): not every operation's state (a native read would build them all)
@@ -173,14 +193,25 @@ def raw_line(t: Transcript, i: int) -> Dict[str, Any]:
 
 def reveal(t: Transcript, i: int, fingerprint: str) -> Dict[str, Any]:
     """``/api/reveal``: the one secret the marker with `fingerprint` masks in the envelope
-    at position `i` (the local user asked to see it); Problem 404 where it holds none."""
+    at position `i`, or on the tool call cards it shows (their dispatch's arguments and
+    result come from envelopes of their own): the local user asked to see it. Problem 404
+    where there is none."""
     _must_hold(t, i)
-    event = t.envelope(i)
-    found = t.redactor.reveal(event.type, event.payload, fingerprint) if t.redactor.enabled else None
-    if found is None:
-        raise Problem(404, "no such masked secret in that envelope")
-    rule, secret = found
-    return {"i": i, "rule": rule, "fingerprint": fingerprint, "secret": visible(secret, multiline=True)}
+    if t.redactor.enabled:
+        for at in [i] + _card_parts(t, i):
+            event = t.envelope(at)
+            found = t.redactor.reveal(event.type, event.payload, fingerprint)
+            if found is not None:
+                rule, secret = found
+                return {"i": at, "rule": rule, "fingerprint": fingerprint, "secret": visible(secret, multiline=True)}
+    raise Problem(404, "no such masked secret in that envelope")
+
+
+def _card_parts(t: Transcript, i: int) -> List[int]:
+    """The positions of the envelopes the cards of envelope `i` are made of, as drawn."""
+    drawn = renderer(t).envelope(i, t.envelope(i))
+    return [at for block in drawn["body"] if isinstance(block.get("call"), dict)
+            for _, _, at in block["call"].get("parts", []) if isinstance(at, int) and 0 <= at < t.count]
 
 
 def _must_hold(t: Transcript, i: int) -> None:

@@ -10,25 +10,29 @@ An envelope becomes ``{"i", "id", "type", "ts", "title", "cls", "badges", "body"
 "extras"}``: ``badges`` are ``{"text", "cls", "to"?}`` (``to``: an envelope id to jump to),
 ``body`` a list of blocks, each one of ``{"md": html}``, ``{"text": str}``, ``{"code":
 str, "label"?}``, ``{"kv": [[key, value], ...]}``, ``{"link": label, "to": id}`` or
-``{"call": {...}}``, plus ``{"more": chars}`` after a value shortened to ``limit``
-characters; ``extras`` is ``[[key, json text], ...]`` (collapsed by the page).
+``{"call": {...}}`` (a tool call's card, once the history places it: ``cards.py``) or
+``{"thinking": str, "chars"}`` (a model's thinking), plus ``{"more": chars}`` after a
+value shortened to ``limit`` characters; ``extras`` is ``[[key, json text], ...]``
+(collapsed by the page). A dispatch, result or settle whose card is another envelope has
+``part``; an import checkpoint has ``run``, the checkpoints side by side it is one of.
 
 What the secret rules find is masked before anything is rendered (the renderer's
-``redactor``: the open transcript's, docs/secrets.md): a payload, or a live message's
-content and calls, arrive here with ``«redacted:RULE:FINGERPRINT»`` in place of each
-secret, which the page turns into a span with a "reveal" button.
+``redactor``: the open transcript's, docs/secrets.md): a payload (a card's envelopes'
+too), or a live message's content and calls, arrive here with
+``«redacted:RULE:FINGERPRINT»`` in place of each secret, which the page turns into a span
+with a "reveal" button.
 """
 
 from __future__ import annotations
 
-import json
-from typing import Any, Dict, List, Optional, Tuple
+from typing import Any, Callable, Dict, List, Optional, Tuple
 
 from ..history import History
 from ..messages import MESSAGE_KEYS, Event, Message
 from ..secrets import Redactor
 from ..visible import json_text, visible
 from . import markdown
+from .cards import Cards, pretty_arguments
 
 Block = Dict[str, Any]
 
@@ -40,8 +44,14 @@ STATE_TEXT = {
     "result-recorded": "pending: ran, result recorded, not settled",
     "completed": "completed",
     "failed": "failed",
-    "outcome-unknown": "outcome unknown",
+    "outcome-unknown": "outcome unknown: may or may not have run",
 }
+
+#: Import checkpoints side by side fold into one line, at most this many a line (the line
+#: a run starts on is found by looking at its neighbours, never further than this).
+RUN = 50
+#: Envelopes the tool writes for itself (bookkeeping, not the run's): folded in runs.
+BOOKKEEPING = "import-checkpoint"
 
 
 def _state_badge(state: str) -> Dict[str, Any]:
@@ -58,11 +68,29 @@ class Renderer:
     """Renders envelopes with what a ``History`` knows of them (``None``: not read yet)."""
 
     def __init__(self, history: Optional[History], removals: Dict[str, Tuple[int, str]], limit: int,
+                 envelope_at: Optional[Callable[[int], Event]] = None, homes: Optional[Dict[str, int]] = None,
                  redactor: Optional[Redactor] = None) -> None:
         self.history = history
         self.removals = removals  # compaction/rewind id -> (messages it removed, the first one)
         self.limit = limit
         self.redactor = redactor if redactor is not None else Redactor(enabled=False)
+        if envelope_at is not None and self.redactor.enabled:
+            envelope_at = self._masked(envelope_at)
+        # With the envelopes around (the history view): tool calls as cards, bookkeeping in runs.
+        self.envelope_at = envelope_at
+        self.cards = Cards(history, envelope_at, {} if homes is None else homes) if envelope_at is not None else None
+
+    def _masked(self, envelope_at: Callable[[int], Event]) -> Callable[[int], Event]:
+        """`envelope_at` whose envelopes come with their payloads masked (a card shows its
+        dispatch's arguments and its result's text from envelopes of their own)."""
+
+        def at(index: int) -> Event:
+            event = envelope_at(index)
+            payload = event.payload
+            masked = self.redactor.payload(event.type, payload) if isinstance(payload, dict) else payload
+            return event if masked is payload else Event(event.id, event.type, event.ts, event.v, masked)
+
+        return at
 
     # -- pieces ---------------------------------------------------------------------------
 
@@ -140,41 +168,77 @@ class Renderer:
             badges.append({"text": "elided: the model sees a stub", "cls": "elided", "to": elision})
         return badges
 
-    def _call(self, call: Any) -> Block:
+    def _calls(self, calls: List[Any], index: Optional[int], message_id: str = "") -> List[Block]:
+        """A message's calls: each a card where its dispatch is known (`index`: the
+        message's position, in the history view), else the call with its badges."""
+        blocks: List[Block] = []
+        for call in calls:
+            ops = self.cards.of_message(index, call.get("id")) if self.cards is not None and index is not None \
+                and isinstance(call, dict) else []
+            if not ops:
+                blocks.append(self._call(call))
+            for op in ops:
+                block = self._call(call, op.op_id)
+                block["call"].update(self.cards.facts(op) if self.cards is not None else {})
+                block["call"]["parts"].insert(0, ["call", visible(message_id), index])
+                blocks.append(block)
+        return blocks
+
+    def _call(self, call: Any, op_id: Optional[str] = None) -> Block:
         if not isinstance(call, dict):
             return {"code": json_text(call)}
         function: Dict[str, Any] = call["function"] if isinstance(call.get("function"), dict) else {}
         name, arguments = function.get("name"), function.get("arguments")
-        if isinstance(arguments, str):
-            try:
-                arguments = json.loads(arguments)
-            except ValueError:
-                pass
-        shown = arguments if isinstance(arguments, str) else json_text(arguments, indent=2, sort_keys=True)
-        shown = visible(shown, multiline=True)
-        block: Dict[str, Any] = {"call": {
+        block = self._call_block(name, call.get("id"), pretty_arguments(arguments))
+        call_id = call.get("id")
+        if op_id is None and self.history is not None and isinstance(call_id, str):
+            ops = self.history.calls.get(call_id, [])
+            op_id = ops[-1] if ops else None
+        if op_id is not None:
+            block["call"]["badges"] = [{"text": "dispatched", "cls": "link", "to": visible(op_id)}] + self._op_badges(op_id)
+        return block
+
+    def _call_block(self, name: Any, call_id: Any, shown: str) -> Block:
+        return {"call": {
             "name": visible(name if isinstance(name, str) else json_text(name)),
-            "id": visible(call["id"]) if isinstance(call.get("id"), str) else None,
+            "id": visible(call_id) if isinstance(call_id, str) else None,
             "arguments": shown[: self.limit] if self.limit else shown,
             "more": len(shown) if self.limit and len(shown) > self.limit else None,
             "badges": [],
         }}
-        call_id = call.get("id")
-        if self.history is not None and isinstance(call_id, str):
-            ops = self.history.calls.get(call_id, [])
-            if ops:
-                block["call"]["badges"] = [{"text": "dispatched", "cls": "link", "to": ops[-1]}] + self._op_badges(ops[-1])
-        return block
+
+    def _thinking(self, payload: Dict[str, Any]) -> Tuple[List[Block], List[str]]:
+        """A model's thinking, shown with its message (folded by the page): Claude Code's
+        ``thinking`` blocks, Codex's ``reasoning`` items; and the extras it came from."""
+        blocks: List[Block] = []
+        shown: List[str] = []
+        for key in ("thinking", "reasoning"):
+            texts = _thinking_texts(payload.get(key))
+            if texts is None:
+                continue
+            shown.append(key)
+            text = "\n\n".join(texts)
+            for block in self._text(text, "thinking"):
+                block.setdefault("chars", len(text))
+                blocks.append(block)
+        return blocks, shown
 
     # -- envelopes ------------------------------------------------------------------------
 
     def envelope(self, index: int, event: Event) -> Dict[str, Any]:
-        payload = self.redactor.payload(event.type, event.payload) if isinstance(event.payload, dict) else {}
+        payload = event.payload if isinstance(event.payload, dict) else {}
+        masked = self.redactor.payload(event.type, payload)
+        if masked is not payload:  # the methods below read the event's payload too
+            event, payload = Event(event.id, event.type, event.ts, event.v, masked), masked
         out: Dict[str, Any] = {
             "i": index, "id": visible(event.id), "type": visible(event.type), "ts": visible(event.ts),
             "badges": [], "body": [], "extras": [],
         }
         method = getattr(self, "_" + event.type.replace("-", "_"), None)
+        if self.cards is not None:
+            part = self.cards.home_of_part(event, payload)
+            if part is not None:
+                out["part"] = part
         if event.type in KNOWN and method is not None:
             method(event, payload, out)
         else:
@@ -212,20 +276,31 @@ class Renderer:
             if isinstance(call_id, str):
                 badges.append({"text": "answers " + visible(call_id), "cls": "note"})
         badges.extend(self._fate(event.id))
-        out["body"] = self._content(payload.get("content"), markdown_text=role == "assistant",
-                                    kind="code" if role == "tool" else "text")
+        thinking, shown = self._thinking(payload) if role == "assistant" else ([], [])
+        out["body"] = thinking + self._content(payload.get("content"), markdown_text=role == "assistant",
+                                               kind="code" if role == "tool" else "text")
         calls = payload.get("tool_calls")
         if isinstance(calls, list):
-            out["body"].extend(self._call(call) for call in calls)
+            out["body"].extend(self._calls(calls, out["i"], event.id))
         elif calls is not None:
             out["body"].extend(self._json(calls, "tool_calls"))
-        out["extras"] = self._extras({k: v for k, v in payload.items() if k not in _MESSAGE_KEYS})
+        out["extras"] = self._extras({k: v for k, v in payload.items() if k not in _MESSAGE_KEYS and k not in shown})
 
     def _tool_dispatched(self, event: Event, payload: Dict[str, Any], out: Dict[str, Any]) -> None:
         tool = payload.get("tool")
         out.update(title="tool call: " + (visible(tool) if isinstance(tool, str) else "?"), cls="op")
         out["badges"] = self._op_badges(event.id)
-        out["body"] = self._json(payload.get("arguments"), "arguments")
+        op = self.cards.operation(event.id) if self.cards is not None else None
+        if op is not None:
+            # The card: here, where no message names the call; else shown when this line is
+            # unfolded (a jump to a tool call lands on its dispatch: the card is there).
+            block = self._call_block(tool, payload.get("call-id"), pretty_arguments(payload.get("arguments")))
+            block["call"].update(self.cards.facts(op) if self.cards is not None else {})
+            if "part" in out:
+                block["call"]["parts"].insert(0, ["call", out["part"]["of"], out["part"]["i"]])
+            out["body"] = [block]
+        else:
+            out["body"] = self._json(payload.get("arguments"), "arguments")
         out["extras"] = self._extras({k: v for k, v in payload.items() if k not in ("tool", "arguments")})
 
     def _tool_settled(self, event: Event, payload: Dict[str, Any], out: Dict[str, Any]) -> None:
@@ -319,8 +394,29 @@ class Renderer:
 
     def _import_checkpoint(self, event: Event, payload: Dict[str, Any], out: Dict[str, Any]) -> None:
         out.update(title="import checkpoint", cls="meta")
+        if self.envelope_at is not None:
+            out["run"] = self._run(out["i"])
         out["body"] = [{"kv": [[visible(k), visible(v) if isinstance(v, str) else json_text(v, sort_keys=True)]
                                for k, v in sorted(payload.items())]}]
+
+    def _run(self, index: int) -> Dict[str, int]:
+        """The run of bookkeeping envelopes side by side that `index` is in, cut every RUN
+        positions: ``{"start", "count"}`` (the page shows it as one line)."""
+        block = index - index % RUN
+        start = index
+        while start > block and self._type_at(start - 1) == BOOKKEEPING:
+            start -= 1
+        stop = index + 1
+        while stop < block + RUN and self._type_at(stop) == BOOKKEEPING:
+            stop += 1
+        return {"start": start, "count": stop - start}
+
+    def _type_at(self, index: int) -> Optional[str]:
+        assert self.envelope_at is not None
+        try:
+            return self.envelope_at(index).type
+        except IndexError:
+            return None
 
     def live(self, position: int, entry_id: str, message: Message, summary: bool) -> Dict[str, Any]:
         """One message of the live conversation (what the model would be sent next); a
@@ -338,7 +434,7 @@ class Renderer:
         out["body"] = self._content(shown["content"], markdown_text=role == "assistant",
                                     kind="code" if role == "tool" else "text")
         if isinstance(shown["tool_calls"], list):
-            out["body"].extend(self._call(call) for call in shown["tool_calls"])
+            out["body"].extend(self._calls(shown["tool_calls"], None))
         return out
 
 
@@ -351,3 +447,23 @@ def _tokens(value: Any) -> str:
     if isinstance(value, int) and not isinstance(value, bool):
         return f"{value:,}"
     return "unknown"
+
+
+def _thinking_texts(value: Any) -> Optional[List[str]]:
+    """The texts of a ``thinking`` (Claude Code) or ``reasoning`` (Codex) extra, or None
+    where it is not a list of such items (then it stays an extra, shown as JSON)."""
+    if not isinstance(value, list) or not value or not all(isinstance(item, dict) for item in value):
+        return None
+    texts: List[str] = []
+    for item in value:
+        if isinstance(item.get("thinking"), str):
+            texts.append(item["thinking"])
+        elif item.get("type") == "redacted_thinking":
+            texts.append("[redacted thinking]")
+        elif "summary" in item or "content" in item or "encrypted_content" in item:
+            found = [part["text"] for key in ("summary", "content") if isinstance(item.get(key), list)
+                     for part in item[key] if isinstance(part, dict) and isinstance(part.get("text"), str)]
+            texts.extend(found or (["[encrypted reasoning]"] if item.get("encrypted_content") else []))
+        else:
+            return None
+    return texts

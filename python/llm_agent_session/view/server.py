@@ -20,6 +20,7 @@ import webbrowser
 from typing import List, Optional, TextIO
 
 from ..visible import visible
+from .imports import Imports
 from .links import link
 from .security import resolve_policy
 from .shelf import Roots, Shelf
@@ -91,6 +92,7 @@ def serve(paths: List[str], host: str, port: int, browser: bool, single: Optiona
         sock.close()
         raise
     shelf = Shelf(Roots(paths))
+    imports = Imports(shelf)  # before the shelf is read: it hands the sources it finds over
     first = page_name(shelf, single)
     url = link("page", first, origin=policy.origin, token=policy.token)
     out.write(url + "\n")  # first, before the server's packages are imported
@@ -104,7 +106,7 @@ def serve(paths: List[str], host: str, port: int, browser: bool, single: Optiona
     from ..secrets import Redactor
     from .model import Viewer
 
-    viewer = Viewer(shelf.roots, shelf, Redactor(enabled=redact))
+    viewer = Viewer(shelf.roots, shelf, imports, redactor=Redactor(enabled=redact))
     if first is not None:  # read it while the browser starts
         threading.Thread(target=viewer.transcript, args=(first,), daemon=True).start()
     # h11 with bounds on header time and connections (limits.py); no WebSocket: none is served.
@@ -122,6 +124,7 @@ def serve(paths: List[str], host: str, port: int, browser: bool, single: Optiona
     except KeyboardInterrupt:
         pass
     finally:
+        imports.close()
         for folder in made:
             _remove(folder)
     return 0

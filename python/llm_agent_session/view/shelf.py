@@ -12,9 +12,15 @@ Directories are walked for ``*.jsonl`` files whose first line that is not blank 
 are skipped). Each directory is walked once, known by its device and inode: a link to one
 already walked (a loop, a link to an ancestor) is not followed, and links come after the
 real directories, so a transcript is listed under its own path. A file or directory that
-cannot be read is a row that says why (``unreadable``). The shelf's rows are made in a background thread, in walk order, and the page reads them as
-they come: ``Session.peek(survey=True)`` for the counts and load's read-only verdict
-(``llm_agent_session.verdict``) for whether it loads.
+cannot be read is a row that says why (``unreadable``). The shelf's rows are made in a
+background thread, in walk order, and the page reads them as they come (a row:
+``shelf_row.describe``).
+
+The walk finds Claude Code sessions and Codex rollouts too (``*.jsonl`` and
+``*.jsonl.zst`` files whose first lines are theirs: ``importers.detect``), under the name
+their import would have (``label/relative/path.jsonl``), and hands them to ``imports.py``,
+which imports each into the cache and adds its rows when that is done; the gate then
+resolves such a name to its import (``Roots.imported``), never to the source.
 """
 
 from __future__ import annotations
@@ -23,14 +29,16 @@ import os
 import stat
 import threading
 from dataclasses import dataclass
-from typing import Any, Dict, Iterator, List, Optional, Set, Tuple
+from typing import Any, Callable, Dict, Iterator, List, Optional, Protocol, Set, Tuple
 
-from ..messages import model_named
-from ..session import Session
-from ..verdict import Verdict, is_transcript, verdict
+from ..importers import detect
+from ..verdict import is_transcript
 from ..visible import visible
+from .shelf_row import describe
 
 SUFFIX = ".jsonl"
+COMPRESSED = ".jsonl.zst"  # a Codex rollout, compressed
+TRANSCRIPT = "transcript"  # what the walk's look says of a transcript (else a source's format, or None)
 
 
 class NameRefused(ValueError):
@@ -43,6 +51,7 @@ class Root:
     given: str  # the PATH as given
     real: str  # its real path
     is_file: bool
+    source: Optional[str] = None  # a file PATH that is a Claude Code or Codex session: its format
 
 
 class Roots:
@@ -50,6 +59,8 @@ class Roots:
 
     def __init__(self, paths: List[str]) -> None:
         self.roots: Dict[str, Root] = {}
+        # The transcripts imported from sources (imports.py), by name: where each is in the cache.
+        self.imported: Dict[str, str] = {}
         for given in paths:
             real = os.path.realpath(given)
             base = os.path.basename(os.path.normpath(os.path.abspath(given))) or "root"
@@ -57,11 +68,12 @@ class Roots:
             while label in self.roots:
                 n += 1
                 label = f"{base}-{n}"
-            self.roots[label] = Root(label, given, real, os.path.isfile(real))
+            is_file = os.path.isfile(real)
+            self.roots[label] = Root(label, given, real, is_file, _source_of_file(real) if is_file else None)
 
-    def resolve(self, name: str) -> str:
-        """The real path of the transcript `name`; NameRefused for a name that leaves its
-        root, FileNotFoundError for one that names nothing servable."""
+    def _split(self, name: str) -> Tuple[Root, List[str]]:
+        """The root a name is under, and its segments; NameRefused for a name that tries
+        to leave it, FileNotFoundError for a root never given."""
         if not isinstance(name, str) or not name or "\x00" in name or "\\" in name:
             raise NameRefused("a transcript name is label/relative/path, without NUL or backslash")
         if name.startswith("/") or os.path.isabs(name):
@@ -72,46 +84,117 @@ class Roots:
         root = self.roots.get(parts[0])
         if root is None:
             raise FileNotFoundError(f"no PATH given is called {parts[0]!r}")
-        if root.is_file:
+        return root, parts
+
+    def _inside(self, root: Root, parts: List[str]) -> str:
+        """The real path `parts` name under the directory `root`; NameRefused where it leads out."""
+        path = os.path.realpath(os.path.join(root.real, *parts[1:]))
+        if os.path.commonpath([path, root.real]) != root.real:
+            raise NameRefused("that name leads out of its PATH (a symbolic link?): refused")
+        return path
+
+    def resolve(self, name: str) -> str:
+        """The real path of the transcript `name`; NameRefused for a name that leaves its
+        root, FileNotFoundError for one that names nothing servable. A source's name (a
+        Claude Code or Codex session) resolves to its import in the cache, once imported."""
+        root, parts = self._split(name)
+        imported = self.imported.get(name)
+        if imported is not None:
+            path = imported
+        elif root.is_file:
             if len(parts) != 1:
                 raise FileNotFoundError(f"{parts[0]!r} is a file, not a directory")
+            if root.source is not None:
+                raise FileNotFoundError(f"{parts[0]!r} is a {root.source} session not imported (yet)")
             path = root.real
         else:
             if len(parts) == 1 or not parts[-1].endswith(SUFFIX):
                 raise FileNotFoundError("the viewer serves only *.jsonl files under a directory PATH")
-            path = os.path.realpath(os.path.join(root.real, *parts[1:]))
-            if os.path.commonpath([path, root.real]) != root.real:
-                raise NameRefused("that name leads out of its PATH (a symbolic link?): refused")
+            path = self._inside(root, parts)
         st = os.stat(path)
         if not stat.S_ISREG(st.st_mode):
             raise FileNotFoundError("not a regular file")
         return path
 
-    def walk(self) -> Iterator["Found"]:
-        """Every transcript under the roots, and every file or directory that could not be
-        read, in walk order."""
+    def source_of(self, name: str) -> Optional[Tuple[str, str, str]]:
+        """Where the transcript `name` comes from, when it is a source's (a Claude Code or
+        Codex session, or a Claude Code sidechain: the session it is in): ``(the source
+        file, its format, the name of its session's transcript)``; None for anything else.
+        The gate's rules hold (NameRefused for a name that leaves its root)."""
+        root, parts = self._split(name)
+        if root.is_file:
+            return (root.real, root.source, name) if root.source is not None and len(parts) == 1 else None
+        if len(parts) == 1 or not parts[-1].endswith(SUFFIX):
+            return None
+        candidates = [parts, parts[:-1] + [parts[-1] + ".zst"]]
+        if len(parts) >= 4 and parts[-2] == "sidechains":  # <session>/sidechains/<root>.jsonl
+            candidates.append(parts[:-3] + [parts[-3] + SUFFIX])
+        for each in candidates:
+            path = self._inside(root, each)
+            kind = look(path) if os.path.isfile(path) else None
+            if kind not in (None, TRANSCRIPT):
+                return path, str(kind), "/".join(each if each[-1].endswith(SUFFIX) else each[:-1] + [parts[-1]])
+        return None
+
+    def walk(self, looking: Optional[Callable[[str], Optional[str]]] = None,
+             only: Optional[Set[str]] = None) -> Iterator["Found"]:
+        """Every transcript and source under the roots (`only`: those with these labels),
+        and every file or directory that could not be read, in walk order. `looking` tells
+        what a file is (``TRANSCRIPT``, a source's format, or None: passed over); by
+        default ``look``, at each file's first lines."""
         for root in self.roots.values():
-            if root.is_file:
-                yield Found(root.label)
+            if only is not None and root.label not in only:
                 continue
-            for path, unreadable, is_dir in _walk(root.real):
+            if root.is_file:
+                yield Found(root.label, source=root.source, path=root.real)
+                continue
+            for path, unreadable, is_dir, kind in _walk(root.real, looking or look):
                 relative = os.path.relpath(path, root.real).replace(os.sep, "/")
+                if kind == detect.CODEX:
+                    from ..importers import codex
+
+                    relative = codex.out_name(relative)  # its transcript's name, as import names it
                 name = root.label if relative == "." else root.label + "/" + relative
-                yield Found(name, unreadable, is_dir)
+                source = kind if kind not in (None, TRANSCRIPT) else None
+                yield Found(name, unreadable, is_dir, source, path if source else None)
+
+
+def look(path: str, given: bool = False) -> Optional[str]:
+    """What the file at `path` is: ``TRANSCRIPT``, a source's format (``importers.detect``)
+    or None. A file given as a PATH that is neither is a transcript (load's verdict will
+    say what it is). OSError where it cannot be read."""
+    if not path.endswith(COMPRESSED) and is_transcript(path):
+        return TRANSCRIPT
+    found = detect.format_of(path)
+    return found if found is not None or not given else TRANSCRIPT
+
+
+def _source_of_file(path: str) -> Optional[str]:
+    """The format of a file PATH that is a source; None for a transcript or anything else
+    (its row, or the command line, says what it is)."""
+    try:
+        kind = look(path, given=True)
+    except OSError:
+        return None
+    return kind if kind != TRANSCRIPT else None
 
 
 @dataclass(frozen=True)
 class Found:
-    """A transcript the walk found, or a file or directory it could not read (why)."""
+    """A transcript the walk found, a Claude Code or Codex session (``source``, its
+    format, at ``path``), or a file or directory it could not read (why)."""
 
     name: str
     unreadable: Optional[str] = None
     directory: bool = False
+    source: Optional[str] = None
+    path: Optional[str] = None
 
 
-def _walk(top: str) -> Iterator[Tuple[str, Optional[str], bool]]:
-    """``(path, None, False)`` for each transcript under `top` (its real path), and
-    ``(path, why, is_dir)`` for each file or directory that cannot be read. Each directory
+def _walk(top: str, look: Callable[[str], Optional[str]]) -> Iterator[Tuple[str, Optional[str], bool, Optional[str]]]:
+    """``(path, None, False, kind)`` for each transcript or source under `top` (its real
+    path; `kind` what `look` says of it), and ``(path, why, is_dir, None)`` for each file
+    or directory that cannot be read. Each directory
     is walked once, known by its device and inode, so a link to a directory already walked
     (an ancestor among them: a loop) is not followed again; links are followed after the
     real directories, so a transcript is listed under its own path, not a link's."""
@@ -126,14 +209,14 @@ def _walk(top: str) -> Iterator[Tuple[str, Optional[str], bool]]:
         seen.add(key)
         return True
 
-    def tree(start: str) -> Iterator[Tuple[str, Optional[str], bool]]:
+    def tree(start: str) -> Iterator[Tuple[str, Optional[str], bool, Optional[str]]]:
         stack = [start]
         while stack:  # depth-first, in name order, without recursion (a deep tree is fine)
             directory = stack.pop()
             try:
                 entries = sorted(os.scandir(directory), key=lambda e: e.name)
             except OSError as e:
-                yield directory, f"cannot list it: {e.strerror or e}", True
+                yield directory, f"cannot list it: {e.strerror or e}", True, None
                 continue
             subdirs = []
             for entry in entries:
@@ -145,17 +228,18 @@ def _walk(top: str) -> Iterator[Tuple[str, Optional[str], bool]]:
                             links.append(entry.path)
                         elif first_time(entry.path):
                             subdirs.append(entry.path)
-                    elif entry.name.endswith(SUFFIX) and entry.is_file() and _inside(entry.path, top):
-                        if is_transcript(entry.path):
-                            yield entry.path, None, False
+                    elif entry.name.endswith((SUFFIX, COMPRESSED)) and entry.is_file() and _inside(entry.path, top):
+                        kind = look(entry.path)
+                        if kind is not None:
+                            yield entry.path, None, False, kind
                 except OSError as e:
-                    yield entry.path, f"cannot read it: {e.strerror or e}", entry.is_dir(follow_symlinks=False)
+                    yield entry.path, f"cannot read it: {e.strerror or e}", entry.is_dir(follow_symlinks=False), None
             stack.extend(reversed(subdirs))
 
     try:
         first_time(top)
     except OSError as e:
-        yield top, f"cannot read it: {e.strerror or e}", True
+        yield top, f"cannot read it: {e.strerror or e}", True, None
         return
     yield from tree(top)
     while links:
@@ -163,7 +247,7 @@ def _walk(top: str) -> Iterator[Tuple[str, Optional[str], bool]]:
         try:
             again = not first_time(link)
         except OSError as e:
-            yield link, f"cannot read it: {e.strerror or e}", True
+            yield link, f"cannot read it: {e.strerror or e}", True, None
             continue
         if not again:
             yield from tree(link)
@@ -172,72 +256,6 @@ def _walk(top: str) -> Iterator[Tuple[str, Optional[str], bool]]:
 def _inside(path: str, top: str) -> bool:
     real = os.path.realpath(path)
     return os.path.commonpath([real, top]) == top and (real != top or not os.path.isdir(real))
-
-
-def verdict_words(judged: Verdict) -> Tuple[str, str]:
-    """The words for load's verdict, and why (the error, or the torn tail a load cuts)."""
-    why = ""
-    if judged.error is not None:
-        why = str(judged.error)
-    elif judged.torn is not None:
-        why = f"line {judged.torn.line}: {judged.torn.removed:,} bytes a load would cut"
-    return judged.kind.label, visible(why)
-
-
-def describe(path: str) -> Dict[str, Any]:
-    """One shelf row: what the meta says, the times, size and counts, and load's verdict."""
-    found = Session.peek(path, survey=True)
-    survey = found["survey"]
-    meta = found["meta"] if isinstance(found["meta"], dict) else {}
-    first = last = None
-    failed = 0
-    model = _text(meta.get("model"))
-    looked = 0  # messages looked at for a model
-    for event in found["envelopes"]:
-        ts = event.ts
-        if first is None or ts < first:
-            first = ts
-        if last is None or ts > last:
-            last = ts
-        if event.type == "tool-settled" and isinstance(event.payload, dict) and event.payload.get("outcome") == "failed":
-            failed += 1
-        elif model is None and looked < MODEL_LOOK and event.type in ("message", "run-context"):
-            looked += 1
-            model = _text(model_named(event.type, event.payload))
-    verdict_text, why = verdict_words(verdict(path))
-    counts = survey["counts"]
-    return {
-        "title": _text(meta.get("title")) or _text(_first_summary(meta)),
-        "agent": _text(meta.get("agent") or meta.get("imported-from")),
-        "model": model,
-        "source": _text(meta.get("source-path") or meta.get("source")),
-        "first": visible(first) if first else None,
-        "last": visible(last) if last else None,
-        "size": found["size"],
-        "envelopes": len(found["envelopes"]),
-        "messages": counts.get("message", 0),
-        "live": survey["live_messages"],
-        "tool_calls": counts.get("tool-dispatched", 0),
-        "failed": failed,
-        "pending": len(survey["pending_tool_operations"]),
-        "verdict": verdict_text,
-        "why": why,
-        "error": visible(found["error"]) if found.get("error") else None,
-    }
-
-
-def _first_summary(meta: Dict[str, Any]) -> Any:
-    """The first of the meta's ``summaries`` (an import's title), where it is a list."""
-    summaries = meta.get("summaries")
-    return summaries[0] if isinstance(summaries, list) and summaries else None
-
-
-#: How many messages and run contexts a row looks at for the model, when the meta names none.
-MODEL_LOOK = 64
-
-
-def _text(value: Any) -> Optional[str]:
-    return visible(value) if isinstance(value, str) else None
 
 
 BATCH = 100  # rows made in this process before the pool takes over, and per task after
@@ -249,7 +267,17 @@ def _unreadable(why: str) -> Dict[str, Any]:
 
 def _row(roots: Roots, name: str) -> Dict[str, Any]:
     try:
-        return describe(roots.resolve(name))
+        path = roots.resolve(name)
+    except (OSError, ValueError) as e:
+        return _unreadable(str(e))
+    return row_of_file(path, name)
+
+
+def row_of_file(path: str, name: Optional[str] = None) -> Dict[str, Any]:
+    """The row of the transcript at `path` (its real path), or an ``unreadable`` one that
+    says why, listed as `name` (an import's worker process makes its transcripts' rows with this too)."""
+    try:
+        return describe(path, name)
     except (OSError, ValueError) as e:
         return _unreadable(str(e))
     except Exception as e:  # a file this code did not foresee costs its own row, never the shelf
@@ -286,6 +314,19 @@ def _pool() -> Any:
                                mp_context=multiprocessing.get_context("spawn"))
 
 
+class Sources(Protocol):
+    """Where the shelf hands the Claude Code and Codex sessions its walk finds (imports.py):
+    their rows come from there, as their imports finish."""
+
+    def found(self, entry: Found) -> None: ...
+
+    def walked(self) -> None:
+        """Every source under the roots has been handed over: import them."""
+
+    def wait_listed(self) -> None:
+        """Return once every source handed over has its row (imported, or why not)."""
+
+
 class Shelf:
     """The rows of every transcript under the roots, made in the background."""
 
@@ -295,6 +336,7 @@ class Shelf:
         self.done = False
         self.lock = threading.Lock()
         self._thread: Optional[threading.Thread] = None
+        self.sources: Optional[Sources] = None  # set by imports.Imports
         # A name the page cannot carry as it is (control or bidi characters, undecodable
         # bytes) is linked by an alias, "~N", valid for this run.
         self.aliases: Dict[str, str] = {}
@@ -324,6 +366,9 @@ class Shelf:
             batch: List[str] = []
             pending: List[Any] = []
             for found in self.roots.walk():
+                if found.source is not None and self.sources is not None:
+                    self.sources.found(found)  # its row comes when its import is done
+                    continue
                 if found.unreadable is not None:
                     while pending:  # the rows before it first: walk order
                         self._add(*_done(self.roots, pending.pop(0)))
@@ -349,10 +394,17 @@ class Shelf:
                     pending.append((batch, _submit(pool, self.roots, batch)))
             for item in pending:
                 self._add(*_done(self.roots, item))
+            if self.sources is not None:
+                self.sources.walked()
+                self.sources.wait_listed()
         finally:
             self.done = True
             if pool is not None:
                 pool.shutdown(wait=False, cancel_futures=True)
+
+    def add_rows(self, names: List[str], rows: List[Dict[str, Any]], linked: bool = True) -> None:
+        """Rows made elsewhere (an import's), after those there (`linked`: each opens its transcript)."""
+        self._add(names, rows, linked)
 
     def _add(self, names: List[str], rows: List[Dict[str, Any]], linked: bool = True) -> None:
         with self.lock:

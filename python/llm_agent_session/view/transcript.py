@@ -1,12 +1,21 @@
 """One transcript open in the viewer: its envelopes in file order, and what became of each.
 
-Opening reads the file once with ``Session.peek`` (the scan keeps every envelope's id,
-type and ts packed, and the lazy list builds an envelope, payload and all, only when
-asked): that is all the first screen needs, and a window of envelopes reads only its
-lines. Then, in a background thread, so they never block a screen:
+Opening a transcript with a side index that still describes it (docs/FORMAT.md, "The
+side index"; kept in the user's cache, never beside the transcript) reads the index and
+only the bytes appended after it: the envelopes' places, kinds, times (per block of 64)
+and failed operations are the index's, so the first screen, a jump to a time, an id or
+the next tool call, and the placing of a search's hits read a few lines of the file,
+not the file. Without one, ``Session.peek`` reads the file once (the scan keeps every
+envelope's id, type and ts packed, and the lazy list builds an envelope, payload and
+all, only when asked); a file of ``PREVIEW_FROM`` bytes or more shows its last
+``PREVIEW_BYTES`` first (a *preview*: positions counted from there, no jumps yet) while
+a background thread builds its index in the cache and reads it through that, then
+starts again under a new ``generation``. Then, in a background thread, so they never
+block a screen:
 
-1. the index: each envelope's byte offset (for the search's hits), its time (for
-   "jump to time") and the positions of the envelopes a reader jumps between;
+1. the index of what no side index holds: each envelope's byte offset (for the
+   search's hits), its time (for "jump to time") and the positions of the envelopes a
+   reader jumps between;
 2. load's verdict (``llm_agent_session.verdict``): clean, torn tail, or would fail and why;
 3. the ``History`` (without payloads: the values stay in the file): what removed or
    elided each message, each tool operation's state and its call and result, and the live
@@ -25,12 +34,15 @@ from __future__ import annotations
 import bisect
 import ctypes
 import os
+import stat
 import sys
 import threading
 from array import array
 from typing import Any, Dict, Iterable, List, Optional, Sequence, Tuple
 
+from .. import indexed as side_index
 from .. import search
+from ..indexed import Indexed, time_key
 from ..history import History
 from ..messages import Event
 from ..secrets import Redactor
@@ -46,20 +58,10 @@ HISTORY_JUMPS = ("failed", "pending")
 JUMPS = tuple(TYPE_JUMPS) + HISTORY_JUMPS
 
 
-def time_key(ts: str) -> int:
-    """An envelope time (``YYYY-MM-DDTHH:MM:SS[.ffffff]Z``) as an integer in time order;
-    -1 for anything else (such an envelope is never "at or after" a time)."""
-    try:
-        if len(ts) < 19 or ts[4] != "-" or ts[7] != "-" or ts[10] not in "Tt " or ts[13] != ":" or ts[16] != ":":
-            return -1
-        micro = 0
-        if len(ts) > 20 and ts[19] == ".":
-            digits = ts[20:].rstrip("Zz")[:6]
-            micro = int(digits.ljust(6, "0")) if digits.isdigit() else 0
-        seconds = (((int(ts[0:4]) * 13 + int(ts[5:7])) * 32 + int(ts[8:10])) * 24 + int(ts[11:13])) * 3600
-        return (seconds + int(ts[14:16]) * 60 + int(ts[17:19])) * 1_000_000 + micro
-    except ValueError:
-        return -1
+# A file this big without a side index shows its end first (a whole peek of it takes a
+# second or more), and this much of it.
+PREVIEW_FROM = 256 << 20
+PREVIEW_BYTES = 4 << 20
 
 
 class Segment:
@@ -96,24 +98,87 @@ class Transcript:
         self.identity: Optional[Tuple[int, int]] = None
         self.meta: Dict[str, Any] = {}
         self.warnings: List[str] = []
-        self.offsets = array("q")  # each envelope's byte offset (filled by the index)
+        # The side index's: envelopes [0, first) are placed, typed and timed by it.
+        self.table: Optional[Indexed] = None
+        self.first = 0
+        self.table_offsets: Optional["array[int]"] = None  # its envelopes' offsets (read in the background)
+        # Showing the file's last bytes only, while its index is built (positions from there).
+        self.preview = False
+        # Envelopes [first, indexed) by the viewer's own index (what no side index holds):
+        self.offsets = array("q")  # each envelope's byte offset
         self.times = array("q")  # the running maximum of time_key(ts): bisectable
         self.id_hashes = array("q")  # hash(id) of each envelope: an id found with no dict of ids
         self.jumps: Dict[str, "array[int]"] = {kind: array("q") for kind in TYPE_JUMPS}
-        self.indexed = 0  # envelopes in the index so far
+        self.settled_failed: List[str] = []  # the op-ids those envelopes settle as failed
+        self.indexed = 0
         self.history: Optional[History] = None
         self.failed: List[int] = []  # positions of the failed operations' dispatches, in order
         self.verdict: Optional[Verdict] = None
         self.secrets: Optional[int] = None  # secrets the file holds, once counted (masked ones)
+        self.pending_ids: Optional[List[str]] = None  # the verdict's pending operations
+        self._verdict_count = -1  # the envelopes there were when the verdict was asked for
+        self._found_by_id: Dict[str, Tuple[Tuple[int, int], List[int]]] = {}  # pending/failed positions
+        self.card_homes: Dict[str, int] = {}  # op id -> the position of its card (view/cards.py)
         # What each compaction and rewind removed, counted for the history as it was then.
         self._removals: Tuple[Any, Dict[str, Tuple[int, str]]] = (None, {})
 
     def _read_all(self) -> None:
-        found = Session.peek(self.path, spans=True)
+        # (An index far behind the file is extended in the background, the end shown first.)
+        found = side_index.peek(self.path, unindexed_at_most=PREVIEW_FROM)
+        if found is None and self._preview():
+            return
+        if found is None:
+            found = Session.peek(self.path, spans=True)
         with self.lock:
-            self.error = found.get("error")
-            self.meta = found["meta"]
+            self._take(found)
+        self._start_background()
+
+    def _take(self, found: Dict[str, Any]) -> None:
+        """Take in a peek of the whole file (through its side index when ``table``)."""
+        self.error = found.get("error")
+        self.meta = found["meta"]
+        self.table = found.get("indexed")
+        self.first = self.indexed = self.table.count if self.table is not None else 0
+        self._add(found)
+
+    def _preview(self) -> bool:
+        """Show the last ``PREVIEW_BYTES`` of a big file without an index, and build its
+        index in the background; False for a smaller file (read it whole)."""
+        try:
+            fd = os.open(self.path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
+        except OSError:
+            return False
+        try:
+            st = os.fstat(fd)
+            if not stat.S_ISREG(st.st_mode) or st.st_size < PREVIEW_FROM:
+                return False
+            start = _line_start_after(fd, st.st_size - PREVIEW_BYTES)
+        finally:
+            os.close(fd)
+        found = Session.peek(self.path, offset=start, spans=True, index=False)
+        with self.lock:
+            self.preview = True
             self._add(found)
+        threading.Thread(target=self._index_then_read, args=(self.generation,), name=f"view-index-{self.name}",
+                         daemon=True).start()
+        return True
+
+    def _index_then_read(self, generation: int) -> None:
+        """Build the side index of a previewed file (in the cache, never beside it), then
+        read the file through it (or whole, where it cannot have one) as a new generation."""
+        try:
+            side_index.update(self.path)
+            found = side_index.peek(self.path) or Session.peek(self.path, spans=True)
+        except Exception as e:  # shown on the page; the preview stays
+            with self.lock:
+                self.error = self.error or f"reading {self.name} failed: {e}"
+            return
+        with self.lock:
+            if generation != self.generation:
+                return
+            self.generation += 1
+            self._reset()
+            self._take(found)
         self._start_background()
 
     def _add(self, found: Dict[str, Any]) -> int:
@@ -127,8 +192,11 @@ class Transcript:
 
     def refresh(self) -> bool:
         """Read what was appended since the last read (everything again, under a new
-        generation, if the file was replaced or shrank); True when anything changed."""
+        generation, if the file was replaced or shrank); True when anything changed.
+        A preview waits for its whole read."""
         with self.lock:
+            if self.preview:
+                return False
             try:
                 st = os.stat(self.path)
             except OSError:
@@ -139,12 +207,9 @@ class Transcript:
             if found["restarted"] or found.get("error"):
                 self.generation += 1
                 self._reset()
-                self.error = found.get("error")
                 if not found["restarted"]:
                     found = Session.peek(self.path, spans=True)
-                    self.error = found.get("error")
-                self.meta = found["meta"]
-                self._add(found)
+                self._take(found)
                 self._start_background()
                 return True
             before = self.count
@@ -164,18 +229,27 @@ class Transcript:
 
     def _background(self, generation: int) -> None:
         try:
+            with self.lock:
+                table = self.table if generation == self.generation else None
+            if table is not None:  # 8 bytes an envelope: a search's hits placed at C speed
+                offsets = table.offsets()
+                with self.lock:
+                    if generation == self.generation:
+                        self.table_offsets = offsets
             self._build_index(generation)
             if generation != self.generation:
                 return
+            count = self.count
             found = verdict(self.path)
             # Its replay's state is load's live conversation, which the history holds too:
             # kept until the history was read, the two doubled the peak (1.30 GB against
             # 0.83 GB for 1,000,000 one-line messages, measured); the events, the peek has.
             found.replayed = None
+            pending = [op.op_id for op in found.pending]
             _release_freed_memory()
             with self.lock:
                 if generation == self.generation:
-                    self.verdict = found
+                    self.verdict, self.pending_ids, self._verdict_count = found, pending, count
             self._build_history(generation)
             self._count_secrets(generation)
         except Exception as e:  # shown on the page; the viewer goes on without it
@@ -193,6 +267,7 @@ class Transcript:
                          for s in self.segments if s.base + len(s.envelopes) > start and s.base < stop]
             offsets, times, hashes = array("q"), array("q"), array("q")
             jumps: Dict[str, "array[int]"] = {k: array("q") for k in TYPE_JUMPS}
+            settled_failed: List[str] = []
             latest = self.times[-1] if self.times else -1
             kinds = {t: k for k, t in TYPE_JUMPS.items()}
             index = start
@@ -205,6 +280,10 @@ class Transcript:
                     kind = kinds.get(event.type)
                     if kind is not None:
                         jumps[kind].append(index)
+                    elif event.type == "tool-settled" and self.table is not None:
+                        op_id = event.payload.get("op-id")
+                        if event.payload.get("outcome") == "failed" and isinstance(op_id, str):
+                            settled_failed.append(op_id)
                     index += 1
             with self.lock:
                 if generation != self.generation or self.indexed != start:
@@ -214,6 +293,7 @@ class Transcript:
                 self.id_hashes.extend(hashes)
                 for kind, found in jumps.items():
                     self.jumps[kind].extend(found)
+                self.settled_failed.extend(settled_failed)
                 self.indexed = stop
 
     def _count_secrets(self, generation: int) -> None:
@@ -300,24 +380,29 @@ class Transcript:
             os.close(fd)
 
     def index_of_id(self, envelope_id: str, scan: bool = True) -> Optional[int]:
-        """The position of the envelope `envelope_id` (live or not): by the index's id
-        hashes (a C-speed pass over 8 bytes an envelope, no dict of every id), or the
-        history's own table; before either, with `scan`, by a search of the file for the
-        line that starts ``{"id":"<id>",`` (ids are the first key of every line)."""
+        """The position of the envelope `envelope_id` (live or not): among the side
+        index's envelopes by their ids' fingerprints (a C-speed pass over 4 bytes an
+        envelope, each match confirmed by its line), among the others by the viewer's id
+        hashes, or by the history's own table; before any, with `scan`, by a search of the
+        file for the line that starts ``{"id":"<id>",`` (ids are the first key of every line)."""
         with self.lock:
-            history, hashes, indexed = self.history, self.id_hashes, self.indexed
-        if indexed:
+            history, hashes, indexed, table, first = self.history, self.id_hashes, self.indexed, self.table, self.first
+        if table is not None:
+            found = table.find_id(envelope_id)
+            if found is not None:
+                return found
+        if indexed > first:  # the viewer's own index of the envelopes after the side index's
             wanted_hash, at = hash(envelope_id), 0
             while True:
                 try:
                     at = _find(hashes, wanted_hash, at)
                 except ValueError:
                     break
-                if self.envelope(at).id == envelope_id:
-                    return at
+                if self.envelope(first + at).id == envelope_id:
+                    return first + at
                 at += 1
-            if indexed >= self.count:
-                return None
+        if indexed and indexed >= self.count:
+            return None
         if history is not None:
             return history.index_of(envelope_id)
         if not scan or self.indexed < self.count or not envelope_id:
@@ -345,32 +430,79 @@ class Transcript:
         envelope, or not indexed yet), under one lock."""
         out: List[Optional[int]] = []
         with self.lock:
-            index, n, lo = self.offsets, len(self.offsets), 0
+            table, first = self.table, self.first
+            indexed_end = table.end if table is not None else 0
+            starts: Any = None  # an array, or the spans read one by one
+            if table is not None:
+                starts = self.table_offsets if self.table_offsets is not None else _Offsets(table.spans)
+            index, n, lo, tlo = self.offsets, len(self.offsets), 0, 0
             for offset in offsets:
+                if starts is not None and offset < indexed_end:
+                    tlo = bisect.bisect_left(starts, offset, tlo)
+                    out.append(tlo if tlo < first and starts[tlo] == offset else None)
+                    continue
                 lo = bisect.bisect_left(index, offset, lo)
-                out.append(lo if lo < n and index[lo] == offset else None)
+                out.append(first + lo if lo < n and index[lo] == offset else None)
         return out
 
     def index_of_time(self, key: int) -> Optional[int]:
-        """The first envelope in file order whose time is at or after `key` (see time_key)."""
+        """The first envelope in file order whose time is at or after `key` (see time_key):
+        among the side index's envelopes by its times per block; else among the others, by
+        the running maximum of their times."""
+        with self.lock:
+            table, first = self.table, self.first
+        if table is not None:
+            found = table.first_at_or_after(key)
+            if found is not None:
+                return found
         with self.lock:
             i = bisect.bisect_left(self.times, key)
-            return i if i < len(self.times) else None
+            return first + i if i < len(self.times) else None
 
     def next_of(self, kind: str, after: int, backwards: bool = False) -> Optional[int]:
-        """The first envelope of `kind` (see JUMPS) after `after` (before it, `backwards`)."""
+        """The first envelope of `kind` (see JUMPS) after `after` (before it, `backwards`):
+        the nearer of the side index's (`in_table`, envelopes before ``first``) and the
+        others' (`positions`, in order)."""
+        in_table: Optional[side_index.Positions] = None
         with self.lock:
+            first = self.first
             if kind in TYPE_JUMPS:
                 positions: Sequence[int] = self.jumps[kind]
-            elif self.history is None:
-                return None
-            else:
+                in_table = self._table_positions(kind)
+            elif self.history is not None:
                 positions = self._history_positions(kind)
-            if backwards:
-                i = bisect.bisect_left(positions, after) - 1
-                return positions[i] if i >= 0 else None
-            i = bisect.bisect_right(positions, after)
-            return positions[i] if i < len(positions) else None
+            elif kind == "pending" and self._jumps_without_history(kind):
+                positions = self._positions_of("pending", self.pending_ids or [])
+            elif kind == "failed" and self.table is not None:
+                positions, in_table = self._positions_of("failed", self.settled_failed), self.table.failed()
+            else:
+                return None
+        if backwards:
+            i = bisect.bisect_left(positions, after) - 1
+            found: List[Optional[int]] = [positions[i]] if i >= 0 else []
+            if in_table is not None:
+                found.append(in_table.before(min(after, first)))
+            return max((f for f in found if f is not None), default=None)
+        i = bisect.bisect_right(positions, after)
+        found = [positions[i]] if i < len(positions) else []
+        if in_table is not None and after + 1 < first:
+            found.append(in_table.after(max(after + 1, 0), first))
+        return min((f for f in found if f is not None), default=None)
+
+    def _table_positions(self, kind: str) -> Optional[side_index.Positions]:
+        """The side index's envelopes of a type jump's kind (None: no index)."""
+        return self.table.of_type(TYPE_JUMPS[kind]) if self.table is not None else None
+
+    def _positions_of(self, kind: str, op_ids: List[str]) -> List[int]:
+        """The dispatches of `op_ids` in order (failed ones settled after the side index's
+        end; pending ones by load's verdict), found by id once for each count of them and
+        of envelopes."""
+        known = self._found_by_id.get(kind)
+        if known is None or known[0] != (self.count, len(op_ids)):
+            found = (self.index_of_id(op_id, scan=False) for op_id in op_ids)
+            known = ((self.count, len(op_ids)), sorted(i for i in found if i is not None))
+            self._found_by_id[kind] = known
+        return known[1]
 
     def _history_positions(self, kind: str) -> Sequence[int]:
         """Not from every operation: on a native read each would be built (and kept)."""
@@ -427,12 +559,22 @@ class Transcript:
     def locate_kind(self, kind: str, after: int, backwards: bool = False) -> Dict[str, Any]:
         """``{"i"}``: the first envelope of `kind` (one of ``JUMPS``; Problem 400 otherwise)
         after position `after` (the last before it, `backwards`), or ``{"wait": true}``
-        while the index (or, for failed and pending calls, the history) is being read."""
+        while the index (or, for failed and pending calls without a side index, the
+        history) is being read."""
         if kind not in JUMPS:
             raise Problem(400, f"kind is one of {', '.join(JUMPS)}")
-        if kind not in TYPE_JUMPS and self.history is None or not self.ready["index"]:
+        if not self.ready["index"]:
+            return {"i": None, "wait": True}
+        if kind not in TYPE_JUMPS and self.history is None and not self._jumps_without_history(kind):
             return {"i": None, "wait": True}
         return {"i": self.next_of(kind, after, backwards)}
+
+    def _jumps_without_history(self, kind: str) -> bool:
+        """Whether `kind`'s jumps are known before the history: failed calls from a side
+        index, pending ones from load's verdict."""
+        if kind == "pending":  # the verdict's, of the envelopes shown (a follow since: the history's)
+            return self.pending_ids is not None and self._verdict_count == self.count
+        return self.table is not None
 
     def search(self, text: str, ignore_case: bool = True, extras: bool = False,
                start: int = 0) -> Optional[transcript_search.Reports]:
@@ -453,9 +595,36 @@ class Transcript:
 
     @property
     def ready(self) -> Dict[str, bool]:
-        return {"index": self.indexed >= self.count, "verdict": self.verdict is not None,
+        return {"index": not self.preview and self.indexed >= self.count, "verdict": self.verdict is not None,
                 "history": self.history is not None,
                 "secrets": self.secrets is not None or not self.redactor.enabled}
+
+
+class _Offsets:
+    """The byte offsets of a side index's envelopes, bisectable (each read from its span)."""
+
+    def __init__(self, spans: Sequence[Tuple[int, int, int]]) -> None:
+        self._spans = spans
+
+    def __len__(self) -> int:
+        return len(self._spans)
+
+    def __getitem__(self, i: int) -> int:
+        return self._spans[i][1]
+
+
+def _line_start_after(fd: int, at: int) -> int:
+    """The start of the first line that starts at or after byte `at` (0 for `at` <= 0)."""
+    if at <= 0:
+        return 0
+    while True:
+        chunk = os.pread(fd, 64 << 10, at - 1)
+        if not chunk:
+            return at
+        nl = chunk.find(b"\n")
+        if nl != -1:
+            return at + nl
+        at += len(chunk)
 
 
 def _normal_time(text: str) -> str:

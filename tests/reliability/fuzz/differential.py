@@ -15,9 +15,9 @@ after it, since load may repair), ``Session.peek`` (with its survey) and
 
 Three ways to run it (tests/reliability/test_fuzzing.py runs the first two)::
 
-    python tests/reliability/fuzz/differential.py seeds DIR
-    python tests/reliability/fuzz/differential.py fuzz [libFuzzer options] CORPUS_DIR [SEED_DIR]
-    python tests/reliability/fuzz/differential.py replay [--artifacts DIR] [-v] FILE_OR_DIR...
+    python -m tests.reliability.fuzz.differential seeds DIR
+    python -m tests.reliability.fuzz.differential fuzz [libFuzzer options] CORPUS_DIR [SEED_DIR]
+    python -m tests.reliability.fuzz.differential replay [--artifacts DIR] [-v] FILE_OR_DIR...
 
 ``seeds`` writes the seed corpus (the reference transcripts, LF and CRLF, and small
 damaged variants of them). ``fuzz`` is atheris: coverage-guided on the package's Python
@@ -211,8 +211,7 @@ def reproducer(data: bytes, limit: int = 512) -> str:
 
 def seed_inputs() -> Dict[str, bytes]:
     """The reference transcripts (LF, CRLF) and small damaged variants of their head."""
-    sys.path.insert(0, RELIABILITY)
-    from support import line, reference_transcript
+    from tests.reliability.support import line, reference_transcript
 
     ref = reference_transcript()
     head = b"".join(ref.splitlines(keepends=True)[:11])  # every small line, none of the long ones

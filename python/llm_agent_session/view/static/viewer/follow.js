@@ -1,6 +1,7 @@
 // Live follow: every FOLLOW_MS, /api/follow reads what was appended. More envelopes: the
 // list grows (at the end, it stays at the end) and the last window is fetched again for
-// its new badges; a new generation (a repair renamed a new file over the path): all again.
+// its new badges; a new generation (a repair renamed a new file over the path, or a
+// preview of a big file's end read whole): all again.
 import { getJSON } from "./api.js";
 import { status } from "./dom.js";
 import { apiURL } from "./links.js";
@@ -20,7 +21,7 @@ export async function follow() {
       T.generation = got.generation;
       const info = await getJSON(apiURL("transcript", { t: T.link }));
       showInfo(info);
-      const keepEnd = T.atEnd;
+      const keepEnd = T.atEnd || (T.info && T.info.preview);   // a preview showed the end
       setMode(T.mode);
       if (keepEnd) { T.atEnd = true; render(); syncScrollbar(); }
     } else {

@@ -150,8 +150,14 @@ export function jumpTo(i, mark) {
   if (i === null || i === undefined || i < 0) return;
   T.atEnd = false;
   T.anchor = { index: Math.min(i, Math.max(T.count - 1, 0)), offset: 0 };
+  const before = T.target;
   T.target = mark ? i : null;
-  for (const [j, node] of T.nodes) if (j === i || node.classList.contains("target")) { node.remove(); T.nodes.delete(j); }
+  // Drawn again: the target's node and the last one's, and every node of a folded run of
+  // checkpoints either is in (a jump into a run unfolds it; one out of it folds it again).
+  const inRun = (node, k) => node.run && k !== null && k >= node.run.start && k < node.run.start + node.run.count;
+  for (const [j, node] of T.nodes) {
+    if (j === i || node.classList.contains("target") || inRun(node, i) || inRun(node, before)) { node.remove(); T.nodes.delete(j); }
+  }
   render();
   syncScrollbar();
 }

@@ -24,7 +24,9 @@ export function showInfo(info) {
   const title = info.title || info.name;
   $("title").textContent = title;
   document.title = title + ": llm-agent-session view";
-  const parts = [fmtInt(info.count) + " envelopes", fmtBytes(info.size)];
+  const parts = info.preview
+    ? ["the last " + fmtInt(info.count) + " envelopes of " + fmtBytes(info.size) + " (indexing the whole file…)"]
+    : [fmtInt(info.count) + " envelopes", fmtBytes(info.size)];
   if (info.live !== null) parts.push(fmtInt(info.live) + " live messages");
   if (info.pending) parts.push(fmtInt(info.pending) + " pending (may or may not have run)");
   if (v) parts.push("load: " + v.text + (v.why ? " (" + v.why + ")" : ""));
@@ -34,6 +36,7 @@ export function showInfo(info) {
   else if (info.secrets) parts.push(fmtInt(info.secrets) + (info.secrets === 1 ? " secret" : " secrets") + " masked (reveal shows one)");
   if (!info.ready.history) parts.push("reading the history…");
   if (info.error) parts.push(info.error);
+  if (info.note) parts.push("import: " + info.note);   // a Claude Code or Codex session's, imported again
   T.about = parts.join(" · ");
   status(T.about);
 }

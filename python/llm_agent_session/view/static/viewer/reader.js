@@ -41,43 +41,82 @@ function listenToTheList() {
   }, { capture: true });
   window.addEventListener("scroll", onScroll, { passive: true });
   window.addEventListener("resize", () => { render(); syncScrollbar(); });
-  items.addEventListener("click", async (e) => {
-    const b = e.target.closest("button");
-    if (!b) return;
-    if (b.dataset.to) { goToId(b.dataset.to); return; }
-    const art = b.closest("article");
-    if (b.dataset.reveal) {
-      try { await reveal(b); } catch (err) { status(err.message); }
-      render();
-      return;
-    }
-    if (b.dataset.fold) {
-      const unfolded = art.classList.toggle("unfolded");
-      T.folds.set(Number(art.dataset.i), unfolded);
-      b.textContent = unfolded ? "fold" : "show";
-      render();
-      return;
-    }
-    if (b.dataset.more) {
-      const i = Number(b.dataset.more);
-      const full = await getJSON(apiURL("envelope", { t: T.link, i, full: 1 }));
-      T.cache.set(key(i), full);
-      const node = T.nodes.get(i);
-      if (node) { node.remove(); T.nodes.delete(i); }
-      render();
-      return;
-    }
-    if (b.dataset.raw) {
-      const old = art.querySelector(".rawline");
-      if (old) { old.remove(); render(); return; }
-      const got = await getJSON(apiURL("envelope", { t: T.link, i: Number(b.dataset.raw), raw: 1 }));
-      const line = el("pre", "code rawline", got.raw);
-      markSecrets(line);
-      art.append(line);
-      render();
-    }
-  });
+  items.addEventListener("click", onEnvelopeButton);
   items.addEventListener("toggle", () => render(), true);
+}
+
+// A button inside an envelope: go to an id, fold or unfold it (or a run of checkpoints),
+// show a shortened value whole, a folded text whole, or the raw lines (an envelope's, a card's).
+async function onEnvelopeButton(e) {
+  const b = e.target.closest("button");
+  if (!b) return;
+  if (b.dataset.to) { goToId(b.dataset.to); return; }
+  const art = b.closest("article");
+  if (b.dataset.reveal) {
+    try { await reveal(b); } catch (err) { status(err.message); }
+    render();
+    return;
+  }
+  if (b.dataset.fold) {
+    const i = Number(art.dataset.i), unfolded = !art.classList.contains("unfolded");
+    T.folds.set(i, unfolded);
+    if (art.classList.contains("part")) { art.remove(); T.nodes.delete(i); }   // drawn again, with its body
+    else { art.classList.toggle("unfolded", unfolded); b.textContent = unfolded ? "fold" : "show"; }
+    render();
+    return;
+  }
+  if (b.dataset.run) {
+    const start = Number(b.dataset.run), count = Number(b.dataset.count);
+    const show = b.textContent === "show";
+    T.folds.set(start, show);
+    if (!show && T.target !== null && T.target >= start && T.target < start + count) T.target = null;   // folded by the reader
+    for (let j = start; j < start + count; j++) { const node = T.nodes.get(j); if (node) { node.remove(); T.nodes.delete(j); } }
+    render();
+    return;
+  }
+  if (b.dataset.unclip) {
+    const clipped = b.previousElementSibling.classList.toggle("clip");
+    b.textContent = clipped ? b.dataset.unclip : "fold";
+    render();
+    return;
+  }
+  if (b.dataset.more) {
+    const i = Number(b.dataset.more);
+    const full = await getJSON(apiURL("envelope", { t: T.link, i, full: 1 }));
+    T.cache.set(key(i), full);
+    const node = T.nodes.get(i);
+    if (node) { node.remove(); T.nodes.delete(i); }
+    render();
+    return;
+  }
+  if (b.dataset.raw) {
+    const old = art.querySelector(":scope > .rawline");
+    if (old) { old.remove(); render(); return; }
+    const got = await getJSON(apiURL("envelope", { t: T.link, i: Number(b.dataset.raw), raw: 1 }));
+    const line = el("pre", "code rawline", got.raw);
+    markSecrets(line);
+    art.append(line);
+    render();
+    return;
+  }
+  if (b.dataset.cardRaw) await cardRaw(b);
+}
+
+// A card's raw lines: the call's, its dispatch's, its result's and its settle's, as in the file.
+async function cardRaw(b) {
+  const box = b.closest(".card");
+  const old = box.querySelector(":scope > .rawlines");
+  if (old) { old.remove(); render(); return; }
+  const lines = el("div", "rawlines");
+  for (const [what, , i] of b.parts) {
+    const got = await getJSON(apiURL("envelope", { t: T.link, i, raw: 1 }));
+    const line = el("pre", "code rawline", got.raw);
+    line.dataset.i = String(i);   // where its secrets are revealed from
+    markSecrets(line);
+    lines.append(el("div", "label", what + " · #" + i), line);
+  }
+  box.append(lines);
+  render();
 }
 
 // The tool bar: modes, search, jumps, the ends.
@@ -124,6 +163,7 @@ async function start(params) {
     T.ready = info.ready;
     showInfo(info);
     setMode(T.mode);
+    if (info.preview) toEnd();   // a big file without an index: its end, while it is read
     const at = params.get("at");
     if (at) await goToId(at);
     setTimeout(follow, FOLLOW_MS);

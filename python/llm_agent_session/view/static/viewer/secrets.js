@@ -34,10 +34,14 @@ export function markSecrets(node) {
   }
 }
 
-// The secret a reveal button's marker masks, asked for and set as text in its place.
+// The secret a reveal button's marker masks, asked for and set as text in its place: by
+// its envelope (the server looks on the tool call cards the envelope shows too), or for a
+// raw line, by that line's.
 export async function reveal(button) {
+  const line = button.closest("[data-i]");
   const art = button.closest("article");
-  const got = await getJSON(apiURL("reveal", { t: T.link, id: art.dataset.envelopeId, fp: button.dataset.reveal }));
+  const where = line && line !== art ? { i: line.dataset.i } : { id: art.dataset.envelopeId };
+  const got = await getJSON(apiURL("reveal", Object.assign({ t: T.link, fp: button.dataset.reveal }, where)));
   const shown = el("span", "revealed", got.secret);
   shown.title = got.rule + " " + got.fingerprint + ": shown on request";
   button.closest(".redacted").replaceWith(shown);

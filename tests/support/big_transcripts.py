@@ -13,8 +13,8 @@ from llm_agent_session import Session, assistant_message, tool_message, user_mes
 from llm_agent_session.canonical import dumps, envelope_line, new_id, now_ts
 from llm_agent_session.messages import Message
 
-import import_fixtures as fx
-from cli_support import call
+from tests.support import import_fixtures as fx
+from tests.support.cli import call
 
 # Text the tool results are cut from: code, logs, prose in other scripts, and what JSON
 # escapes (quotes, backslashes, tabs, control characters, U+2028/U+2029).

@@ -4,8 +4,10 @@ them): no third-party file is copied. Each builder returns JSONL text."""
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
+import stat
 from typing import Any, Dict, List, Optional
 
 from llm_agent_session import Session
@@ -229,6 +231,19 @@ def write(path: str, text: str) -> str:
     with open(path, "w", encoding="utf-8") as fh:
         fh.write(text)
     return path
+
+
+def tree_state(top: Any) -> Dict[str, Any]:
+    """Every file and folder under `top`: its mode, size, modification time and digest (to
+    show that nothing under a source folder was written)."""
+    found = {}
+    for folder, dirs, files in os.walk(top):
+        for name in dirs + files:
+            path = os.path.join(folder, name)
+            st = os.lstat(path)
+            digest = hashlib.sha256(open(path, "rb").read()).hexdigest() if stat.S_ISREG(st.st_mode) else None
+            found[os.path.relpath(path, top)] = (st.st_mode, st.st_size, st.st_mtime_ns, digest)
+    return found
 
 
 def check_exit(path: str) -> int:

@@ -144,10 +144,17 @@ def artifact(file: str, digest: str = "sha256:" + "0" * 64, bytes_: int = 10, ch
 # --------------------------------------------------------------------------- subprocesses
 
 
+#: The folder that holds ``tests/`` (and ``benches/``): on a child's path, it imports
+#: ``tests.support`` as the tests do.
+ROOT = str(Path(__file__).resolve().parent.parent.parent)
+
+
 def child_env(**extra: str) -> Dict[str, str]:
+    """This process's environment for a child Python: the package this process imported
+    and the test tree on its path, the same backend, unbuffered output."""
     env = dict(os.environ)
     pkg_parent = str(Path(llm_agent_session.__file__).resolve().parent.parent)
-    env["PYTHONPATH"] = pkg_parent + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (pkg_parent, ROOT, env.get("PYTHONPATH")) if p)
     env["LLM_AGENT_SESSION_BACKEND"] = llm_agent_session.backend()
     env["PYTHONDONTWRITEBYTECODE"] = "1"
     env["PYTHONUNBUFFERED"] = "1"

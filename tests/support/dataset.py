@@ -18,11 +18,11 @@ from llm_agent_session.dataset.grow import PENDING
 from llm_agent_session.dataset.layout import MANIFEST
 from llm_agent_session.history import History
 from llm_agent_session.messages import message_extras
-from cli_support import build_transcript, call, child_env
+from tests.support.cli import build_transcript, call, child_env
 
 
 def every_kind(path: str) -> str:
-    """cli_support's transcript (messages with extras, operations in every state, a
+    """tests.support.cli's transcript (messages with extras, operations in every state, a
     compaction, an elision, an artifact, grants, run-context), then a response streamed
     over two lines (one response id: counted once, at the second) that a rewind takes out,
     a settle of an interrupted call, and a response without an id, so every table has rows

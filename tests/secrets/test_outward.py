@@ -22,6 +22,7 @@ from llm_agent_session.cli import main
 from llm_agent_session.secrets import Redactor
 
 from tests.secrets.test_policy import forms, on_disk
+from tests.test_otlp import receiver  # noqa: F401  (a fixture: a collector on a loopback port)
 
 #: Every export: the format and its options (html and markdown whole too; otlp with and
 #: without the messages).
@@ -134,3 +135,16 @@ def assert_same_either_way(tmp_path, corpus, size, seed):
         assert "masked 0 secrets" in said, said
         export(path, b, fmt, options, "--no-redact")
         assert a.read_bytes() == b.read_bytes(), (fmt, options)
+
+
+def test_what_is_sent_to_a_collector_holds_no_seeded_secret_unless_told(seeded, receiver):
+    path, secrets, _ = seeded
+    url, handler = receiver
+    said = run("export", str(path), "--format", "otlp", "--content", "--endpoint", url)[1]
+    assert "masked" in said and "sent" in said
+    sent = b"".join(body for _, _, body in handler.received)
+    assert sent and not {s for s in secrets if any(f in sent for f in forms(s))}
+    handler.received.clear()
+    run("export", str(path), "--format", "otlp", "--content", "--endpoint", url, "--no-redact")
+    sent = b"".join(body for _, _, body in handler.received)
+    assert {s for s in secrets if any(f in sent for f in forms(s))} == secrets

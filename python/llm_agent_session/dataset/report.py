@@ -59,7 +59,8 @@ class Report:
         return sum(1 for f in self.files if f.verdict == "would-fail")
 
     def summary(self) -> str:
-        """The final line: files by what became of them, rows per table, MB/s."""
+        """The final line: files by what became of them, rows per table, MB/s, and (when it
+        masked) how many secrets it masked."""
         files = ", ".join(f"{self.count(s)} {s}" for s in (EXPORTED, UNCHANGED, REMOVED, FAILED, SKIPPED))
         rows = ", ".join(f"{n:,} {t}" for t, n in self.rows.items())
         rate = self.bytes_read / 1e6 / self.seconds if self.seconds > 0 else 0.0
@@ -67,7 +68,6 @@ class Report:
         grown = sum(1 for f in self.files if f.grown)
         if grown:
             note += f" ({grown} read only where {'it' if grown == 1 else 'they'} grew)"
-        if self.redacted:
-            note += f"; {self.masked:,} secret{'' if self.masked == 1 else 's'} masked"
+        masked = f"; {self.masked:,} secret{'' if self.masked == 1 else 's'} masked" if self.redacted else ""
         return (f"{files}{note}; rows written: {rows}; {self.bytes_read / 1e6:,.1f} MB read in "
-                f"{self.seconds:.2f} s ({rate:,.0f} MB/s)")
+                f"{self.seconds:.2f} s ({rate:,.0f} MB/s){masked}")

@@ -188,7 +188,7 @@ def main(argv: Any = None) -> None:
         rows = measure(args.events, args.sessions, work)
     finally:
         shutil.rmtree(work, ignore_errors=True)
-    from benchutil import machine_info, md_table
+    from benchutil import machine_info, md_table, shown_command
 
     table = md_table(["figure", "TranscriptSessionService", "SqliteSessionService", "ratio"], [list(r) for r in rows])
     print(f"backend {llm_agent_session.backend()}, load average at start {load}")
@@ -199,7 +199,7 @@ def main(argv: Any = None) -> None:
         info = machine_info()
         text = (
             f"{SECTION_START}\n## Google ADK's session services (issue #36)\n\n"
-            f"`python benches/adk_speed.py {' '.join(argv if argv is not None else sys.argv[1:])}`: {info.get('CPU')}, "
+            f"`{shown_command('adk_speed.py', argv if argv is not None else sys.argv[1:])}`: {info.get('CPU')}, "
             f"{info.get('Cores')}, {info.get('Date')}, commit {info.get('Commit')}, backend "
             f"{llm_agent_session.backend()}, load average {load} at start. TranscriptSessionService against "
             "ADK's SqliteSessionService on the same small events (a chat of short turns); SQLite at its "

@@ -183,6 +183,19 @@ def machine_info() -> Dict[str, str]:
 # ----------------------------------------------------------------------------- formatting
 
 
+def shown_command(script: str, argv: List[str]) -> str:
+    """The command line a RESULTS.md section names, as a reader would type it: a path of
+    this machine outside the project (a corpus folder, a scratch file) is shown by its
+    last component only, so no machine's layout gets into the results."""
+    shown = []
+    for arg in argv:
+        flag, eq, value = arg.partition("=") if arg.startswith("--") and "=" in arg else ("", "", arg)
+        if os.path.isabs(value) and not os.path.realpath(value).startswith(ROOT + os.sep):
+            value = os.path.basename(value.rstrip(os.sep)) or value
+        shown.append(flag + eq + value)
+    return " ".join(["python", "benches/" + script] + shown)
+
+
 def md_table(head: List[str], rows: List[List[str]]) -> str:
     widths = [max(len(str(r[i])) for r in [head] + rows) for i in range(len(head))]
     def line(r: List[str]) -> str:

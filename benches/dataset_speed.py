@@ -255,14 +255,14 @@ SECTION_END = "<!-- dataset:end -->"
 
 def write_section(printed: List[str], argv: List[str]) -> None:
     """What this run printed, as its section of benches/RESULTS.md."""
-    from benchutil import machine_info, replace_section
+    from benchutil import machine_info, replace_section, shown_command
 
     info = machine_info()
     text = "\n".join([
         SECTION_START,
         "## The dataset export against DuckDB (issue #26)",
         "",
-        f"`python benches/dataset_speed.py {' '.join(argv)}`: {info.get('CPU')}, {info.get('Cores')}, "
+        f"`{shown_command('dataset_speed.py', argv)}`: {info.get('CPU')}, {info.get('Cores')}, "
         f"{info.get('Date')}, commit {info.get('Commit', '?')}. Goals: export >= 2x DuckDB's MB/s; peak RSS "
         "- idle <= 0.5x the transcript; a re-run over the unchanged fleet of 10,000 <= 2 s; the 1 GB "
         "transcript grown by 1 MB re-exported in no more than its load.",

@@ -162,14 +162,14 @@ SECTION_END = "<!-- index-speed:end -->"
 
 
 def write_section(printed: List[str], argv: List[str]) -> None:
-    from benchutil import machine_info, replace_section
+    from benchutil import machine_info, replace_section, shown_command
 
     info = machine_info()
     text = "\n".join([
         SECTION_START,
         "## Opening a transcript through its side index (issue #38)",
         "",
-        f"`python benches/index_speed.py {' '.join(argv)}`: {info.get('CPU')}, {info.get('Cores')}, "
+        f"`{shown_command('index_speed.py', argv)}`: {info.get('CPU')}, {info.get('Cores')}, "
         f"{info.get('Date')}, commit {info.get('Commit', '?')}, native core, each job a fresh process (best of "
         "its rounds). Goals: a load through the index of an unchanged transcript <= 50 ms at 1 GB and <= 100 ms "
         "at 10 GB; after appending N MB, no more than a whole load of those N MB plus 50 ms; the index <= 1% of "

@@ -251,14 +251,14 @@ SECTION_END = "<!-- search:end -->"
 
 def write_section(printed: List[str], argv: List[str]) -> None:
     """What this run printed, as its section of benches/RESULTS.md."""
-    from benchutil import machine_info, replace_section
+    from benchutil import machine_info, replace_section, shown_command
 
     info = machine_info()
     text = "\n".join([
         SECTION_START,
         "## Search across a fleet of transcripts against grep (issue #35)",
         "",
-        f"`python benches/search_speed.py {' '.join(argv)}`: {info.get('CPU')}, {info.get('Cores')}, "
+        f"`{shown_command('search_speed.py', argv)}`: {info.get('CPU')}, {info.get('Cores')}, "
         f"{info.get('Date')}, commit {info.get('Commit', '?')}. Goals: the first hit within 300 ms; the whole "
         "scan no slower than 1.5x `grep -r -F -c`; a repeated search faster than the first.",
         "",

@@ -7,6 +7,7 @@ child process, Chromium (Debian's, by path) driven by Playwright.
     python benches/viewer_speed.py FILE --write                          # and its section of RESULTS.md
     python benches/viewer_speed.py FILE --small-lines 1000000            # and 1,000,000 one-line messages
     python benches/viewer_speed.py FILE --side-index                     # without, then with, its side index
+    python benches/viewer_speed.py --fleet DIR --no-transcript           # the shelf and its search on a fleet
 
 Reports, each beside its goal: the URL printed after start; the first screen rendered after
 navigation; jumps after the first open (by id, by position, by time: from the request to the
@@ -14,7 +15,13 @@ envelope rendered); the search's whole-file scan against ``grep -F -c`` on the s
 its first hit in the first 10% shown; the server's RSS with the transcript open (and once its
 history is read); the rendered envelope elements; the page's JS heap; a shelf of small
 transcripts (first rows, all rows); and with ``--small-lines``, the server's RSS on a
-transcript of one-line messages, where it follows the number of lines more than the bytes.
+transcript of one-line messages, where it follows the number of lines more than the bytes;
+and with ``--fleet DIR`` (``benches/generate.py --fleet``: 10,000 transcripts), the shelf on
+it (first rows, all rows: each row's tokens included) and the shelf's search box: for a text
+in most transcripts, one in a single transcript halfway through the walk, and one in none,
+the first hit on the screen after the text is entered and the whole scan done (the count
+says so), each searched twice (the second answered by the viewer's search cache), beside
+``grep -r -F -c`` over the same directory (best of 3, the files read once first).
 """
 
 from __future__ import annotations
@@ -366,6 +373,72 @@ def shelf_figures(n: int, rows: List[Tuple[str, str, str]]) -> None:
         shutil.rmtree(folder, ignore_errors=True)
 
 
+# Enter a text in the shelf's search box; the first hit on the screen, then the search done.
+SHELF_SEARCH = """async (text) => {
+  const box = document.querySelector('#shelf-search');
+  const count = document.querySelector('#shelf-search-count');
+  box.value = text;
+  const t0 = performance.now();
+  box.dispatchEvent(new KeyboardEvent('keydown', {key: 'Enter', bubbles: true}));
+  let first = null;
+  for (;;) {
+    if (first === null && document.querySelector('.shelf-hit')) first = performance.now() - t0;
+    const said = count.textContent;
+    if (/^[0-9,]+ hits? /.test(said) && said.indexOf('…') < 0) break;
+    await new Promise(r => setTimeout(r, 1));
+  }
+  return [first, performance.now() - t0, count.textContent];
+}"""
+
+
+def grep_tree_seconds(root: str, needle: str) -> float:
+    """``grep -r -F -c`` over `root`, best of 3 (wall)."""
+    best = float("inf")
+    for _ in range(3):
+        t0 = time.perf_counter()
+        subprocess.run(["grep", "-r", "-F", "-c", needle, root], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        best = min(best, time.perf_counter() - t0)
+    return best
+
+
+def fleet_figures(root: str, rows: List[Tuple[str, str, str]]) -> None:
+    from playwright.sync_api import sync_playwright
+
+    from search_speed import texts_for, walk_order
+
+    paths = walk_order(root)
+    subprocess.run(["grep", "-r", "-F", "-c", "warm the page cache", root], stdout=subprocess.DEVNULL)
+    texts = texts_for(paths)
+    viewer = Viewer(root)
+    try:
+        with sync_playwright() as p:
+            browser = p.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox"])
+            page = browser.new_page(viewport={"width": 1280, "height": 900})
+            t0 = time.perf_counter()
+            page.goto(viewer.url)
+            page.wait_for_selector(".shelf-row[href]", timeout=120000)
+            n = len(paths)
+            rows.append((f"fleet of {n:,}: first rows", f"{time.perf_counter() - t0:.2f} s after navigation", "<= 1 s"))
+            wait_until(page, "document.querySelector('#shelf-count').textContent.indexOf('reading') < 0", 900)
+            rows.append((f"fleet of {n:,}: all rows (tokens too)", f"{time.perf_counter() - t0:.2f} s after navigation",
+                         "as before tokens"))
+            for label, text in texts:
+                grep = grep_tree_seconds(root, text)
+                for round_ in ("first", "repeated"):
+                    page.press("#shelf-search", "Escape")  # the last search stopped, its hits gone
+                    first, whole, said = page.evaluate(SHELF_SEARCH, text)
+                    if first is not None:
+                        rows.append((f"fleet search, {label} text, {round_}: first hit", f"{first:,.0f} ms", "<= 300 ms"))
+                    hits = said.split(" ·")[0]
+                    rows.append((f"fleet search, {label} text, {round_}: done ({hits})", f"{whole / 1000:.2f} s "
+                                 f"({whole / 1000 / grep:.2f}x grep {grep:.2f} s)",
+                                 "<= 1.5x grep" if round_ == "first" else "< first"))
+                    print(f"  ({label}, {round_}: {said})", file=sys.stderr)
+            browser.close()
+    finally:
+        viewer.stop()
+
+
 def main(argv: Optional[List[str]] = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("path", nargs="?", help="a transcript (default: one generated at --size)")
@@ -376,11 +449,19 @@ def main(argv: Optional[List[str]] = None) -> int:
                         help="also the server's memory on N one-line messages (0: not)")
     parser.add_argument("--side-index", action="store_true",
                         help="instead: the viewer without the side index, then with it (a cache of its own)")
+    parser.add_argument("--fleet", metavar="DIR", help="also the shelf and its search on this fleet of transcripts")
+    parser.add_argument("--no-transcript", action="store_true", help="leave out the big transcript (and --shelf)")
     parser.add_argument("--write", action="store_true", help="replace this section of benches/RESULTS.md")
     args = parser.parse_args(argv)
     rows: List[Tuple[str, str, str]] = []
     scratch = None
     path = args.path
+    if args.no_transcript:
+        if not args.fleet:
+            parser.error("--no-transcript leaves only --fleet DIR to measure: give it")
+        fleet_figures(args.fleet, rows)
+        _print("the viewer's shelf", rows)
+        return 0
     if path is None:
         import generate
 
@@ -397,16 +478,22 @@ def main(argv: Optional[List[str]] = None) -> int:
             shelf_figures(args.shelf, rows)
         if args.small_lines and not args.side_index:
             small_lines_figures(args.small_lines, rows)
+        if args.fleet:
+            fleet_figures(args.fleet, rows)
     finally:
         if scratch:
             shutil.rmtree(scratch, ignore_errors=True)
-    print(f"viewer on {path} ({size / 1e6:,.0f} MB)")
-    width = max(len(r[0]) for r in rows)
-    for what, got, goal in rows:
-        print(f"  {what:<{width}}  {got:>26}   goal {goal}")
+    _print(f"viewer on {path} ({size / 1e6:,.0f} MB)", rows)
     if args.write:
         write_section(path, size, rows, argv if argv is not None else sys.argv[1:], args.side_index)
     return 0
+
+
+def _print(title: str, rows: List[Tuple[str, str, str]]) -> None:
+    print(title)
+    width = max(len(r[0]) for r in rows)
+    for what, got, goal in rows:
+        print(f"  {what:<{width}}  {got:>26}   goal {goal}")
 
 
 SECTION_START = "<!-- viewer:start -->"
@@ -420,13 +507,13 @@ INDEX_SECTION_END = "<!-- viewer-index:end -->"
 def write_section(path: str, size: int, rows: List[Tuple[str, str, str]], argv: List[str],
                   side_index: bool = False) -> None:
     """This run's figures as their section of benches/RESULTS.md."""
-    from benchutil import machine_info, md_table, replace_section
+    from benchutil import machine_info, md_table, replace_section, shown_command
 
     start, end = (INDEX_SECTION_START, INDEX_SECTION_END) if side_index else (SECTION_START, SECTION_END)
     title = ("## The viewer with and without the side index (issue #38)" if side_index
              else "## The viewer on a big transcript (issue #25)")
     info = machine_info()
-    command = "python benches/viewer_speed.py " + " ".join(argv)
+    command = shown_command("viewer_speed.py", argv)
     text = "\n".join([
         start,
         title,

@@ -307,3 +307,43 @@ def test_the_viewers_page_has_no_module_circle(backend_name):
 def test_the_circle_finder_finds_a_circle():
     assert _circles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
     assert _circles({"a": {"b"}, "b": set()}) == []
+
+
+TESTS_DIR = os.path.join(ROOT, "tests")
+# A statement or a child's snippet that puts a folder on the import path by hand.
+_PATH_EDIT = re.compile(r"sys\.path\s*(\.\s*(insert|append|extend)\b|\[[^\]]*\]\s*=|\s*\+=)")
+
+
+def _path_edits(top: str) -> List[str]:
+    found = []
+    for folder, dirs, files in os.walk(top):
+        dirs[:] = [d for d in dirs if d not in ("artifacts", "__pycache__", "target")]
+        for name in files:
+            if name.endswith(".py"):
+                path = os.path.join(folder, name)
+                with open(path, encoding="utf-8") as f:
+                    for n, text in enumerate(f, 1):
+                        if _PATH_EDIT.search(text):
+                            found.append(f"{os.path.relpath(path, ROOT)}:{n}: {text.strip()}")
+    return found
+
+
+def test_the_tests_are_a_package_without_path_edits(backend_name):
+    """tests/ is a package: everything is imported as ``tests.…`` (tests.support for what
+    the surfaces share), so no test, helper or child snippet edits ``sys.path``."""
+    if backend_name != "pure":
+        pytest.skip("backend-independent: checked once, in the pure run")
+    for folder, dirs, files in os.walk(TESTS_DIR):
+        dirs[:] = [d for d in dirs if d not in ("artifacts", "__pycache__", "target", "fixtures", "corpus")]
+        if any(f.endswith(".py") for f in files):
+            assert "__init__.py" in files, f"{os.path.relpath(folder, ROOT)} holds Python but is not a package"
+    assert _path_edits(TESTS_DIR) == []
+
+
+def test_the_path_edit_finder_finds_them(tmp_path):
+    for edit in (".insert(0, here)", "[:0] = [a]", ".append(x)", " += [x]"):
+        text = "sys.path" + edit  # spelled in two, so that this file is not a finding itself
+        (tmp_path / "t.py").write_text(f"import sys\n{text}\n")
+        assert len(_path_edits(str(tmp_path))) == 1, text
+    (tmp_path / "t.py").write_text("import sys\nprint(sys.path)\n")
+    assert _path_edits(str(tmp_path)) == []

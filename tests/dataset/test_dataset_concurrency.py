@@ -14,7 +14,7 @@ from typing import Any, Dict, Set
 import pytest
 
 from benches.generate import generate
-from tests.support.helpers import env_line
+from tests.support.helpers import child_env, env_line
 from llm_agent_session.dataset import query
 from tests.support.dataset import rows
 

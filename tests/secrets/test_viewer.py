@@ -179,3 +179,27 @@ def test_the_page_shows_no_secret_and_reveals_one(seeded):
     finally:
         server.should_exit = True
         thread.join(5)
+
+
+def shelf_search(c, q):
+    """Every hit of the shelf's search box for `q`, as the page reads them."""
+    hits, deadline = [], time.monotonic() + 30
+    while True:
+        got = c.get("/api/shelf-search", params={"q": q, "from": len(hits), "limit": 1000}).json()
+        hits.extend(got["hits"])
+        if got["done"]:
+            return hits
+        assert time.monotonic() < deadline, got
+
+
+def test_the_shelf_search_shows_no_secret_around_its_hits(seeded):
+    root, secrets = seeded
+    for redactor, want in ((None, set()), (Redactor(enabled=False), None)):
+        c = client(root, redactor)
+        hits = [h for q in ("export", "cat .env", "secret", "token") for h in shelf_search(c, q)]
+        assert hits
+        found = held(json.dumps(hits, ensure_ascii=False), secrets)
+        if want is None:
+            assert found and not any(h["masked"] for h in hits)  # --no-redact: the snippets as they are
+        else:
+            assert found == want and any(h["masked"] for h in hits)

@@ -206,6 +206,13 @@ class Redactor:
                     return False
         return True
 
+    def holds(self, line: bytes) -> bool:
+        """Whether one line of a transcript holds something to mask (False when not enabled)."""
+        from .scan import TRANSCRIPT, line_findings
+
+        return self.enabled and self._keep.keeps(line) and bool(
+            line_findings(line, TRANSCRIPT, self.rules, self.fingerprints)[2])
+
     def copy(self, fd: int, size: int, out: int) -> None:
         """The first `size` bytes of `fd` written to `out`, each line masked as ``line``
         masks it (the byte scan picks the lines to read; the rest are copied as they are),

@@ -28,6 +28,7 @@ from .links import TRANSCRIPT_PAGE, link
 from .model import Viewer
 from .problems import Problem
 from .security import Guard, NetworkPolicy
+from .shelf_search import LIMIT, Searches
 from .transcript import Transcript
 from .transcript_search import Reports
 
@@ -152,6 +153,16 @@ class _PageFiles(StaticFiles):
 
 
 @_answer
+def api_shelf_search(request: Request) -> Any:
+    """Search every transcript on the shelf for ``q`` (``case=1``: match case), the hits
+    from ``from`` on (at most ``limit`` in all; ``stop=1``: cancel it): ``shelf_search.py``."""
+    q = request.query_params
+    searches: Searches = request.app.state.searches
+    return searches.ask(q.get("q", ""), ignore_case=q.get("case") != "1", start=_int(request, "from", 0),
+                        limit=_int(request, "limit", LIMIT), stop=q.get("stop") == "1")
+
+
+@_answer
 def api_follow(request: Request) -> Any:
     t = _transcript(request)
     _viewer(request).catch_up(t)
@@ -170,7 +181,8 @@ def api_reveal(request: Request) -> Any:
 
 
 API = {"shelf": api_shelf, "transcript": api_transcript, "window": api_window, "envelope": api_envelope,
-       "locate": api_locate, "search": api_search, "follow": api_follow, "reveal": api_reveal}
+       "locate": api_locate, "search": api_search, "follow": api_follow, "shelf-search": api_shelf_search,
+       "reveal": api_reveal}
 
 
 def app(viewer: Viewer, policy: NetworkPolicy) -> Guard:
@@ -183,4 +195,5 @@ def app(viewer: Viewer, policy: NetworkPolicy) -> Guard:
     ]
     inner = Starlette(routes=routes)
     inner.state.viewer = viewer
+    inner.state.searches = Searches(viewer.roots, viewer.shelf, redactor=viewer.redactor)  # with one search cache for the viewer's life
     return Guard(inner, policy)  # type: ignore[arg-type]  # Starlette types scopes as MutableMapping

@@ -24,7 +24,7 @@ from typing import Any, Dict, List, Optional
 from ..secrets import Redactor
 from ..verdict import Verdict
 from ..visible import json_visible, visible
-from . import render
+from . import render, tokens
 from .problems import Problem
 from .imports import WORKERS, Imports
 from .shelf import NameRefused, Roots, Shelf
@@ -104,6 +104,7 @@ def renderer(t: Transcript, limit: int = LIMIT) -> render.Renderer:
 def info(t: Transcript, note: Optional[str] = None) -> Dict[str, Any]:
     """``/api/transcript``: what the page shows above the list, and what is ready (`note`:
     what its import says, for a source's: ``Imports.note``)."""
+    used = tokens.of_session(t.path)  # the session's, each response once (before `ready` is read below)
     v = t.verdict
     state = t.live()
     meta = t.redactor.value(t.meta)
@@ -115,6 +116,7 @@ def info(t: Transcript, note: Optional[str] = None) -> Dict[str, Any]:
         "end": t.end,
         "meta": json.loads(json_visible(json.dumps(meta, ensure_ascii=False))),
         "title": t.redactor.value(title_of(t.meta, (t.envelope(i) for i in range(min(t.count, TITLE_LOOK))))),
+        "tokens": used,
         # Whether secrets are masked, and how many the file holds (None: not counted yet).
         "redacted": t.redactor.enabled,
         "secrets": t.secrets,
@@ -150,6 +152,7 @@ def window(t: Transcript, start: int, count: int, mode: str = "history") -> Dict
     if mode != "history":
         raise Problem(400, "mode is history or live")
     items = [r.envelope(i, e) for i, e in t.window(start, count)]
+    tokens.mark(t.path, items, t.envelope)
     return {"ready": True, "count": t.count, "items": items, "generation": t.generation}
 
 
@@ -182,7 +185,9 @@ def position_of(t: Transcript, envelope_id: str) -> int:
 def envelope(t: Transcript, i: int, full: bool = False) -> Dict[str, Any]:
     """``/api/envelope``: the envelope at position `i` as in a window (`full`: nothing shortened)."""
     _must_hold(t, i)
-    return renderer(t, 0 if full else LIMIT).envelope(i, t.envelope(i))
+    item = renderer(t, 0 if full else LIMIT).envelope(i, t.envelope(i))
+    tokens.mark(t.path, [item], t.envelope)
+    return item
 
 
 def raw_line(t: Transcript, i: int) -> Dict[str, Any]:

@@ -6,8 +6,9 @@ first prompt a person typed, trimmed), the project (the working directory the me
 run context names, else the folder Claude Code kept the source in), a short session id,
 the parent of a subagent (the transcript it was imported beside), the agent and model,
 the times of the first and last event of the source (an import's checkpoint carries the
-time of the import, not of the session: it is left out), the size, the counts, and what
-a load would do. Every string is made visible.
+time of the import, not of the session: it is left out), the size, the counts, the tokens
+its responses used (``usage``'s rule, over the lines the peek read: each response once),
+and what a load would do. Every string is made visible.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from typing import Any, Dict, Iterable, Optional, Tuple
 
 from ..messages import model_named
 from ..session import Session
+from ..usage import TOKEN_USAGE, UsageTotals, count_lines, of_message
 from ..verdict import Verdict, verdict
 from ..visible import visible
 
@@ -55,6 +57,7 @@ def describe(path: str, name: Optional[str] = None) -> Dict[str, Any]:
     looked = _Look(meta)
     first = last = None
     failed = 0
+    stated = []  # each message line's usage, and whether it is an assistant's (usage.count_lines)
     for event in envelopes:
         if event.type not in BOOKKEEPING:
             ts = event.ts
@@ -66,6 +69,9 @@ def describe(path: str, name: Optional[str] = None) -> Dict[str, Any]:
             failed += 1
         elif event.type in ("message", "run-context"):
             looked.see(event.type, event.payload)
+            if event.type == "message" and isinstance(event.payload, dict):
+                said = of_message(event.payload) if TOKEN_USAGE in event.payload else None
+                stated.append((said, event.payload.get("role") == "assistant"))
     verdict_text, why = verdict_words(verdict(path))
     counts = survey["counts"]
     session_id, short = short_session_id(meta, envelopes[0].id if len(envelopes) else None)
@@ -89,10 +95,19 @@ def describe(path: str, name: Optional[str] = None) -> Dict[str, Any]:
         "tool_calls": counts.get("tool-dispatched", 0),
         "failed": failed,
         "pending": len(survey["pending_tool_operations"]),
+        **tokens_fields(count_lines(stated)[1]),
         "verdict": verdict_text,
         "why": why,
         "error": visible(found["error"]) if found.get("error") else None,
     }
+
+
+def tokens_fields(totals: UsageTotals) -> Dict[str, Any]:
+    """A row's tokens: ``tokens`` (all four figures together, what the column shows and
+    sorts by; None where no response states one) and ``usage`` (each figure, None where
+    none states it, with the responses counted and those that state nothing)."""
+    stated = [n for n in totals.figures if n is not None]
+    return {"tokens": sum(stated) if stated else None, "usage": totals.to_json()}
 
 
 def title_of(meta: Dict[str, Any], events: Iterable[Any]) -> Optional[str]:

@@ -21,3 +21,13 @@ export function fmtBytes(n) {
 }
 
 export const fmtInt = (n) => (n === null || n === undefined) ? "?" : Number(n).toLocaleString("en");
+
+// A token count: "—" where the source recorded none (unknown is never 0).
+export const fmtTokens = (n) => (n === null || n === undefined) ? "—" : Number(n).toLocaleString("en");
+
+const FIGURES = [["input", "input"], ["output", "output"], ["cache_read", "cache read"], ["cache_write", "cache write"]];
+
+// Each figure of a usage ({input, output, cache_read, cache_write}), "—" for one not recorded.
+export function usageWords(u) {
+  return FIGURES.map(([k, words]) => words + " " + fmtTokens(u ? u[k] : null)).join(" · ");
+}

@@ -4,7 +4,7 @@
 // call's card above, one line for a run of import checkpoints, and marked where the search
 // hit it. Text is set as text; only the server's Markdown is set as HTML.
 import { card, thinking } from "./card.js";
-import { $, el, fmtInt } from "./dom.js";
+import { $, el, fmtInt, usageWords } from "./dom.js";
 import { markSecrets } from "./secrets.js";
 import { T } from "./state.js";
 import { key } from "./windows.js";
@@ -53,6 +53,23 @@ function block(b, item, open) {
   }
   if (b.more) return moreButton(item, b.more);
   return el("div", "block", "");
+}
+
+// A message's usage: its figures ("—" where the line states none), and where its response
+// is counted when that is a later line (Claude Code writes one line per streamed block).
+function tokensLine(t) {
+  const repeat = t.counted === false;   // null: not known yet (a big file's usage still being read)
+  const line = el("div", "tokens-line" + (repeat ? " repeat" : ""), "tokens: " + usageWords(t));
+  if (repeat) {
+    line.append(" ");
+    if (t.counted_at) {
+      const b = badge({ text: "the same response as a later line: counted there", cls: "link", to: t.counted_at });
+      line.append(b);
+    } else {
+      line.append(el("span", "badge note", "not counted: a later line of its response is"));
+    }
+  }
+  return line;
 }
 
 function moreButton(item, n) {
@@ -150,6 +167,7 @@ export function envelopeNode(i) {
     if (removed && !part && item.preview) a.append(el("div", "preview", item.preview));
   }
   if (bare) { markSecrets(a); return marked(a, i); }
+  if (item.tokens) a.append(tokensLine(item.tokens));
   const body = el("div", "body");
   for (const b of item.body || []) body.append(block(b, item, open));
   a.append(body);

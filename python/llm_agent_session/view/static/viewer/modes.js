@@ -1,6 +1,6 @@
 // What the list shows: the whole history or the live conversation only (setMode starts the
 // list again), and the transcript's summary in the status line.
-import { $, fmtBytes, fmtInt, status } from "./dom.js";
+import { $, fmtBytes, fmtInt, fmtTokens, status, usageWords } from "./dom.js";
 import { render, sizeSpacer, syncScrollbar } from "./list.js";
 import { T } from "./state.js";
 
@@ -28,6 +28,13 @@ export function showInfo(info) {
     ? ["the last " + fmtInt(info.count) + " envelopes of " + fmtBytes(info.size) + " (indexing the whole file…)"]
     : [fmtInt(info.count) + " envelopes", fmtBytes(info.size)];
   if (info.live !== null) parts.push(fmtInt(info.live) + " live messages");
+  const u = info.tokens;
+  if (u && u.usage) {
+    parts.push("tokens " + fmtTokens(u.tokens) + " (" + usageWords(u.usage) + "; " +
+      fmtInt(u.usage.responses) + " responses" + (u.ready ? "" : "; counting again…") + ")");
+  } else if (u) {
+    parts.push("counting the tokens…");
+  }
   if (info.pending) parts.push(fmtInt(info.pending) + " pending (may or may not have run)");
   if (v) parts.push("load: " + v.text + (v.why ? " (" + v.why + ")" : ""));
   if (info.warnings) parts.push(fmtInt(info.warnings) + " lines skipped");

@@ -3,8 +3,9 @@
 // its parent, sorted by a column, filtered by the text typed (shelf_tree.js); a virtual
 // list of fixed-height lines.
 import { getJSON } from "./api.js";
-import { $, el, fmtBytes, fmtInt, status } from "./dom.js";
+import { $, el, fmtBytes, fmtInt, fmtTokens, status, usageWords } from "./dom.js";
 import { apiURL, transcriptHref } from "./links.js";
+import { startShelfSearch } from "./shelf_search.js";
 import { arrange, shortProject } from "./shelf_tree.js";
 
 const ROW = 46;   // px, every line of the list
@@ -17,6 +18,13 @@ function cell(text, cls, title) {
 
 const minute = (ts) => ts ? ts.replace("T", " ").slice(0, 16) : "";
 const second = (ts) => ts ? ts.replace("T", " ").slice(0, 19) + " UTC" : "";
+
+// What a tokens cell says on hover: each figure, the responses counted, those without usage.
+function tokensTitle(u) {
+  if (!u) return "";
+  return usageWords(u) + " · " + fmtInt(u.responses) + (u.responses === 1 ? " response" : " responses") +
+    (u.unmeasured ? " (" + fmtInt(u.unmeasured) + " without usage)" : "");
+}
 
 function rowElement(line, parents) {
   const r = line.row;
@@ -35,6 +43,7 @@ function rowElement(line, parents) {
     cell(r.session || "", "session", r.session_id || ""),
     cell([r.agent, r.model].filter(Boolean).join(" · ") + (r.source ? " (imported)" : ""), "", r.source || ""),
     cell(minute(r.first), "time", second(r.first)), cell(minute(r.last), "time", second(r.last)),
+    cell(fmtTokens(r.tokens), "num tokens", tokensTitle(r.usage)),
     cell(r.size !== undefined ? fmtBytes(r.size) : "", "num"),
     cell(r.messages !== undefined ? fmtInt(r.messages) + " (" + fmtInt(r.live) + ")" : "", "num"),
     cell(fmtInt(r.tool_calls), "num"), cell(fmtInt(r.failed), "num" + (r.failed ? " bad" : "")),
@@ -60,8 +69,10 @@ function groupElement(line) {
   b.title = line.folded ? "show this project's transcripts" : "fold this project";
   const name = el("span", "group-name", line.key ? shortProject(line.key) : "no project");
   if (line.key) name.title = line.key;
+  const tokens = el("span", "dim tokens", "tokens " + fmtTokens(line.totals.tokens));
+  tokens.title = usageWords(line.totals);
   wrap.append(b, name, el("span", "dim", (line.key ? line.key + " · " : "") + fmtInt(line.count) +
-    (line.count === 1 ? " transcript" : " transcripts")));
+    (line.count === 1 ? " transcript" : " transcripts")), tokens);
   return wrap;
 }
 
@@ -79,6 +90,8 @@ export function openShelf() {
     lines = got.lines;
     box.style.height = (lines.length * ROW) + "px";
     $("shelf-count").textContent = fmtInt(got.shown) + " of " + fmtInt(rows.length) + " transcripts" + (done ? "" : " (reading…)");
+    $("shelf-tokens").textContent = "tokens " + fmtTokens(got.totals.tokens);
+    $("shelf-tokens").title = "the rows shown, together: " + usageWords(got.totals);
     draw();
   }
   function draw() {
@@ -121,5 +134,6 @@ export function openShelf() {
   }
   window.addEventListener("scroll", () => requestAnimationFrame(draw), { passive: true });
   window.addEventListener("resize", draw);
+  startShelfSearch();
   poll();
 }

@@ -10,6 +10,21 @@ export function shortProject(project) {
   return parts.length ? parts.slice(-2).join("/") : project;
 }
 
+// Token totals over rows: each figure summed over the rows that state it (null where none
+// does: unknown is never 0), and `tokens`, the four together.
+export function newTotals() {
+  return { input: null, output: null, cache_read: null, cache_write: null, tokens: null };
+}
+
+export function addTokens(sum, r) {
+  const u = r.usage || {};
+  for (const k of ["input", "output", "cache_read", "cache_write"]) {
+    if (u[k] !== null && u[k] !== undefined) sum[k] = (sum[k] || 0) + u[k];
+  }
+  if (r.tokens !== null && r.tokens !== undefined) sum.tokens = (sum.tokens || 0) + r.tokens;
+  return sum;
+}
+
 function matches(r, f) {
   if (!f) return true;
   return [r.name, r.title, r.agent, r.model, r.verdict, r.source, r.project, r.session_id]
@@ -47,18 +62,22 @@ function nest(rows) {
 }
 
 // The lines to draw: {kind: "group", key, count, folded} and {kind: "row", row, depth,
-// children (how many), open}; `shown` counts the rows that match.
+// children (how many), open}; `shown` counts the rows that match, `totals` their tokens (a
+// group's line has its own).
 export function arrange(rows, { filter, sortKey, sortDir, group, folded, open }) {
   const f = (filter || "").trim().toLowerCase();
   const { tops, children } = nest(rows);
   let shown = 0;
-  const entries = [];
+  const entries = [], totals = newTotals();
   for (const r of tops) {
     const kids = children.get(r.name) || [];
     const found = kids.filter((k) => matches(k, f));
     if (!matches(r, f) && !found.length) continue;
     shown += 1 + (f ? found.length : kids.length);
-    entries.push({ row: r, kids: f ? found : kids, all: kids.length, forced: !!f && found.length > 0 });
+    const entry = { row: r, kids: f ? found : kids, all: kids.length, forced: !!f && found.length > 0 };
+    entry.totals = entry.kids.reduce(addTokens, addTokens(newTotals(), r));
+    addTokens(totals, { usage: entry.totals, tokens: entry.totals.tokens });
+    entries.push(entry);
   }
   if (sortKey) entries.sort((a, b) => compare(sortKey, sortDir)(a.row, b.row));
   const lines = [];
@@ -69,7 +88,7 @@ export function arrange(rows, { filter, sortKey, sortDir, group, folded, open })
   };
   if (!group) {
     entries.forEach(rowLines);
-    return { lines, shown };
+    return { lines, shown, totals };
   }
   const groups = new Map();
   for (const e of entries) {
@@ -83,8 +102,10 @@ export function arrange(rows, { filter, sortKey, sortDir, group, folded, open })
   for (const key of keys) {
     const members = groups.get(key);
     const count = members.reduce((n, e) => n + 1 + (f ? e.kids.length : e.all), 0);
-    lines.push({ kind: "group", key, count, folded: folded.has(key) });
+    const sum = newTotals();
+    for (const e of members) addTokens(sum, { usage: e.totals, tokens: e.totals.tokens });
+    lines.push({ kind: "group", key, count, folded: folded.has(key), totals: sum });
     if (!folded.has(key)) members.forEach(rowLines);
   }
-  return { lines, shown };
+  return { lines, shown, totals };
 }

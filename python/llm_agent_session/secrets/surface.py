@@ -213,6 +213,24 @@ class Redactor:
         return self.enabled and self._keep.keeps(line) and bool(
             line_findings(line, TRANSCRIPT, self.rules, self.fingerprints)[2])
 
+    def holds_at(self, path: str, offset: int) -> bool:
+        """Whether the line at byte `offset` of the file at `path` holds something to mask
+        (True where it can no longer be read: nothing of it should be shown then)."""
+        from ..search_many import _line_at
+
+        if not self.enabled:
+            return False
+        try:
+            fd = open_to_read(path)
+        except OSError:
+            return True
+        try:
+            return self.holds(_line_at(fd, offset))
+        except OSError:
+            return True
+        finally:
+            os.close(fd)
+
     def copy(self, fd: int, size: int, out: int) -> None:
         """The first `size` bytes of `fd` written to `out`, each line masked as ``line``
         masks it (the byte scan picks the lines to read; the rest are copied as they are),

@@ -16,14 +16,12 @@ asking again (the same text, or more hits) is answered from what they hold or th
 
 from __future__ import annotations
 
-import os
 import threading
 import time
 from collections import OrderedDict
 from typing import Any, Dict, List, Optional, Tuple
 
-from .. import _files
-from ..search_many import Hit, Search, SearchCache, _line_at, search_many
+from ..search_many import Hit, Search, SearchCache, search_many
 from ..secrets import Redactor
 from ..visible import visible
 from .problems import Problem
@@ -123,7 +121,7 @@ def _hit(name: str, hit: Hit, row: Optional[Dict[str, Any]], redactor: Redactor)
     where the rules no longer know it (``masked`` says so)."""
     snippet = hit.snippet or ""
     at, end = hit.match if hit.match is not None else (0, 0)
-    masked = bool(snippet) and _holds_secret(hit, redactor)
+    masked = bool(snippet) and redactor.holds_at(hit.path, hit.offset)
     if masked:
         snippet, at, end = "…" + snippet[at:end] + "…", 1, 1 + end - at
     shown = visible(name)
@@ -142,22 +140,6 @@ def _hit(name: str, hit: Hit, row: Optional[Dict[str, Any]], redactor: Redactor)
         "match": visible(snippet[at:end]),
         "after": visible(snippet[end:]),
     }
-
-
-def _holds_secret(hit: Hit, redactor: Redactor) -> bool:
-    """Whether the envelope line of `hit` holds something the viewer masks."""
-    if not redactor.enabled:
-        return False
-    try:
-        fd = _files.open_to_read(hit.path)
-    except OSError:
-        return True  # gone: nothing of it is shown but the match
-    try:
-        return redactor.holds(_line_at(fd, hit.offset))
-    except OSError:
-        return True
-    finally:
-        os.close(fd)
 
 
 class Searches:

@@ -17,6 +17,7 @@
 //!   reduce each line to a record, fold the records;
 //! * `scan`: the lenient scan of peek, salvage and fork;
 //! * `survey`: peek's counts, live-message count and open tool operations;
+//! * `secrets`: the byte scan for secrets, which lines are worth reading in full;
 //! * `columns`: the dataset pass (`llm-agent-session dataset`): one transcript's rows
 //!   of the dataset tables, in Arrow's layout.
 //!
@@ -39,6 +40,7 @@ pub mod repair_copy;
 pub mod replay;
 pub mod scan;
 pub mod search;
+pub mod secrets;
 pub mod survey;
 pub mod tail_check;
 

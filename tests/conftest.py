@@ -30,10 +30,12 @@ SLOW_PLACES = (
     "tests/test_integration_",
     "tests/test_import_fuzz.py",
     "tests/test_properties.py",
+    "tests/secrets/test_viewer.py",  # every answer of the data API for a seeded transcript; Chromium
     "tests/test_demo_and_stub.py",
     "tests/test_types.py",
     "tests/dataset/test_dataset_cli.py",
     "tests/dataset/test_dataset_big.py",
+    "tests/secrets/test_adapters.py",
 )
 SLOW_TESTS = (
     "test_every_truncation_of_a_representative_transcript_agrees",
@@ -57,6 +59,11 @@ SLOW_TESTS = (
     "test_jobs_import_a_tree_in_processes_with_the_same_result",
     "test_progress_bar_only_on_a_tty",
     "test_check_of_a_file_8x_larger_than_tmpdir_copies_nothing",
+    "test_sigkill_during_a_scrub_leaves_the_old_file_or_the_new_one",
+    # Every export and the dataset of clean corpora of several seeds and sizes, either way
+    # (one small one of each stays in the inner loop).
+    "test_clean_corpora_come_out_as_no_redact_writes_them",
+    "test_clean_corpora_give_the_same_rows_either_way",
     # Four exports and three fresh ones to compare with; the straddle itself is in the inner
     # loop too (test_dataset_grow.py's GROWTHS, "a line of a response counted before").
     "test_a_response_whose_lines_straddle_two_growths_is_counted_once",

@@ -223,6 +223,46 @@ class DatasetPass(Protocol):
         cache_read, cache_write)."""
 
 
+#: The kinds of test a secrets trigger makes (``secrets/prefilter.py``).
+TRIGGER_ALWAYS, TRIGGER_TOKEN, TRIGGER_ASSIGN, TRIGGER_URL = 0, 1, 2, 3
+#: A run of base64 at least this long is decoded and read again, by the byte scan and the matcher.
+BASE64_MIN = 20
+
+
+class SecretTrigger(NamedTuple):
+    """A keyword and the test made where it is (``secrets/prefilter.py``). ``chars``: a
+    token's body or an assignment's value characters (as bytes); ``least``: how many of
+    them at least; ``gap``: a token's spaces after its keyword; ``left``/``left_least``: a
+    token's part before its keyword."""
+
+    keyword: bytes
+    ignore_case: bool
+    kind: int
+    chars: bytes = b""
+    least: int = 0
+    gap: int = 0
+    left: bytes = b""
+    left_least: int = 0
+
+
+class SecretSpec(NamedTuple):
+    """Every trigger of a rule table, and whether any ``\\u`` escape makes a line worth
+    reading (a known secret with characters a writer may escape so)."""
+
+    triggers: Tuple[SecretTrigger, ...]
+    unicode_escapes: bool
+
+
+class SecretPrefilter(Protocol):
+    """The byte scan for secrets of one rule table (``secrets/prefilter.py``)."""
+
+    def lines(self, buf: bytes) -> List[Tuple[int, int]]:
+        """``(start, end)`` of each line of `buf` worth reading (``end`` before its ``\\n``)."""
+
+    def keeps(self, line: bytes) -> bool:
+        """Whether the one line `line` (no ``\\n``) is worth reading."""
+
+
 class Core(Protocol):
     """What a core does: the byte work of load, peek, salvage, fork and append.
 
@@ -342,6 +382,9 @@ class Core(Protocol):
         whose written form is `needle` is, as bits (``search.GROUPS``: content 1,
         arguments 2, results 4, extras 8), -1 for a line the strict reading refuses.
         ValueError when `needle` is not a JSON string's content in UTF-8."""
+
+    def secret_prefilter(self, spec: SecretSpec) -> SecretPrefilter:
+        """The byte scan of a ``secrets.prefilter.Spec``, made once per rule table."""
 
     def dataset_pass(
         self, fd: int, stop: int, final_line: bool, extras: bool, chunk: int, start: int = 0

@@ -2,7 +2,7 @@
 
 from typing import Any, Dict, Iterator, List, Optional, Tuple, final
 
-from llm_agent_session._core import Column, DatasetSummary, HistoryRead, IndexedReplay, IndexTable, Replayed, Scanned, TailVerdict
+from llm_agent_session._core import Column, DatasetSummary, HistoryRead, IndexedReplay, IndexTable, Replayed, Scanned, SecretSpec, TailVerdict
 
 __all__ = [
     "classify_line",
@@ -15,6 +15,8 @@ __all__ = [
     "identical_prefix",
     "find_lines",
     "find_hits",
+    "secret_prefilter",
+    "SecretPrefilter",
     "SourceReader",
     "replay",
     "replay_indexed",
@@ -80,6 +82,16 @@ def find_hits(
     fd: int, needle: bytes, start: int, end: int, ignore_case: bool = False, limit: int = ...
 ) -> Tuple[List[int], List[int], int]:
     """``find_lines``, and each line's groups as bits (``_pure.search.find_hits``)."""
+
+def secret_prefilter(spec: SecretSpec) -> SecretPrefilter:
+    """The byte scan of a rule table's spec (``_pure.secrets.Prefilter``)."""
+
+@final
+class SecretPrefilter:
+    """Which lines are worth reading for secrets (``_pure.secrets.Prefilter``)."""
+
+    def lines(self, buf: bytes) -> List[Tuple[int, int]]: ...
+    def keeps(self, line: bytes) -> bool: ...
 
 @final
 class SourceReader:

@@ -8,7 +8,7 @@ import os
 import threading
 import weakref
 from dataclasses import replace
-from typing import Any, Callable, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple, cast
+from typing import TYPE_CHECKING, Any, Callable, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple, cast
 
 from . import _backend, _index, _platform
 from ._events import EventLog
@@ -42,6 +42,9 @@ from ._unanswered import RESULT_LOST_TEXT as RESULT_LOST_TEXT
 from ._unanswered import UnansweredCall, find_operations, unanswered_calls
 from .messages import Event, FrozenDict, FrozenList, Message, MessageLike, PendingToolOperation, message_extras
 from ._token_usage import TOKEN_USAGE, Usage
+
+if TYPE_CHECKING:
+    from .secrets.policy import LineMasker, Policy
 
 
 def _require(value: Any, types: Tuple[type, ...], what: str, *, optional: bool = False) -> None:
@@ -218,6 +221,9 @@ class Session:
         self._lock = threading.RLock()
         self._pid = os.getpid()
         self._broken: Optional[str] = None
+        # A write-time redaction policy's writer (docs/secrets.md): what it masks is masked in
+        # the lines written only; the state above keeps what was appended.
+        self._redaction: Optional["LineMasker"] = None
         # The side index this session keeps current (docs/durability.md): the bytes it
         # covers, the file's end after the last append, and the refresh under way.
         self._indexed = indexed
@@ -229,7 +235,10 @@ class Session:
     # -- the three ways in -----------------------------------------------------------------
 
     @classmethod
-    def create(cls, path: Any, meta: Optional[Mapping[str, Any]] = None, *, fsync: bool = False) -> "Session":
+    def create(
+        cls, path: Any, meta: Optional[Mapping[str, Any]] = None, *, fsync: bool = False,
+        redaction: Optional["Policy"] = None,
+    ) -> "Session":
         """Create a new transcript at `path` whose first line is `meta`, and open it.
 
         Missing parent directories are created (mode 0700), the file (mode 0600) is
@@ -238,6 +247,10 @@ class Session:
         Raises FileExistsError if `path` exists (it is never overwritten),
         TypeError/ValueError if `meta` is not a JSON-able mapping,
         NotImplementedError where there is no flock (Windows).
+
+        ``redaction``: a ``secrets.Policy``; every line written (the meta's too) has the
+        secrets it finds masked (docs/secrets.md), while this session's state keeps the
+        values as given.
         """
         _platform.require_lock("Session.create")
         path = os.fspath(path)
@@ -249,15 +262,23 @@ class Session:
         validate(meta, "meta")
         payload_json = dumps(meta)
         id_, ts = new_id(), now_ts()
-        fd = publish_new(path, envelope_line(id_, "session-meta", ts, payload_json), fsync=fsync)
+        line = envelope_line(id_, "session-meta", ts, payload_json)
+        masker = None if redaction is None else redaction.writer()
+        if masker is not None:
+            line = masker.line("session-meta", copy_json(meta), id_, ts, line)
+        fd = publish_new(path, line, fsync=fsync)
         state = FoldState()
         state.meta = copy_json(meta)
         state.envelope_at = {id_: 0}
         events = [Event(id_, "session-meta", ts, 1, state.meta)]
-        return cls(path, fd, state, events, [], fsync, indexed=0)
+        session = cls(path, fd, state, events, [], fsync, indexed=0)
+        session._redaction = masker
+        return session
 
     @classmethod
-    def load(cls, path: Any, *, fsync: bool = False, index: bool = True) -> "Session":
+    def load(
+        cls, path: Any, *, fsync: bool = False, index: bool = True, redaction: Optional["Policy"] = None,
+    ) -> "Session":
         """Open an existing transcript: repair a torn tail, replay every line, keep a handle.
 
         A torn last line (a writer killed mid-line) is cut off by a verbatim copy and an
@@ -276,9 +297,11 @@ class Session:
         that no crash produces), UnsupportedVersion, SessionLocked (another session
         has it open), PermissionError (a torn tail in a read-only file), OSError (the
         repair copy failed: the file is unchanged), NotImplementedError (Windows).
+        ``redaction``: a ``secrets.Policy`` for the lines appended from now on (see ``create``).
         """
         _platform.require_lock("Session.load")
         path = os.fspath(path)
+        masker = None if redaction is None else redaction.writer()
         fd = open_locked(path)
         warnings: List[str] = []
         try:
@@ -297,6 +320,7 @@ class Session:
         indexed = (size if kept else 0) if index else None
         session = cls(path, fd, state, events, warnings, fsync, indexed)
         session._index_used = used  # what became of the side index (tests, diagnostics)
+        session._redaction = masker
         return session
 
     @staticmethod
@@ -939,6 +963,8 @@ class Session:
                 line = envelope_line(new, type_, ts, payload_json)
             else:
                 new = cast(str, id_)
+            if self._redaction is not None:
+                line = self._redaction.line(type_, payload, new, ts, line)
             self._write_line(fd, size, line, force_fsync)
             if type_ != "message":
                 self._synced = None  # live messages may have moved or changed

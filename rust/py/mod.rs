@@ -17,6 +17,7 @@ mod index;
 mod lazy;
 mod named;
 mod search;
+mod secrets;
 mod survivors;
 
 use std::io;
@@ -407,6 +408,8 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(identical_prefix, m)?)?;
     m.add_function(wrap_pyfunction!(search::find_lines, m)?)?;
     m.add_function(wrap_pyfunction!(search::find_hits, m)?)?;
+    m.add_function(wrap_pyfunction!(secrets::secret_prefilter, m)?)?;
+    m.add_class::<secrets::SecretPrefilter>()?;
     m.add_function(wrap_pyfunction!(columns::dataset_pass, m)?)?;
     m.add_class::<columns::DatasetPass>()?;
     m.add_class::<columns::RowBuffer>()?;

@@ -50,5 +50,8 @@ def test_a_link_reaches_the_transcript_it_names(shelf, name):
     got = c.get(link("envelope", named, {"id": shelf.ids["t1"]})).json()
     assert got["id"] == shelf.ids["t1"]
     for endpoint in ENDPOINTS:  # each answers for that name (nothing is 404: no route missing, no name lost)
-        r = c.get(link(endpoint, named, {"id": shelf.ids["t1"], "i": 0, "q": "pytest"}))
+        r = c.get(link(endpoint, named, {"id": shelf.ids["t1"], "i": 0, "q": "pytest", "fp": "0" * 12}))
+        if endpoint == "reveal":  # the transcript reached: it holds no masked secret of that fingerprint
+            assert r.status_code == 404 and "no such masked secret" in r.text, r.text
+            continue
         assert r.status_code == 200, (endpoint, r.text)

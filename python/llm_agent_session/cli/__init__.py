@@ -6,7 +6,7 @@ is optional: without it, or when output is not a terminal, everything is plain t
 
 Exit codes mean one thing in every command (``exit_codes.py``: 0 ok, 1 the operation
 failed, 2 a usage error, 3 not a transcript, ``check``'s 4 would repair and 5 would
-fail, ``salvage``'s 6 written but does not load yet, 130 Ctrl-C); each command declares
+fail, ``salvage``'s 6 written but does not load yet, ``scan``'s 8 secrets found, 130 Ctrl-C); each command declares
 the ones it returns, and its ``--help`` lists them.
 
 Everything printed passes through ``output.visible`` (transcript text is shown, never
@@ -150,11 +150,13 @@ def build_parser() -> CommandParser:
     p.add_argument("file", metavar="FILE", help=FILE_HELP)
     p.add_argument("--json", action="store_true", help="print the report as JSON")
 
-    from . import dataset, export, import_, index, query  # these commands keep their parsers in their own modules
+    from . import dataset, export, import_, index, query, scan, scrub  # these commands keep their parsers in their own modules
 
     export.add_parser(add_parser, common)
     index.add_parser(add_parser, common)
     import_.add_parser(add_parser, common)
+    scan.add_parser(add_parser, common)
+    scrub.add_parser(add_parser, common)
     dataset.add_parser(add_parser, common)
     query.add_parser(add_parser, common)
     from . import search, view  # so do search and view
@@ -201,6 +203,8 @@ COMMANDS: Dict[str, Handler] = {
         ("search", "search"),
         ("dataset", "dataset"),
         ("query", "query"),
+        ("scan", "scan"),
+        ("scrub", "scrub"),
         ("index", "index"),
     )
 }

@@ -49,6 +49,10 @@ def add_parser(add: Callable[..., argparse.ArgumentParser], common: argparse.Arg
                    help="read N transcripts at a time in N processes (default 1)")
     p.add_argument("--no-extras", dest="extras", action="store_false",
                    help="leave messages.extras empty (the keys a line has besides the message's own)")
+    p.add_argument("--no-redact", action="store_true",
+                   help="keep secrets in the rows as they are (by default what the secret rules find is masked as "
+                        "«redacted:RULE:FINGERPRINT» and the count said; docs/secrets.md). A transcript exported "
+                        "the other way before is read again")
     p.add_argument("--json", action="store_true", help="print the report as JSON")
     p.add_argument("-v", "--verbose", action="store_true", help="a line for every file, not only the ones that need a look")
 
@@ -82,7 +86,8 @@ def run(args: argparse.Namespace, out: Out) -> int:
                 detail = f" ({f.verdict})" if f.verdict and f.verdict != Kind.CLEAN.value else ""
                 out.line((f"{f.status:9}", style), " ", name_as_text(f.path), detail, f": {f.reason}" if f.reason else "")
         try:
-            report = export(srcs, dst, jobs=args.jobs, extras=args.extras, on_file=on_file, waiting=waiting)
+            report = export(srcs, dst, jobs=args.jobs, extras=args.extras, on_file=on_file, waiting=waiting,
+                            redact=not args.no_redact)
         except NotADataset as e:
             raise CliError(str(e), NOT_A_DATASET) from None
         except DatasetError as e:
@@ -103,4 +108,4 @@ def _as_json(report: Any) -> Any:
     return {"out": name_as_text(report.out), "files": files,
             "counts": {s: report.count(s) for s in ("exported", "unchanged", "removed", "failed", "skipped")},
             "rows": report.rows, "bytes": report.bytes_read, "seconds": report.seconds,
-            "would_fail": report.would_fail}
+            "would_fail": report.would_fail, "redacted": report.redacted, "masked": report.masked}

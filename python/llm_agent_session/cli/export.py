@@ -6,6 +6,10 @@ would be sent next); with ``--all`` (html, markdown) it is the whole history in 
 order (``whole_history.py``), written as it is rendered, a row at a time, so its memory
 does not grow with the file. Each format is one entry of :data:`FORMATS`: what its
 ``--help`` says, whether it can write the whole history, and the function that renders it.
+
+Every format reads the transcript through one ``secrets.Redactor`` (``--no-redact`` turns
+it off): what the rules find is masked before anything is rendered, and the count is said
+on stderr. A file written with ``-o`` is private to the user (0600) unless ``--shared``.
 """
 
 from __future__ import annotations
@@ -23,6 +27,7 @@ from .exit_codes import FAILED, OK, READS_TRANSCRIPT, USAGE
 from .new_file import write_new_file
 from .output import CliError, Out
 from .reading import open_read_only, peek_transcript, require_file
+from .redaction import add_redaction_arguments, read_redacted, redactor_of, say_masked
 from .whole_history import WholeHistory
 
 
@@ -42,17 +47,18 @@ class Live(NamedTuple):
     note: Optional[str]
 
 
-def read_live(path: str, annotated: bool = True) -> Live:
-    with open_read_only(path) as opened:
+def read_live(path: str, annotated: bool = True, index: bool = True) -> Live:
+    with open_read_only(path, index=index) as opened:
         s = opened.session
         messages, ids = s.messages, s.message_ids
         entries = annotate(s.events, ids, messages, 0, len(ids)) if annotated else []
         return Live(s.meta, entries, messages, s.pending_tool_operations(), opened.note)
 
 
-def _whole(path: str) -> WholeHistory:
-    require_file(path)
-    return WholeHistory.read(peek_transcript(path)["envelopes"])
+def _whole(args: argparse.Namespace) -> WholeHistory:
+    require_file(args.file)
+    return read_redacted(args.file, args.redactor,
+                         lambda readable, _: WholeHistory.read(peek_transcript(readable)["envelopes"]))
 
 
 def _limit(args: argparse.Namespace) -> int:
@@ -63,12 +69,15 @@ def html(args: argparse.Namespace) -> Exported:
     from .export_html import render, render_all
 
     if args.all:
-        whole = _whole(args.file)
+        whole = _whole(args)
         return Exported(render_all(args.file, whole, _limit(args)), whole.messages)
-    live = read_live(args.file)
+
+    def read(readable: str, original: bool) -> Any:
+        # What rewinds cut stays on the page, marked: nothing is ever deleted from a transcript.
+        return read_live(readable, index=original), Session.peek(readable, survey=True)
+
+    live, view = read_redacted(args.file, args.redactor, read)
     rewound: List[RewoundGroup] = []
-    # What rewinds cut stays on the page, marked: nothing is ever deleted from a transcript.
-    view = Session.peek(args.file, survey=True)
     if "survey" in view and "error" not in view:
         rewound = rewound_groups(view["envelopes"], view["survey"]["rewound"])
     text = render(args.file, live.meta, live.entries, live.pending, _limit(args), rewound)
@@ -79,9 +88,9 @@ def markdown(args: argparse.Namespace) -> Exported:
     from .export_markdown import render, render_all
 
     if args.all:
-        whole = _whole(args.file)
+        whole = _whole(args)
         return Exported(render_all(args.file, whole, _limit(args)), whole.messages)
-    live = read_live(args.file)
+    live = read_redacted(args.file, args.redactor, lambda readable, original: read_live(readable, index=original))
     text = render(args.file, live.meta, live.entries, _limit(args), live.pending)
     return Exported([text], len(live.entries), live.note)
 
@@ -89,7 +98,8 @@ def markdown(args: argparse.Namespace) -> Exported:
 def openai(args: argparse.Namespace) -> Exported:
     from .export_openai import render
 
-    live = read_live(args.file, annotated=False)
+    live = read_redacted(args.file, args.redactor,
+                         lambda readable, original: read_live(readable, annotated=False, index=original))
     return Exported([render(live.messages)], len(live.messages), live.note)
 
 
@@ -132,9 +142,11 @@ def add_parser(add: Callable[..., argparse.ArgumentParser], common: argparse.Arg
     p.add_argument("--endpoint", metavar="URL",
                    help="otlp: also send the spans to this OTLP/HTTP collector (e.g. http://localhost:4318); "
                    "nothing goes to stdout then unless -o - is given")
+    add_redaction_arguments(p, "OUT")
 
 
 def run(args: argparse.Namespace, out: Out) -> int:
+    args.redactor = redactor_of(args)
     if args.format == "otlp":  # read as peek reads (a file a load refuses still exports): its own module
         from .export_otlp import run as run_otlp
 
@@ -150,9 +162,10 @@ def run(args: argparse.Namespace, out: Out) -> int:
         for piece in exported.text:
             out.stream.write(piece)
     else:
-        write_new_file(args.output, exported.text)
+        write_new_file(args.output, exported.text, shared=args.shared)
         print(visible(f"wrote {args.output} ({os.path.getsize(args.output):,} bytes, {exported.messages:,} messages)"),
               file=sys.stderr)
+    say_masked("export", args.redactor)
     if exported.note:
         print(visible(f"llm-agent-session export: {exported.note}"), file=sys.stderr)
     return OK

@@ -51,6 +51,8 @@ def add_parser(add: Callable[..., argparse.ArgumentParser], common: argparse.Arg
     p.add_argument("out", metavar="OUT", help="the transcript (or, for a directory SRC, the directory) to write")
     p.add_argument("--json", action="store_true", help="print every file's report as JSON lines")
     p.add_argument("-v", "--verbose", action="store_true", help="per file, every record type and why any was skipped")
+    p.add_argument("--redact", action="store_true",
+                   help="mask the secrets `scan` finds in everything written (docs/secrets.md)")
     p.add_argument("-j", "--jobs", type=whole_number(1), default=1, metavar="N",
                    help="for a directory SRC, import N files at a time in N processes (default 1; "
                         "the per-file lines still come in file order)")
@@ -94,6 +96,14 @@ def run(args: argparse.Namespace, out: Out) -> int:
 
     importer: ModuleType = claude_code if args.source_format == "claude-code" else codex
     src, dst = os.path.expanduser(args.src), os.path.expanduser(args.out)
+    policy = None
+    if args.redact:
+        from ..secrets import ConfigError, Policy
+
+        try:
+            policy = Policy()
+        except (ConfigError, ValueError) as e:
+            raise CliError(str(e), USAGE) from None
     if not os.path.exists(src):
         raise CliError(f"{src}: no such file or directory (the default location is "
                        f"{importer.DEFAULT_SOURCE})", FAILED)
@@ -115,12 +125,12 @@ def run(args: argparse.Namespace, out: Out) -> int:
             def on_file(report: Any, done: int, total: int) -> None:
                 bar.update(done, total, f"importing {done}/{total}")
                 show(report)
-            reports = importer.import_tree(src, dst, on_file=on_file, workers=args.jobs)
+            reports = importer.import_tree(src, dst, on_file=on_file, workers=args.jobs, redaction=policy)
     else:
         if os.path.isdir(dst):
             dst = os.path.join(dst, importer.out_name(os.path.basename(src)) if hasattr(importer, "out_name")
                                else os.path.basename(src))
-        reports = [importer.import_transcript(src, dst)]
+        reports = [importer.import_transcript(src, dst, redaction=policy)]
         show(reports[0])
     flat = _all(reports)
     counts = {s: sum(1 for r in flat if r["status"] == s) for s in ("imported", "appended", "unchanged", "failed")}

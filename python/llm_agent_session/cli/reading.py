@@ -106,11 +106,11 @@ def private_copy(path: str) -> Iterator[str]:
         shutil.rmtree(directory, ignore_errors=True)
 
 
-def _load(path: str, shown_as: str) -> Session:
+def _load(path: str, shown_as: str, index: bool = True) -> Session:
     size = os.path.getsize(path)
     try:
         with Progress(f"reading {shown_as} ({human_bytes(size)})"):
-            return Session.load(path)
+            return Session.load(path, index=index)
     except SessionLocked:
         raise
     except NotATranscript as e:
@@ -142,8 +142,9 @@ def _replayed_without_lock(path: str) -> Opened:
 
 
 @contextlib.contextmanager
-def open_read_only(path: str) -> Iterator[Opened]:
-    """The replayed transcript at `path`, loaded without writing to it (see module doc)."""
+def open_read_only(path: str, index: bool = True) -> Iterator[Opened]:
+    """The replayed transcript at `path`, loaded without writing to it (see module doc).
+    ``index=False``: a file no side index is worth keeping for (a temporary copy)."""
     require_file(path)
     if not _platform.HAS_LOCK:
         yield _replayed_without_lock(path)
@@ -153,7 +154,7 @@ def open_read_only(path: str) -> Iterator[Opened]:
         why = "you cannot write to it, and loading opens it for appending"
     if why is None:
         try:
-            session = _load(path, path)
+            session = _load(path, path, index)
         except SessionLocked:
             why = "a live writer holds it (SessionLocked)"
         else:

@@ -66,6 +66,9 @@ def add_parser(add: Callable[..., argparse.ArgumentParser], common: argparse.Arg
     p.add_argument("--clear-cache", action="store_true",
                    help="delete the imports of Claude Code and Codex sessions the viewer keeps in the cache "
                         "(and say where they were), then view PATH if one is given")
+    p.add_argument("--no-redact", action="store_true",
+                   help="send secrets to the page as they are (by default what the secret rules find is masked, "
+                        "each with a reveal button for one at a time; docs/secrets.md)")
 
 
 def missing_packages() -> List[str]:
@@ -174,7 +177,7 @@ def run(args: argparse.Namespace, out: Out) -> int:
     from ..view.server import serve
 
     try:
-        return serve(paths, host, args.port, not args.no_browser, single, out.stream)
+        return serve(paths, host, args.port, not args.no_browser, single, out.stream, redact=not args.no_redact)
     except OSError as e:
         raise CliError(f"cannot serve on {host}:{args.port}: {e.strerror or e}", 1)
     except KeyboardInterrupt:

@@ -14,6 +14,7 @@ import uuid
 from dataclasses import dataclass, field
 from typing import Any, Dict, Iterable, Iterator, List, Optional, Sequence, Tuple
 
+from .. import _platform
 from .batches import ROW_GROUP_BYTES, empty_batch, pieces, size_of
 from .grow import Amendment
 from .layout import APPENDIX, bucket_key, split_key, version_name
@@ -40,6 +41,8 @@ def _writer(path: str, table: str) -> Any:
     import pyarrow.parquet as pq
 
     schema = write_schema(table)
+    # Made private first (rows hold whatever the conversations held): the writer keeps its mode.
+    os.close(os.open(path, os.O_WRONLY | os.O_CREAT | _platform.O_CLOEXEC, 0o600))
     return pq.ParquetWriter(
         path, schema, compression=COMPRESSION, use_dictionary=[n for n in _DICTIONARY if n in schema.names],
         write_statistics=[n for n in schema.names if n not in _NO_STATISTICS], store_schema=False,

@@ -47,6 +47,7 @@ class BucketJob:
     # What transcripts that grew (``grow.py``) change in it: their sessions rows and
     # patches in their home bucket; their patches and new rows in the appendix.
     amendment: Amendment = field(default_factory=Amendment)
+    redact: bool = True  # mask what the secret rules find
 
     @property
     def key(self) -> str:
@@ -157,7 +158,7 @@ def _transcript_rows(source: Source, head: Head, job: BucketJob, results: List[F
                      entries: Dict[str, SourceEntry], failed: Dict[str, FileResult]
                      ) -> Iterator[Tuple[str, str, Any]]:
     try:
-        t = read_transcript(source, head, extras=job.extras, chunk=job.chunk)
+        t = read_transcript(source, head, extras=job.extras, chunk=job.chunk, redact=job.redact)
     except NotATranscript as e:
         results.append(FileResult(source.path, SKIPPED, str(e)))
         entries[source.key] = Skipped(source.stamp, source.path, source.host, str(e))
@@ -177,10 +178,11 @@ def _transcript_rows(source: Source, head: Head, job: BucketJob, results: List[F
         return
     yield source.key, "sessions", session_batch(t.session)
     rows = dict(t.counts)
-    results.append(FileResult(source.path, EXPORTED, t.session.reason, t.session.verdict, rows, source.size))
+    results.append(FileResult(source.path, EXPORTED, t.session.reason, t.session.verdict, rows, source.size,
+                              masked=t.masked or 0))
     grow = None if t.grow is None else dataclasses.replace(t.grow, ids=_write_ids(job.staging, head, t.ids))
     entries[source.key] = Exported(source.stamp, source.path, source.host, head.session_id, head.date, head.bucket,
-                                   rows, t.session.verdict, job.extras, grow)
+                                   rows, t.session.verdict, job.extras, grow, redacted=t.masked)
 
 
 def run_jobs(bucket_jobs: List[BucketJob], jobs: int, done: Callable[[FileResult], None]) -> Dict[str, BucketResult]:

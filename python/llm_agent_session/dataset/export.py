@@ -103,11 +103,13 @@ def _check_paths(srcs: Sequence[str], out: str) -> None:
 
 def export(src: Union[PathLike, Sequence[PathLike]], out: PathLike, *, jobs: int = 1, extras: bool = True,
            on_file: Optional[Callable[[FileResult, int, int], None]] = None,
-           waiting: Optional[Callable[[], None]] = None, chunk: int = CHUNK) -> Report:
+           waiting: Optional[Callable[[], None]] = None, chunk: int = CHUNK, redact: bool = True) -> Report:
     """Export the transcripts under `src` (files or directories, searched recursively) into
     the dataset directory `out`; see ``docs/dataset.md``. ``jobs``: processes reading
     transcripts side by side. ``on_file(result, done, total)`` after each file;
-    ``waiting()`` if another export holds OUT's lock when this one publishes."""
+    ``waiting()`` if another export holds OUT's lock when this one publishes. ``redact``
+    (the default) masks what the secret rules find (docs/secrets.md): ``Report.masked``
+    and each ``FileResult.masked`` count them; ``redact=False`` keeps them."""
     started = time.perf_counter()
     srcs = [os.path.abspath(os.fspath(s)) for s in ([src] if isinstance(src, (str, os.PathLike)) else src)]
     out = os.path.abspath(os.fspath(out))
@@ -128,7 +130,7 @@ def export(src: Union[PathLike, Sequence[PathLike]], out: PathLike, *, jobs: int
         done(result)
     with staging_dir(out) as staging:
         remove_abandoned_staging(out)
-        run = Run(out, staging, read_manifest(out), host, extras, chunk, done)
+        run = Run(out, staging, read_manifest(out), host, extras, chunk, done, redact)
         changed = changed_sources(run, found)
         seen = {s.key for s in found}
         removed = [k for k, e in run.snapshot.sources.items()
@@ -148,7 +150,7 @@ def export(src: Union[PathLike, Sequence[PathLike]], out: PathLike, *, jobs: int
             transaction.drop(key)
         if transaction.needed():
             transaction.commit(waiting)
-    return Report(results, time.perf_counter() - started, out)
+    return Report(results, time.perf_counter() - started, out, redact)
 
 
 def _find(srcs: Sequence[str], host: str) -> Tuple[List[Source], List[FileResult]]:

@@ -186,9 +186,11 @@ def _eligible(entry: Exported, source: Source, extras: bool) -> Optional[GrowSta
     return state
 
 
-def read_growth(source: Source, entry: Exported, out: str, extras: bool, chunk: int) -> Optional[Growth]:
+def read_growth(source: Source, entry: Exported, out: str, extras: bool, chunk: int, redact: bool = False
+                ) -> Optional[Growth]:
     """The growth of `source` since `entry` (its manifest entry) was exported, checked as
-    the module doc says; None where it must be exported whole."""
+    the module doc says; None where it must be exported whole. `redact`: also where the
+    new bytes hold what the secret rules would mask (a whole export masks it)."""
     state = _eligible(entry, source, extras)
     if state is None:
         return None
@@ -197,10 +199,19 @@ def read_growth(source: Source, entry: Exported, out: str, extras: bool, chunk: 
     except OSError:
         return None
     try:
+        if redact and not _clean_growth(fd, state.size):
+            return None
         new = _new_lines(fd, state, out, extras, chunk)
     finally:
         os.close(fd)
     return None if new is None else _grown(state, new)
+
+
+def _clean_growth(fd: int, start: int) -> bool:
+    """Whether what `fd` holds from `start` has nothing the secret rules would mask."""
+    from ..secrets import Redactor
+
+    return Redactor().clean(fd, start, os.fstat(fd).st_size)
 
 
 def _new_lines(fd: int, state: GrowState, out: str, extras: bool, chunk: int) -> Optional[_NewLines]:

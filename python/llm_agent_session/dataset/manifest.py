@@ -10,7 +10,9 @@ On disk it is one JSON object (format 3), written with sorted keys and no spaces
 
 An entry is a file that is no transcript (``Skipped``: its stamp, ``path``, ``host`` and
 ``skipped``, why) or an exported one (``Exported``: its stamp, ``path``, ``host``,
-``session_id``, ``date``, ``bucket``, ``rows`` per table, ``verdict``, ``extras``; where a
+``session_id``, ``date``, ``bucket``, ``rows`` per table, ``verdict``, ``extras``,
+``redacted`` (how many secrets its rows have masked; absent where it was exported with
+``--no-redact``, or by a version that did not mask); where a
 later run may read only what it grew by, ``grow`` (``GrowState``); once it grew,
 ``appended``, its rows per table in the partition's appendix bucket). Each record has its
 ``to_json`` and ``from_json``; every value read is checked, and one of the wrong type is a
@@ -301,6 +303,7 @@ class Exported:
     extras: bool
     grow: Optional[GrowState] = None
     appended: Optional[Dict[str, int]] = None
+    redacted: Optional[int] = None  # secrets masked in its rows; None: exported unmasked
 
     @property
     def home(self) -> str:
@@ -318,6 +321,8 @@ class Exported:
             out["grow"] = self.grow.to_json()
         if self.appended is not None:
             out["appended"] = self.appended
+        if self.redacted is not None:
+            out["redacted"] = self.redacted
         return out
 
     @classmethod
@@ -325,7 +330,8 @@ class Exported:
         grow = GrowState.from_json(f.record("grow")) if f.values.get("grow") is not None else None
         return cls(Stamp.from_json(f), f.text("path"), f.text("host"), f.text("session_id"), f.text("date"),
                    f.whole("bucket"), f.counts("rows"), f.text("verdict"), f.flag("extras"), grow,
-                   f.counts("appended") if f.has("appended") else None)
+                   f.counts("appended") if f.has("appended") else None,
+                   f.whole("redacted") if f.has("redacted") else None)
 
 
 SourceEntry = Union[Skipped, Exported]

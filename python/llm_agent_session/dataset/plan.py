@@ -31,6 +31,13 @@ class Run:
     extras: bool
     chunk: int
     done: Callable[[FileResult], None]
+    redact: bool = True  # mask what the secret rules find (docs/secrets.md)
+
+
+def redacted_as(entry: Exported, redact: bool) -> bool:
+    """Whether `entry`'s rows were written as a run that does (or does not) `redact` writes
+    them: a run that masks reads again what was exported unmasked, and the other way."""
+    return (entry.redacted is not None) == redact
 
 
 def changed_sources(run: Run, found: List[Source]) -> List[Source]:
@@ -39,7 +46,8 @@ def changed_sources(run: Run, found: List[Source]) -> List[Source]:
     changed: List[Source] = []
     for s in found:
         entry = run.snapshot.sources.get(s.key)
-        if entry is not None and entry.stamp == s.stamp and (isinstance(entry, Skipped) or entry.extras == run.extras):
+        if entry is not None and entry.stamp == s.stamp and (
+                isinstance(entry, Skipped) or (entry.extras == run.extras and redacted_as(entry, run.redact))):
             run.done(FileResult(s.path, SKIPPED, entry.reason) if isinstance(entry, Skipped) else
                      FileResult(s.path, UNCHANGED))
         else:
@@ -82,7 +90,7 @@ def bucket_jobs(run: Run, changed: List[Source], removed: List[str], transaction
         old = published(run.snapshot, key)
         keep = [s for s in old.sources if s not in leaving] if old else []
         bucket_jobs.append(BucketJob(run.out, run.staging, date, k, old, keep, by_bucket.get(key, []), run.extras,
-                                     run.chunk, _backend.core.name, amended.get(key, Amendment())))
+                                     run.chunk, _backend.core.name, amended.get(key, Amendment()), run.redact))
     return bucket_jobs
 
 
@@ -97,7 +105,8 @@ def _growths(run: Run, changed: List[Source]) -> Dict[str, Grown]:
         if home is None or s.key not in home.sources:
             continue
         try:
-            growth = read_growth(s, entry, run.out, run.extras, run.chunk)
+            growth = read_growth(s, entry, run.out, run.extras, run.chunk, run.redact) \
+                if redacted_as(entry, run.redact) else None
         except (OSError, ValueError, CoreFailure):
             growth = None  # it changed while it was read: exported whole, which decides
         if growth is not None:

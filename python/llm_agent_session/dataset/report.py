@@ -27,6 +27,7 @@ class FileResult:
     rows: Dict[str, int] = field(default_factory=dict)
     bytes: int = 0
     grown: bool = False
+    masked: int = 0  # secrets masked in its rows (docs/secrets.md)
 
 
 @dataclass
@@ -34,6 +35,7 @@ class Report:
     files: List[FileResult]
     seconds: float
     out: str
+    redacted: bool = True  # whether the run masked what the secret rules find
 
     def count(self, status: str) -> int:
         return sum(1 for f in self.files if f.status == status)
@@ -44,6 +46,11 @@ class Report:
         return {t: sum(f.rows.get(t, 0) for f in self.files) for t in TABLE_NAMES}
 
     @property
+    def masked(self) -> int:
+        """Secrets masked in the rows written this run."""
+        return sum(f.masked for f in self.files)
+
+    @property
     def bytes_read(self) -> int:
         return sum(f.bytes for f in self.files if f.status == EXPORTED)
 
@@ -52,7 +59,8 @@ class Report:
         return sum(1 for f in self.files if f.verdict == "would-fail")
 
     def summary(self) -> str:
-        """The final line: files by what became of them, rows per table, MB/s."""
+        """The final line: files by what became of them, rows per table, MB/s, and (when it
+        masked) how many secrets it masked."""
         files = ", ".join(f"{self.count(s)} {s}" for s in (EXPORTED, UNCHANGED, REMOVED, FAILED, SKIPPED))
         rows = ", ".join(f"{n:,} {t}" for t, n in self.rows.items())
         rate = self.bytes_read / 1e6 / self.seconds if self.seconds > 0 else 0.0
@@ -60,5 +68,6 @@ class Report:
         grown = sum(1 for f in self.files if f.grown)
         if grown:
             note += f" ({grown} read only where {'it' if grown == 1 else 'they'} grew)"
+        masked = f"; {self.masked:,} secret{'' if self.masked == 1 else 's'} masked" if self.redacted else ""
         return (f"{files}{note}; rows written: {rows}; {self.bytes_read / 1e6:,.1f} MB read in "
-                f"{self.seconds:.2f} s ({rate:,.0f} MB/s)")
+                f"{self.seconds:.2f} s ({rate:,.0f} MB/s){masked}")

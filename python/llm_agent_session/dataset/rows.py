@@ -13,7 +13,9 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import stat as stat_module
+import tempfile
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any, Dict, Iterable, Iterator, List, Optional, Tuple
@@ -144,13 +146,16 @@ class Transcript:
     in_force: Optional[Tuple[str, str]] = None  # (id, snapshot)
     lines: int = 0
     grow: Optional[GrowState] = None  # grow.new_state, once read to the end (big clean ones)
+    masked: Optional[int] = None  # secrets masked (its rows read from a masked copy where > 0); None: not redacted
     ids: bytes = b""  # with `grow`: the envelope ids' digest
 
     def batches(self) -> Iterator[Tuple[str, Any]]:
         common = (self.head.session_id, self.session.agent, self.session.model)
         snapshots = grants_dictionary(self._summary.grants)
         totals = Totals()
-        keeps_state = self._loads and self.source.size >= grow.GROW_MIN  # what grow.new_state needs is gathered
+        # What grow.new_state needs is gathered; never for rows read from a masked copy (its
+        # offsets are not the file's): such a file is read whole again when it changes.
+        keeps_state = self._loads and self.source.size >= grow.GROW_MIN and not self.masked
         try:
             # A small transcript is one run of rows: nothing to overlap, no thread.
             chunks = read_ahead(self._pass) if self.source.size > 2 * CHUNK else self._pass
@@ -180,13 +185,50 @@ class Transcript:
             pass
 
 
-def read_transcript(source: Source, head: Head, *, extras: bool = True, chunk: int = CHUNK) -> Transcript:
+def _masked(fd: int, size: int, path: str, made: List[str]) -> Tuple[int, int, str, int]:
+    """Where the rows of `fd`'s first `size` bytes are read from: (fd, size, its path, secrets
+    masked): `fd` itself where the secret rules mask nothing in it, else a masked copy
+    (``secrets.Redactor``) in a new private directory (added to `made`), `fd` closed."""
+    from ..secrets import Redactor
+
+    redactor = Redactor()
+    if redactor.clean(fd, 0, size):
+        return fd, size, path, 0
+    made.append(tempfile.mkdtemp(prefix="llm-agent-session-redacted-"))
+    copy = os.path.join(made[-1], "masked.jsonl")
+    out = os.open(copy, os.O_RDWR | os.O_CREAT | os.O_EXCL | _platform.O_CLOEXEC | _platform.O_BINARY, 0o600)
+    try:
+        redactor.copy(fd, size, out)
+    except BaseException:
+        os.close(out)
+        raise
+    os.close(fd)
+    return out, os.fstat(out).st_size, copy, redactor.masked
+
+
+def read_transcript(source: Source, head: Head, *, extras: bool = True, chunk: int = CHUNK,
+                    redact: bool = False) -> Transcript:
     """`source`'s rows, read as described in the module doc; ``NotATranscript`` where a
-    load would call it none (it is then skipped). ``OSError`` where it cannot be read."""
+    load would call it none (it is then skipped). ``OSError`` where it cannot be read.
+    `redact`: what the secret rules find is masked (the rows read from a private masked
+    copy, removed once open), and ``masked`` counts it."""
     fd, st = _open(source.path)
+    made: List[str] = []
+    try:
+        return _read_transcript(source, head, fd, st, extras, chunk, made if redact else None)
+    finally:
+        for directory in made:  # the copy stays open for the rows; its name goes now
+            shutil.rmtree(directory, ignore_errors=True)
+
+
+def _read_transcript(source: Source, head: Head, fd: int, st: os.stat_result, extras: bool, chunk: int,
+                     made: Optional[List[str]]) -> Transcript:
+    path, masked = source.path, None
     try:
         core = _backend.core
         size = st.st_size
+        if made is not None:
+            fd, size, path, masked = _masked(fd, size, source.path, made)
         try:
             tail: Optional[Tuple[str, int, int, bytes]] = tuple(core.tail_check(fd, size))  # type: ignore[assignment]
         except CoreFailure:
@@ -206,9 +248,9 @@ def read_transcript(source: Source, head: Head, *, extras: bool = True, chunk: i
                 assert tail is not None
                 reason = _reason_of_torn(tail[2], tail[1], size - tail[1])
         else:
-            v = verdict(source.path)
+            v = verdict(path)
             if v.kind is Kind.NOT_A_TRANSCRIPT:
-                raise NotATranscript(str(v.error) if v.error else "not a transcript")
+                raise NotATranscript(str(v.error).replace(path, source.path) if v.error else "not a transcript")
             if v.kind is Kind.WOULD_FAIL:
                 outcome, error = FAILS, v.error
                 assert error is not None
@@ -235,11 +277,11 @@ def read_transcript(source: Source, head: Head, *, extras: bool = True, chunk: i
     model = meta["model"] if isinstance(meta.get("model"), str) else summary.model
     session = SessionRow(
         session_id=head.session_id, agent=agent, model=model, path=source.path, host=source.host,
-        meta_id=summary.meta_id, meta=summary.meta, verdict=outcome, reason=reason, bytes=size,
+        meta_id=summary.meta_id, meta=summary.meta, verdict=outcome, reason=reason, bytes=st.st_size,
         envelopes=summary.envelopes, skipped_lines=skipped if loads else summary.skipped, messages=0,
         live_messages=0 if loads else None, tool_calls=0, completed=0, failed=0, outcome_unknown=0, dispatched=0, result_recorded=0,
         pending_operations=0, compactions=0, rewinds=0, elisions=summary.elisions, grants=0, input_tokens=None,
         output_tokens=None, cache_read_tokens=None, cache_write_tokens=None, responses=0, unmeasured_responses=0,
         first_ts=summary.first_ts, last_ts=summary.last_ts)
-    return Transcript(source, head, session, fd, found, summary, loads)
+    return Transcript(source, head, session, fd, found, summary, loads, masked=masked)
 

@@ -17,9 +17,13 @@ def source_digest(data: bytes, end: int) -> str:
 
 
 def last_checkpoint(session: Session) -> Tuple[Optional[Dict[str, Any]], int]:
-    """The payload of the last checkpoint and how many envelopes follow it."""
+    """The payload of the last checkpoint and how many envelopes follow it (a ``scrub``
+    record not counted: a scrub masks what is there and adds nothing to the conversation)."""
     events = session.events
-    for back, ev in enumerate(reversed(events)):
+    after = 0
+    for ev in reversed(events):
         if ev.type == CHECKPOINT:
-            return dict(ev.payload), back
-    return None, len(events)
+            return dict(ev.payload), after
+        if ev.type != "scrub":  # secrets/scrub.py's SCRUB
+            after += 1
+    return None, after

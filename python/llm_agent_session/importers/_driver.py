@@ -56,8 +56,13 @@ def _no_cyclic_gc() -> Iterator[None]:
             gc.enable()
 
 
-def run_import(src: Any, out: Any, fmt: str, plan: Plan) -> ImportReport:
-    """Import ``src`` into ``out``; never raises on source content (the report says what failed)."""
+def run_import(src: Any, out: Any, fmt: str, plan: Plan, redaction: Any = None) -> ImportReport:
+    """Import ``src`` into ``out``; never raises on source content (the report says what failed).
+    ``redaction``: a ``secrets.Policy`` whose masks the plan gets before anything is written."""
+    if redaction is not None:
+        from ._redact import masked
+
+        plan = masked(plan, redaction)
     with _no_cyclic_gc():
         return _run_import(src, out, fmt, plan)
 
@@ -122,6 +127,7 @@ def _append_new(data: bytes, src: str, out: str, fmt: str, plan: Plan, report: I
     except (TranscriptError, OSError) as e:
         raise Refused(f"{out} exists and does not load ({reason_of(e)}); choose a new OUT") from None
     with session:
+        plan = _as_scrubbed(session, plan)
         cp, after = last_checkpoint(session)
         if cp is None:
             raise Refused(f"{out} exists and was not made by an import (it has no import checkpoint); choose a new OUT")
@@ -161,6 +167,18 @@ def _append_new(data: bytes, src: str, out: str, fmt: str, plan: Plan, report: I
 
         _write_at_end(out, session, report, parsed, write)
         report["status"] = "appended"
+
+
+def _as_scrubbed(session: Session, plan: Plan) -> Plan:
+    """`plan`, masked by the default policy where OUT was scrubbed (``secrets.scrub``) and
+    the import was given none: else what is new would bring the masked secrets back."""
+    from ._redact import is_masked, masked
+
+    if is_masked(plan) or not any(e.type == "scrub" for e in session.events):
+        return plan
+    from ..secrets import Policy
+
+    return cast(Plan, masked(plan, Policy()))
 
 
 _CHECKPOINT_KEYS = ("format", "source", "bytes", "lines", "digest", "importer", "resume")

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+from functools import partial
 from typing import Any, Dict, List, Optional, Set, cast
 
 from .._token_usage import TOKEN_USAGE, stated
@@ -43,15 +44,16 @@ _BOOKKEEPING = {
 _TITLES = {"summary": "summary", "ai-title": "aiTitle", "custom-title": "customTitle"}
 
 
-def import_transcript(src: Any, out: Any, subagents: bool = True) -> ImportReport:
+def import_transcript(src: Any, out: Any, subagents: bool = True, *, redaction: Any = None) -> ImportReport:
     """Import one Claude Code session file ``src`` into the transcript ``out`` (a new file,
     or one an earlier import made: then what brings it to what one import of the whole
     file gives is appended, usually just what is new). Its sidechains and
     its ``subagents/`` files, when there are any, become transcripts beside ``out``; their
     reports are in ``report["transcripts"]``. ``subagents=False`` leaves the ``subagents/``
-    files to the caller (``import_subagent`` each: the viewer imports only those that grew)."""
+    files to the caller (``import_subagent`` each: the viewer imports only those that grew).
+    ``redaction``: a ``secrets.Policy`` (docs/secrets.md) applied to everything written."""
     src, out = os.fspath(src), os.fspath(out)
-    report = run_import(src, out, FORMAT, lambda lines, rep, first: _Job(src, lines, rep, first, None))
+    report = run_import(src, out, FORMAT, lambda lines, rep, first: _Job(src, lines, rep, first, None), redaction)
     roots = report.pop("_sidechains", None)  # from the plan, or (unchanged) from the checkpoint
     if report["status"] == "failed":
         return report
@@ -63,12 +65,13 @@ def import_transcript(src: Any, out: Any, subagents: bool = True) -> ImportRepor
     for root in roots:
         if isinstance(root, str):
             path = sidechain_path(out, root)
-            report["transcripts"].append(run_import(src, path, FORMAT, _sidechain_job(src, root)))
+            report["transcripts"].append(run_import(src, path, FORMAT, _sidechain_job(src, root), redaction))
     sub_dir = os.path.join(_stem_dir(src), "subagents")
     if subagents and os.path.isdir(sub_dir):
         for rel in mirror_files(sub_dir, lambda rel: rel.endswith(".jsonl")):
             child_out = os.path.join(_stem_dir(out), "subagents", rel)
-            report["transcripts"].append(import_subagent(os.path.join(sub_dir, rel), child_out, parent_out=out))
+            report["transcripts"].append(import_subagent(os.path.join(sub_dir, rel), child_out, parent_out=out,
+                                                         redaction=redaction))
     return report
 
 
@@ -76,17 +79,19 @@ def _sidechain_job(src: str, root: str) -> Plan:
     return lambda lines, rep, first: _Job(src, lines, rep, first, root)
 
 
-def import_subagent(src: Any, out: Any, parent_out: Optional[str] = None) -> ImportReport:
+def import_subagent(src: Any, out: Any, parent_out: Optional[str] = None, *, redaction: Any = None) -> ImportReport:
     """A ``<session>/subagents/agent-<id>.jsonl`` file: a transcript whose meta names its parent."""
     src, out = os.fspath(src), os.fspath(out)
     parent_src = os.path.dirname(os.path.dirname(os.path.abspath(src))) + ".jsonl"
     parent = {"source-path": parent_src}
     if parent_out is not None:
         parent["transcript"] = os.path.relpath(os.path.abspath(parent_out), os.path.dirname(os.path.abspath(out)))
-    return run_import(src, out, FORMAT, lambda lines, rep, first: _Job(src, lines, rep, first, None, parent))
+    return run_import(src, out, FORMAT, lambda lines, rep, first: _Job(src, lines, rep, first, None, parent),
+                      redaction)
 
 
-def import_tree(src_dir: Any, out_dir: Any, on_file: Any = None, workers: int = 1) -> List[ImportReport]:
+def import_tree(src_dir: Any, out_dir: Any, on_file: Any = None, workers: int = 1, *,
+                redaction: Any = None) -> List[ImportReport]:
     """Every session file under ``src_dir`` into the same place under ``out_dir``.
     ``on_file(report, done, total)`` is called after each file. ``workers`` > 1: that many
     processes import files side by side. ValueError if ``out_dir`` is inside ``src_dir``."""
@@ -97,8 +102,8 @@ def import_tree(src_dir: Any, out_dir: Any, on_file: Any = None, workers: int = 
     main_stems = {rel[: -len(".jsonl")] for rel in mains}
     # A subagent file is imported with its session; only one without a session file on its own.
     work = [rel for rel in files if rel in mains or _owner(rel) not in main_stems]
-    calls = [(import_transcript if rel in mains else import_subagent, (os.path.join(src_dir, rel), os.path.join(out_dir, rel)))
-             for rel in work]
+    calls = [(partial(import_transcript if rel in mains else import_subagent, redaction=redaction),
+              (os.path.join(src_dir, rel), os.path.join(out_dir, rel))) for rel in work]
     return run_files(calls, on_file, workers)
 
 

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import json
 import os
+from functools import partial
 from typing import Any, Dict, List, Optional, Tuple, cast
 
 from .._token_usage import TOKEN_USAGE, figure, stated
@@ -44,12 +45,13 @@ _TURN_EDGES = ("task_started", "task_complete", "turn_started", "turn_complete",
 TOKEN_COUNT = "token-count"
 
 
-def import_transcript(src: Any, out: Any) -> ImportReport:
+def import_transcript(src: Any, out: Any, *, redaction: Any = None) -> ImportReport:
     """Import one Codex rollout ``src`` into the transcript ``out`` (a new file, or one an
     earlier import made: then what brings it to what one import of the whole rollout
-    gives is appended, usually just what the rollout gained since)."""
+    gives is appended, usually just what the rollout gained since). ``redaction``: a
+    ``secrets.Policy`` (docs/secrets.md) applied to everything written."""
     src, out = os.fspath(src), os.fspath(out)
-    return run_import(src, out, FORMAT, lambda lines, rep, first: _Job(src, lines, rep))
+    return run_import(src, out, FORMAT, lambda lines, rep, first: _Job(src, lines, rep), redaction)
 
 
 def out_name(rel: str) -> str:
@@ -57,14 +59,16 @@ def out_name(rel: str) -> str:
     return rel[: -len(".zst")] if rel.endswith(".jsonl.zst") else rel
 
 
-def import_tree(src_dir: Any, out_dir: Any, on_file: Any = None, workers: int = 1) -> List[ImportReport]:
+def import_tree(src_dir: Any, out_dir: Any, on_file: Any = None, workers: int = 1, *,
+                redaction: Any = None) -> List[ImportReport]:
     """Every rollout under ``src_dir`` into the same place under ``out_dir``;
     ``on_file(report, done, total)`` after each. ``workers`` > 1: that many processes
     import files side by side. ValueError if ``out_dir`` is inside ``src_dir``."""
     src_dir, out_dir = os.fspath(src_dir), os.fspath(out_dir)
     refuse_out_inside(src_dir, out_dir)
     files = mirror_files(src_dir, lambda rel: rel.endswith((".jsonl", ".jsonl.zst")))
-    calls = [(import_transcript, (os.path.join(src_dir, rel), os.path.join(out_dir, out_name(rel)))) for rel in files]
+    calls = [(partial(import_transcript, redaction=redaction), (os.path.join(src_dir, rel), os.path.join(out_dir, out_name(rel))))
+             for rel in files]
     return run_files(calls, on_file, workers)
 
 

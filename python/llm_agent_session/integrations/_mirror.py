@@ -59,15 +59,16 @@ ReadUnits = Callable[[Sequence[LiveRecord], Sequence[Unit]], List[Unit]]
 PlanUnits = Callable[[Sequence[Any], Sequence[Unit]], List[PlannedUnit]]
 
 
-def open_transcript(path: Any, meta: Optional[Mapping[str, Any]]) -> Session:
-    """Create the transcript, or load it (and take its lock) when it exists."""
+def open_transcript(path: Any, meta: Optional[Mapping[str, Any]], redaction: Any = None) -> Session:
+    """Create the transcript, or load it (and take its lock) when it exists; `redaction`: a
+    ``secrets.Policy`` for what is written (docs/secrets.md)."""
     path = os.fspath(path)
     if not os.path.lexists(path):
         try:
-            return Session.create(path, meta)
+            return Session.create(path, meta, redaction=redaction)
         except FileExistsError:
             pass  # created meanwhile by someone else: load it like any existing one
-    return Session.load(path)
+    return Session.load(path, redaction=redaction)
 
 
 def unanswered_calls_ran(session: Session) -> bool:

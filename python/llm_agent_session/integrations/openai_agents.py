@@ -245,6 +245,8 @@ class TranscriptSession(TranscriptOwner):
     lock (`SessionLocked` when another session holds it) and answers the tool calls
     that a crash left unanswered, if any of them was dispatched. `session_id` defaults to
     the id of the transcript's session-meta line, the same every time the file is opened.
+    `redaction`: a ``secrets.Policy``; what it finds is masked in every line written
+    (docs/secrets.md), while this run's items stay as they were given.
     """
 
     def __init__(
@@ -254,8 +256,9 @@ class TranscriptSession(TranscriptOwner):
         meta: Optional[Mapping[str, Any]] = None,
         session_id: Optional[str] = None,
         session_settings: Optional[SessionSettings] = None,
+        redaction: Any = None,
     ) -> None:
-        transcript = open_transcript(path, meta)
+        transcript = open_transcript(path, meta, redaction)
         # The token usage of each response the hooks saw, by its output items (`_item_key`).
         self._tokens: Dict[str, Dict[str, Any]] = {}
         try:

@@ -236,11 +236,12 @@ class TranscriptCapability(TranscriptOwner, AbstractCapability[Any]):
 
     Opening creates `path` with `meta` as its session-meta, or loads it and takes its
     lock (`SessionLocked` when another session holds it). Pass it to `Agent(...,
-    capabilities=[...])` and hand `await message_history()` to each run.
+    capabilities=[...])` and hand `await message_history()` to each run. `redaction`: a
+    ``secrets.Policy``; what it finds is masked in every line written (docs/secrets.md).
     """
 
-    def __init__(self, path: Any, *, meta: Optional[Mapping[str, Any]] = None) -> None:
-        transcript = open_transcript(path, meta)
+    def __init__(self, path: Any, *, meta: Optional[Mapping[str, Any]] = None, redaction: Any = None) -> None:
+        transcript = open_transcript(path, meta, redaction)
         try:
             self._mirror = Mirror(transcript, _read, _plan)
         except BaseException:

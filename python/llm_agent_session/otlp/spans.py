@@ -246,6 +246,7 @@ class Trace:
     spans: List[Span]
     problems: List[str] = field(default_factory=list)  # why a load would refuse the file
     unfinished_bytes: int = 0  # a torn last line, left out
+    masked: int = 0  # secrets masked before it was made (``otlp.trace``; 0 when not redacted)
 
     def requests(self, batch: int = BATCH) -> Iterator[Dict[str, Any]]:
         """``ExportTraceServiceRequest``s of at most `batch` spans each, as JSON-ready dicts."""

@@ -169,8 +169,20 @@ def api_follow(request: Request) -> Any:
     return model.follow(t)
 
 
+@_answer
+def api_reveal(request: Request) -> Any:
+    """One masked secret: the envelope (``i`` or ``id``) and the marker's fingerprint ``fp``."""
+    t, q = _transcript(request), request.query_params
+    i = model.position_of(t, q["id"]) if "id" in q else _int(request, "i")
+    fingerprint = q.get("fp", "")
+    if len(fingerprint) != 12 or any(c not in "0123456789abcdef" for c in fingerprint):
+        raise Problem(400, "fp must be a fingerprint: 12 hex digits, as the marker shows it")
+    return model.reveal(t, i, fingerprint)
+
+
 API = {"shelf": api_shelf, "transcript": api_transcript, "window": api_window, "envelope": api_envelope,
-       "locate": api_locate, "search": api_search, "follow": api_follow, "shelf-search": api_shelf_search}
+       "locate": api_locate, "search": api_search, "follow": api_follow, "shelf-search": api_shelf_search,
+       "reveal": api_reveal}
 
 
 def app(viewer: Viewer, policy: NetworkPolicy) -> Guard:
@@ -183,5 +195,5 @@ def app(viewer: Viewer, policy: NetworkPolicy) -> Guard:
     ]
     inner = Starlette(routes=routes)
     inner.state.viewer = viewer
-    inner.state.searches = Searches(viewer.roots, viewer.shelf)  # with one search cache for the viewer's life
+    inner.state.searches = Searches(viewer.roots, viewer.shelf, redactor=viewer.redactor)  # with one search cache for the viewer's life
     return Guard(inner, policy)  # type: ignore[arg-type]  # Starlette types scopes as MutableMapping

@@ -13,7 +13,7 @@ from typing import Mapping, Optional, Union
 from urllib.parse import quote, urlencode
 
 #: The data API's endpoints (``/api/NAME``), as the routes serve them.
-ENDPOINTS = ("shelf", "transcript", "window", "envelope", "locate", "search", "follow", "shelf-search")
+ENDPOINTS = ("shelf", "transcript", "window", "envelope", "locate", "search", "follow", "shelf-search", "reveal")
 #: Where a transcript's page is: this, then its name.
 TRANSCRIPT_PAGE = "/t/"
 

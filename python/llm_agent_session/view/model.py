@@ -7,6 +7,11 @@ one peek). The functions below make the answers of ``/api/transcript``, ``/api/w
 which every string from the transcript has been made visible (docs/viewer.md, "The JSON
 data API"). The routes (``app.py``) read a request's parameters and call them; the jumps
 and the search are the open transcript's own (``Transcript.locate_*``, ``.search``).
+
+Everything from a transcript is masked by the viewer's ``secrets.Redactor`` first (unless
+``view --no-redact``): payloads, live messages, raw lines, the meta and the shelf's
+titles; ``reveal`` answers one masked finding, by its envelope and fingerprint, for the
+local user who asks (docs/secrets.md).
 """
 
 from __future__ import annotations
@@ -14,8 +19,9 @@ from __future__ import annotations
 import json
 import threading
 from collections import OrderedDict
-from typing import Any, Dict, Optional
+from typing import Any, Dict, List, Optional
 
+from ..secrets import Redactor
 from ..verdict import Verdict
 from ..visible import json_visible, visible
 from . import render, tokens
@@ -35,11 +41,13 @@ class Viewer:
     """What the routes serve: the roots, the shelf, the open transcripts."""
 
     def __init__(self, roots: Roots, shelf: Optional[Shelf] = None, imports: Optional[Imports] = None,
-                 import_workers: int = WORKERS) -> None:
+                 import_workers: int = WORKERS, *, redactor: Optional[Redactor] = None) -> None:
         self.roots = roots
         self.shelf = shelf or Shelf(roots)
         # The Claude Code and Codex sessions under the roots, imported into the cache.
         self.imports = imports or Imports(self.shelf, import_workers)
+        # What everything sent to the page is masked with (docs/secrets.md).
+        self.redactor = redactor if redactor is not None else Redactor()
         self.open: "OrderedDict[str, Transcript]" = OrderedDict()
         self.lock = threading.Lock()
         self.opening: Dict[str, threading.Lock] = {}
@@ -66,7 +74,7 @@ class Viewer:
                 if found is not None and found.path == path:
                     self.open.move_to_end(name)
                     return found
-            opened = Transcript(name, path)  # outside self.lock: other transcripts go on
+            opened = Transcript(name, path, self.redactor)  # outside self.lock: other transcripts go on
             with self.lock:
                 self.open[name] = opened
                 while len(self.open) > KEEP_OPEN:
@@ -80,13 +88,17 @@ class Viewer:
     def shelf_rows(self, start: int) -> Dict[str, Any]:
         """``/api/shelf``: the rows from the `start`-th on (the shelf is read from the first ask)."""
         self.shelf.start()
-        return self.shelf.since(max(start, 0))
+        rows = self.shelf.since(max(start, 0))
+        if self.redactor.enabled:
+            rows["rows"] = [dict(row, title=self.redactor.text(row["title"])) if isinstance(row.get("title"), str)
+                            else row for row in rows["rows"]]
+        return rows
 
 
 def renderer(t: Transcript, limit: int = LIMIT) -> render.Renderer:
     """A renderer of `t`'s envelopes with what its history knows (nothing yet, before it is
     read), and its envelopes around each (a tool call's card, a run of bookkeeping)."""
-    return render.Renderer(t.history, t.removals(), limit, t.envelope, t.card_homes)
+    return render.Renderer(t.history, t.removals(), limit, t.envelope, t.card_homes, t.redactor)
 
 
 def info(t: Transcript, note: Optional[str] = None) -> Dict[str, Any]:
@@ -95,15 +107,19 @@ def info(t: Transcript, note: Optional[str] = None) -> Dict[str, Any]:
     used = tokens.of_session(t.path)  # the session's, each response once (before `ready` is read below)
     v = t.verdict
     state = t.live()
+    meta = t.redactor.value(t.meta)
     return {
         "name": visible(t.name),
         "generation": t.generation,
         "count": t.count,
         "size": t.size,
         "end": t.end,
-        "meta": json.loads(json_visible(json.dumps(t.meta, ensure_ascii=False))),
-        "title": title_of(t.meta, (t.envelope(i) for i in range(min(t.count, TITLE_LOOK)))),
+        "meta": json.loads(json_visible(json.dumps(meta, ensure_ascii=False))),
+        "title": t.redactor.value(title_of(t.meta, (t.envelope(i) for i in range(min(t.count, TITLE_LOOK))))),
         "tokens": used,
+        # Whether secrets are masked, and how many the file holds (None: not counted yet).
+        "redacted": t.redactor.enabled,
+        "secrets": t.secrets,
         "warnings": len(t.warnings),
         "first_warnings": [visible(w) for w in t.warnings[:20]],
         "error": visible(t.error) if t.error else None,
@@ -177,7 +193,30 @@ def envelope(t: Transcript, i: int, full: bool = False) -> Dict[str, Any]:
 def raw_line(t: Transcript, i: int) -> Dict[str, Any]:
     """``/api/envelope?raw=1``: the line of the envelope at position `i`, as it is in the file."""
     _must_hold(t, i)
-    return {"i": i, "raw": json_visible(t.line(i).decode("utf-8", "replace"))}
+    return {"i": i, "raw": json_visible(t.redactor.line(t.line(i)).decode("utf-8", "replace"))}
+
+
+def reveal(t: Transcript, i: int, fingerprint: str) -> Dict[str, Any]:
+    """``/api/reveal``: the one secret the marker with `fingerprint` masks in the envelope
+    at position `i`, or on the tool call cards it shows (their dispatch's arguments and
+    result come from envelopes of their own): the local user asked to see it. Problem 404
+    where there is none."""
+    _must_hold(t, i)
+    if t.redactor.enabled:
+        for at in [i] + _card_parts(t, i):
+            event = t.envelope(at)
+            found = t.redactor.reveal(event.type, event.payload, fingerprint)
+            if found is not None:
+                rule, secret = found
+                return {"i": at, "rule": rule, "fingerprint": fingerprint, "secret": visible(secret, multiline=True)}
+    raise Problem(404, "no such masked secret in that envelope")
+
+
+def _card_parts(t: Transcript, i: int) -> List[int]:
+    """The positions of the envelopes the cards of envelope `i` are made of, as drawn."""
+    drawn = renderer(t).envelope(i, t.envelope(i))
+    return [at for block in drawn["body"] if isinstance(block.get("call"), dict)
+            for _, _, at in block["call"].get("parts", []) if isinstance(at, int) and 0 <= at < t.count]
 
 
 def _must_hold(t: Transcript, i: int) -> None:

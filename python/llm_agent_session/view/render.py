@@ -15,6 +15,12 @@ str, "label"?}``, ``{"kv": [[key, value], ...]}``, ``{"link": label, "to": id}``
 value shortened to ``limit`` characters; ``extras`` is ``[[key, json text], ...]``
 (collapsed by the page). A dispatch, result or settle whose card is another envelope has
 ``part``; an import checkpoint has ``run``, the checkpoints side by side it is one of.
+
+What the secret rules find is masked before anything is rendered (the renderer's
+``redactor``: the open transcript's, docs/secrets.md): a payload (a card's envelopes'
+too), or a live message's content and calls, arrive here with
+``«redacted:RULE:FINGERPRINT»`` in place of each secret, which the page turns into a span
+with a "reveal" button.
 """
 
 from __future__ import annotations
@@ -23,6 +29,7 @@ from typing import Any, Callable, Dict, List, Optional, Tuple
 
 from ..history import History
 from ..messages import MESSAGE_KEYS, Event, Message
+from ..secrets import Redactor
 from ..visible import json_text, visible
 from . import markdown
 from .cards import Cards, pretty_arguments
@@ -61,13 +68,29 @@ class Renderer:
     """Renders envelopes with what a ``History`` knows of them (``None``: not read yet)."""
 
     def __init__(self, history: Optional[History], removals: Dict[str, Tuple[int, str]], limit: int,
-                 envelope_at: Optional[Callable[[int], Event]] = None, homes: Optional[Dict[str, int]] = None) -> None:
+                 envelope_at: Optional[Callable[[int], Event]] = None, homes: Optional[Dict[str, int]] = None,
+                 redactor: Optional[Redactor] = None) -> None:
         self.history = history
         self.removals = removals  # compaction/rewind id -> (messages it removed, the first one)
         self.limit = limit
+        self.redactor = redactor if redactor is not None else Redactor(enabled=False)
+        if envelope_at is not None and self.redactor.enabled:
+            envelope_at = self._masked(envelope_at)
         # With the envelopes around (the history view): tool calls as cards, bookkeeping in runs.
         self.envelope_at = envelope_at
         self.cards = Cards(history, envelope_at, {} if homes is None else homes) if envelope_at is not None else None
+
+    def _masked(self, envelope_at: Callable[[int], Event]) -> Callable[[int], Event]:
+        """`envelope_at` whose envelopes come with their payloads masked (a card shows its
+        dispatch's arguments and its result's text from envelopes of their own)."""
+
+        def at(index: int) -> Event:
+            event = envelope_at(index)
+            payload = event.payload
+            masked = self.redactor.payload(event.type, payload) if isinstance(payload, dict) else payload
+            return event if masked is payload else Event(event.id, event.type, event.ts, event.v, masked)
+
+        return at
 
     # -- pieces ---------------------------------------------------------------------------
 
@@ -204,6 +227,9 @@ class Renderer:
 
     def envelope(self, index: int, event: Event) -> Dict[str, Any]:
         payload = event.payload if isinstance(event.payload, dict) else {}
+        masked = self.redactor.payload(event.type, payload)
+        if masked is not payload:  # the methods below read the event's payload too
+            event, payload = Event(event.id, event.type, event.ts, event.v, masked), masked
         out: Dict[str, Any] = {
             "i": index, "id": visible(event.id), "type": visible(event.type), "ts": visible(event.ts),
             "badges": [], "body": [], "extras": [],
@@ -404,9 +430,11 @@ class Renderer:
             out["badges"].append({"text": "a compaction's summary", "cls": "note"})
         if self.history is not None and entry_id in self.history.elided:
             out["badges"].append({"text": "elided: the model sees this stub", "cls": "elided", "to": self.history.elided[entry_id][-1]})
-        out["body"] = self._content(message.content, markdown_text=role == "assistant", kind="code" if role == "tool" else "text")
-        if isinstance(message.tool_calls, list):
-            out["body"].extend(self._calls(message.tool_calls, None))
+        shown = self.redactor.value({"content": message.content, "tool_calls": message.tool_calls})
+        out["body"] = self._content(shown["content"], markdown_text=role == "assistant",
+                                    kind="code" if role == "tool" else "text")
+        if isinstance(shown["tool_calls"], list):
+            out["body"].extend(self._calls(shown["tool_calls"], None))
         return out
 
 

@@ -81,9 +81,10 @@ def _remove(folder: str) -> None:
 
 
 def serve(paths: List[str], host: str, port: int, browser: bool, single: Optional[str],
-          out: TextIO = sys.stdout, token: Optional[str] = None) -> int:
+          out: TextIO = sys.stdout, token: Optional[str] = None, redact: bool = True) -> int:
     """Serve `paths` on `host` (``security.listening_host``'s) and `port` (0: a free one)
-    until Ctrl-C; `single`: the one transcript to open straight into."""
+    until Ctrl-C; `single`: the one transcript to open straight into. `redact` (the
+    default): what the secret rules find is masked in all the page is sent."""
     sock = bind(host, port)
     try:
         policy = resolve_policy(host, sock.getsockname()[1], token)
@@ -102,9 +103,10 @@ def serve(paths: List[str], host: str, port: int, browser: bool, single: Optiona
 
     from .app import app
     from .limits import ACCEPT_BATCH, bounded_protocol, descriptor_limit, max_connections
+    from ..secrets import Redactor
     from .model import Viewer
 
-    viewer = Viewer(shelf.roots, shelf, imports)
+    viewer = Viewer(shelf.roots, shelf, imports, redactor=Redactor(enabled=redact))
     if first is not None:  # read it while the browser starts
         threading.Thread(target=viewer.transcript, args=(first,), daemon=True).start()
     # h11 with bounds on header time and connections (limits.py); no WebSocket: none is served.

@@ -22,6 +22,7 @@ from collections import OrderedDict
 from typing import Any, Dict, List, Optional, Tuple
 
 from ..search_many import Hit, Search, SearchCache, search_many
+from ..secrets import Redactor
 from ..visible import visible
 from .problems import Problem
 from .shelf import Roots, Shelf
@@ -41,8 +42,9 @@ class ShelfSearch:
     """One text searched for in every transcript, on a thread: its hits as they come."""
 
     def __init__(self, text: str, ignore_case: bool, limit: int, paths: List[str],
-                 names: List[str], cache: SearchCache) -> None:
+                 names: List[str], cache: SearchCache, redactor: Optional[Redactor] = None) -> None:
         self.text, self.ignore_case, self.limit = text, ignore_case, limit
+        self.redactor = redactor if redactor is not None else Redactor()
         self.names = names  # each path's name: a PATH's label, or an imported transcript's name
         self.hits: List[Tuple[str, Hit]] = []
         self.done = False
@@ -100,7 +102,7 @@ class ShelfSearch:
             more = held > limit or (held >= limit and not self.complete)
         progress = self.search.progress()
         return {
-            "hits": [_hit(name, hit, rows.get(visible(name))) for name, hit in hits],
+            "hits": [_hit(name, hit, rows.get(visible(name)), self.redactor) for name, hit in hits],
             "count": start + len(hits),
             "done": done,
             "more": more,  # stopped at the limit: ask again with a bigger one for the next hits
@@ -111,17 +113,24 @@ class ShelfSearch:
         }
 
 
-def _hit(name: str, hit: Hit, row: Optional[Dict[str, Any]]) -> Dict[str, Any]:
+def _hit(name: str, hit: Hit, row: Optional[Dict[str, Any]], redactor: Redactor) -> Dict[str, Any]:
     """A hit as the page shows it: where (the transcript's name, its shelf title and link,
     the envelope's id, line and time) and the snippet cut around the match, each string
-    made visible (the page sets them as text)."""
+    made visible (the page sets them as text). Where the envelope holds a secret (and the
+    viewer masks them), the snippet is the match alone: a snippet's edge may cut a secret
+    where the rules no longer know it (``masked`` says so)."""
     snippet = hit.snippet or ""
     at, end = hit.match if hit.match is not None else (0, 0)
+    masked = bool(snippet) and redactor.holds_at(hit.path, hit.offset)
+    if masked:
+        snippet, at, end = "…" + snippet[at:end] + "…", 1, 1 + end - at
     shown = visible(name)
+    title = row.get("title") if row is not None else None
     return {
         "name": shown,
         "link": row.get("link") if row is not None else (name if shown == name else None),
-        "title": row.get("title") if row is not None else None,
+        "title": redactor.text(title) if isinstance(title, str) else title,
+        "masked": masked,
         "id": visible(hit.id or ""),
         "line": hit.line,
         "ts": visible(hit.ts) if hit.ts else None,
@@ -136,9 +145,11 @@ def _hit(name: str, hit: Hit, row: Optional[Dict[str, Any]]) -> Dict[str, Any]:
 class Searches:
     """The shelf's searches: the last few by text, the one the page asks about running."""
 
-    def __init__(self, roots: Roots, shelf: Shelf, cache: Optional[SearchCache] = None) -> None:
+    def __init__(self, roots: Roots, shelf: Shelf, cache: Optional[SearchCache] = None,
+                 redactor: Optional[Redactor] = None) -> None:
         self.roots = roots
         self.shelf = shelf
+        self.redactor = redactor if redactor is not None else Redactor()
         self.cache = cache or SearchCache()
         self.kept: "OrderedDict[Tuple[str, bool], ShelfSearch]" = OrderedDict()
         self.lock = threading.Lock()
@@ -185,7 +196,7 @@ class Searches:
         for name, path in imported:  # a Claude Code or Codex session: its import
             paths.append(path)
             names.append(name)
-        return ShelfSearch(text, ignore_case, limit, paths, names, self.cache)
+        return ShelfSearch(text, ignore_case, limit, paths, names, self.cache, self.redactor)
 
     def _rows(self) -> Dict[str, Dict[str, Any]]:
         self.shelf.start()  # (the shelf is read from the first ask, of its rows or of a search)

@@ -19,7 +19,9 @@ block a screen:
 2. load's verdict (``llm_agent_session.verdict``): clean, torn tail, or would fail and why;
 3. the ``History`` (without payloads: the values stay in the file): what removed or
    elided each message, each tool operation's state and its call and result, and the live
-   conversation.
+   conversation;
+4. where the viewer masks secrets (``redactor``, docs/secrets.md), how many the file holds
+   (``secrets``: ``secrets.scan_file``'s findings), for the page's status.
 
 Following a file being written: :meth:`Transcript.refresh` peeks from the last end with
 the file's identity and adds what was appended (to the index and the history alike); a
@@ -43,6 +45,7 @@ from .. import search
 from ..indexed import Indexed, time_key
 from ..history import History
 from ..messages import Event
+from ..secrets import Redactor
 from ..session import Session
 from ..verdict import Verdict, verdict
 from . import transcript_search
@@ -73,9 +76,12 @@ class Segment:
 class Transcript:
     """A transcript file the viewer shows (see the module doc). Thread-safe."""
 
-    def __init__(self, name: str, path: str) -> None:
+    def __init__(self, name: str, path: str, redactor: Optional[Redactor] = None) -> None:
         self.name = name
         self.path = path
+        # What everything sent to the page is masked with (by default the rules'; one
+        # that is not enabled masks nothing).
+        self.redactor = redactor if redactor is not None else Redactor()
         self.lock = threading.RLock()
         self.generation = 0
         self._reset()
@@ -108,6 +114,7 @@ class Transcript:
         self.history: Optional[History] = None
         self.failed: List[int] = []  # positions of the failed operations' dispatches, in order
         self.verdict: Optional[Verdict] = None
+        self.secrets: Optional[int] = None  # secrets the file holds, once counted (masked ones)
         self.pending_ids: Optional[List[str]] = None  # the verdict's pending operations
         self._verdict_count = -1  # the envelopes there were when the verdict was asked for
         self._found_by_id: Dict[str, Tuple[Tuple[int, int], List[int]]] = {}  # pending/failed positions
@@ -244,6 +251,7 @@ class Transcript:
                 if generation == self.generation:
                     self.verdict, self.pending_ids, self._verdict_count = found, pending, count
             self._build_history(generation)
+            self._count_secrets(generation)
         except Exception as e:  # shown on the page; the viewer goes on without it
             with self.lock:
                 if generation == self.generation:
@@ -287,6 +295,17 @@ class Transcript:
                     self.jumps[kind].extend(found)
                 self.settled_failed.extend(settled_failed)
                 self.indexed = stop
+
+    def _count_secrets(self, generation: int) -> None:
+        """How many secrets the file holds, up to what was read (the page's status)."""
+        from ..secrets.scan import TRANSCRIPT, scan_file
+
+        if not self.redactor.enabled:
+            return
+        found = scan_file(self.path, self.redactor.rules, self.redactor.fingerprints, TRANSCRIPT)
+        with self.lock:
+            if generation == self.generation:
+                self.secrets = sum(1 for f in found.findings if f.offset < self.end)
 
     def _build_history(self, generation: int) -> None:
         # Read by the core (History.read's way, up to the bytes peek read), not fed the
@@ -577,7 +596,8 @@ class Transcript:
     @property
     def ready(self) -> Dict[str, bool]:
         return {"index": not self.preview and self.indexed >= self.count, "verdict": self.verdict is not None,
-                "history": self.history is not None}
+                "history": self.history is not None,
+                "secrets": self.secrets is not None or not self.redactor.enabled}
 
 
 class _Offsets:

@@ -5,6 +5,7 @@
 // hit it. Text is set as text; only the server's Markdown is set as HTML.
 import { card, thinking } from "./card.js";
 import { $, el, fmtInt, usageWords } from "./dom.js";
+import { markSecrets } from "./secrets.js";
 import { T } from "./state.js";
 import { key } from "./windows.js";
 
@@ -165,7 +166,7 @@ export function envelopeNode(i) {
     head.append(fold);
     if (removed && !part && item.preview) a.append(el("div", "preview", item.preview));
   }
-  if (bare) return marked(a, i);
+  if (bare) { markSecrets(a); return marked(a, i); }
   if (item.tokens) a.append(tokensLine(item.tokens));
   const body = el("div", "body");
   for (const b of item.body || []) body.append(block(b, item, open));
@@ -176,6 +177,7 @@ export function envelopeNode(i) {
     for (const [k, v] of item.extras) d.append(el("div", "label", k), el("pre", "code", v));
     a.append(d);
   }
+  markSecrets(a);   // before the search marks its hits: a marker stays whole
   if (T.hitSet.has(i) && history) {
     highlight(a);
     for (const d of a.querySelectorAll("details.thinking")) if (d.querySelector("mark")) d.open = true;

@@ -35,6 +35,7 @@ export async function follow() {
         if (T.atEnd) syncScrollbar();
       }
       if (n !== (T.info && (T.mode === "live" ? T.info.live : T.info.count)) || (got.ready.history && !wasReady) || (!T.info.verdict && got.ready.verdict) ||
+          (got.ready.secrets && !T.info.ready.secrets) ||
           (T.info.tokens && !T.info.tokens.ready)) {   // a big file's tokens, being counted
         showInfo(await getJSON(apiURL("transcript", { t: T.link })));
       }

@@ -38,6 +38,9 @@ export function showInfo(info) {
   if (info.pending) parts.push(fmtInt(info.pending) + " pending (may or may not have run)");
   if (v) parts.push("load: " + v.text + (v.why ? " (" + v.why + ")" : ""));
   if (info.warnings) parts.push(fmtInt(info.warnings) + " lines skipped");
+  if (!info.redacted) parts.push("secrets shown as they are (--no-redact)");
+  else if (info.secrets === null) parts.push("looking for secrets…");
+  else if (info.secrets) parts.push(fmtInt(info.secrets) + (info.secrets === 1 ? " secret" : " secrets") + " masked (reveal shows one)");
   if (!info.ready.history) parts.push("reading the history…");
   if (info.error) parts.push(info.error);
   if (info.note) parts.push("import: " + info.note);   // a Claude Code or Codex session's, imported again

@@ -9,6 +9,7 @@ import { apiURL } from "./links.js";
 import { jumpTo, onScroll, render, syncScrollbar, toEnd } from "./list.js";
 import { setMode, showInfo } from "./modes.js";
 import { nextHit, search } from "./search.js";
+import { markSecrets, reveal } from "./secrets.js";
 import { T, startState } from "./state.js";
 import { key } from "./windows.js";
 
@@ -51,6 +52,11 @@ async function onEnvelopeButton(e) {
   if (!b) return;
   if (b.dataset.to) { goToId(b.dataset.to); return; }
   const art = b.closest("article");
+  if (b.dataset.reveal) {
+    try { await reveal(b); } catch (err) { status(err.message); }
+    render();
+    return;
+  }
   if (b.dataset.fold) {
     const i = Number(art.dataset.i), unfolded = !art.classList.contains("unfolded");
     T.folds.set(i, unfolded);
@@ -87,7 +93,9 @@ async function onEnvelopeButton(e) {
     const old = art.querySelector(":scope > .rawline");
     if (old) { old.remove(); render(); return; }
     const got = await getJSON(apiURL("envelope", { t: T.link, i: Number(b.dataset.raw), raw: 1 }));
-    art.append(el("pre", "code rawline", got.raw));
+    const line = el("pre", "code rawline", got.raw);
+    markSecrets(line);
+    art.append(line);
     render();
     return;
   }
@@ -102,7 +110,10 @@ async function cardRaw(b) {
   const lines = el("div", "rawlines");
   for (const [what, , i] of b.parts) {
     const got = await getJSON(apiURL("envelope", { t: T.link, i, raw: 1 }));
-    lines.append(el("div", "label", what + " · #" + i), el("pre", "code rawline", got.raw));
+    const line = el("pre", "code rawline", got.raw);
+    line.dataset.i = String(i);   // where its secrets are revealed from
+    markSecrets(line);
+    lines.append(el("div", "label", what + " · #" + i), line);
   }
   box.append(lines);
   render();

@@ -32,7 +32,7 @@ def leaks(r, secrets):
 def test_scan_exit_codes_and_report(cli, seeded, config, tmp_path):
     path, secrets = seeded
     r = cli("scan", str(path.parent), env=config)
-    assert r.returncode == 8, r.stderr
+    assert r.returncode == 1, r.stderr
     assert "github-token" in r.stdout and "secret(s) in 1 file(s)" in r.stdout and leaks(r, secrets) == []
     clean = tmp_path / "clean.jsonl"
     with Session.create(str(clean), {}) as s:
@@ -41,7 +41,10 @@ def test_scan_exit_codes_and_report(cli, seeded, config, tmp_path):
     assert r.returncode == 0 and "no secret found" in r.stdout
     (tmp_path / "gone.jsonl.zst").write_bytes(b"not zstd")
     r = cli("scan", str(clean), str(tmp_path / "gone.jsonl.zst"), env=config)
-    assert r.returncode == 1 and "could not be read" in r.stdout
+    assert r.returncode == 3 and "could not be read" in r.stdout
+    r = cli("scan", str(path.parent), str(tmp_path / "gone.jsonl.zst"), env=config)
+    assert r.returncode == 3 and "github-token" in r.stdout  # what it could read is reported
+    assert cli("scan", str(tmp_path / "missing"), env=config).returncode == 3
     assert cli("scan", env=config).returncode == 2
     bad = tmp_path / "bad.json"
     bad.write_text("[]")
@@ -52,7 +55,7 @@ def test_scan_exit_codes_and_report(cli, seeded, config, tmp_path):
 def test_scan_json_has_every_finding_and_no_secret(cli, seeded, config):
     path, secrets = seeded
     r = cli("scan", "--json", str(path), env=config)
-    assert r.returncode == 8
+    assert r.returncode == 1
     rows = [json.loads(line) for line in r.stdout.splitlines()]
     assert [row["path"] for row in rows] == [str(path)]
     found = rows[0]["findings"]
@@ -67,7 +70,7 @@ def test_scan_shows_hostile_names_escaped(cli, tmp_path, config, seeded):
     evil = tmp_path / "x\x1b[2Jy.jsonl"
     evil.write_text("export GITHUB_TOKEN=" + secret_corpus.seeds(random.Random(1))[15].secret + "\n")
     r = cli("scan", str(evil), env=config)
-    assert r.returncode == 8 and "\x1b" not in r.stdout and "\\x1b" in r.stdout
+    assert r.returncode == 1 and "\x1b" not in r.stdout and "\\x1b" in r.stdout
 
 
 def test_scrub_then_scan_finds_nothing(cli, seeded, config, tmp_path):
@@ -104,4 +107,4 @@ def test_import_redact_writes_no_secret(cli, tmp_path, config):
     written = (tmp_path / "out" / "p" / "session.jsonl").read_bytes()
     assert not any(p.seed.secret.encode() in written for p, _ in placed)
     assert cli("scan", str(tmp_path / "out"), env=config).returncode == 0
-    assert cli("scan", str(tmp_path / "src"), env=config).returncode == 8
+    assert cli("scan", str(tmp_path / "src"), env=config).returncode == 1

@@ -27,9 +27,6 @@ WOULD_REPAIR = Kind.WOULD_REPAIR.number
 WOULD_FAIL = Kind.WOULD_FAIL.number
 OUT_DOES_NOT_LOAD = 6
 NOT_A_DATASET = 7
-# scan's answer when it finds a secret: an outcome, not a failure (1), so a script tells
-# "found" from "could not read" (the usual secret scanners exit 1 for both).
-SECRETS_FOUND = 8
 INTERRUPTED = 130  # 128 + SIGINT, as shells report a command stopped by Ctrl-C
 
 #: What each code means, the same in every command (a command's ``--help`` adds what it
@@ -43,7 +40,6 @@ MEANINGS: Dict[int, str] = {
     WOULD_FAIL: "would fail",
     OUT_DOES_NOT_LOAD: "written, does not load yet",
     NOT_A_DATASET: "not a dataset",
-    SECRETS_FOUND: "secrets found",
     INTERRUPTED: "interrupted",
 }
 
@@ -68,7 +64,6 @@ TABLE: Dict[int, str] = {
     WOULD_FAIL: "a load would fail (check)",
     OUT_DOES_NOT_LOAD: "OUT was written but does not load yet (salvage)",
     NOT_A_DATASET: "OUT is not a dataset directory (dataset, query)",
-    SECRETS_FOUND: "a secret was found (scan)",
     INTERRUPTED: EVERY_COMMAND[INTERRUPTED],
 }
 

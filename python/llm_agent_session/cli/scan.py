@@ -13,7 +13,7 @@ import json
 import os
 from typing import Any, Callable, Dict, List
 
-from .exit_codes import FAILED, OK, SECRETS_FOUND, USAGE
+from .exit_codes import FAILED, NOT_A_TRANSCRIPT, OK, USAGE
 from .output import CliError, Out, count, human_bytes
 
 DESCRIPTION = """Find secrets in transcripts, Claude Code and Codex session files (.jsonl.zst
@@ -25,9 +25,13 @@ split between a message's parts too. A PATH that is a directory is searched for
 line, the envelope and where in it, and a fingerprint (HMAC under a key of this
 account) that tells findings apart: the secret itself is never printed."""
 
-EXIT_CODES = {OK: "nothing found",
-              FAILED: "a file could not be read (the others were scanned; their findings are printed)",
-              SECRETS_FOUND: "at least one secret was found"}
+# As search (and grep): 1 is an answer, "found" (nothing else fails with 1 here), and a
+# file that could not be read is 3, which wins over 0 and 1 (the findings elsewhere are
+# printed all the same).
+EXIT_CODES = {OK: "nothing found (and every file could be scanned)",
+              FAILED: "at least one secret was found",
+              NOT_A_TRANSCRIPT: "a PATH is missing, or a file under one could not be read (the others were "
+                                "scanned; their findings are printed)"}
 
 
 def add_parser(add: Callable[..., argparse.ArgumentParser], common: argparse.ArgumentParser) -> None:
@@ -88,7 +92,7 @@ def run(args: argparse.Namespace, out: Out) -> int:
         raise CliError("name at least one PATH to scan", USAGE)
     missing = [p for p in args.paths if not os.path.exists(p)]
     if missing:
-        raise CliError(f"{missing[0]}: no such file or directory", FAILED)
+        raise CliError(f"{missing[0]}: no such file or directory", NOT_A_TRANSCRIPT)
     fingerprints = Fingerprints.default()
     errors: List[str] = []
     files = found = with_secrets = size = 0
@@ -124,5 +128,5 @@ def run(args: argparse.Namespace, out: Out) -> int:
             summary += f"; {count(len(errors))} could not be read"
         out.line((summary, "warn" if found or errors else "ok"))
     if errors:
-        return FAILED
-    return SECRETS_FOUND if found else OK
+        return NOT_A_TRANSCRIPT
+    return FAILED if found else OK

@@ -227,6 +227,8 @@ class IndexedSpans:
 
     def __len__(self) -> int: ...
     def __getitem__(self, key: int, /) -> Tuple[int, int, int]: ...
+    def offsets(self) -> bytes:
+        """Every envelope's byte offset, eight bytes little-endian apiece."""
 
 def scan(
     fd: int,

@@ -10,7 +10,7 @@ from __future__ import annotations
 import ast
 import os
 import re
-from typing import Dict, Iterable, List, Set
+from typing import Dict, Iterable, List, Set, Tuple
 
 import pytest
 from tests.support.js_scan import imports as js_imports
@@ -314,8 +314,8 @@ TESTS_DIR = os.path.join(ROOT, "tests")
 _PATH_EDIT = re.compile(r"sys\.path\s*(\.\s*(insert|append|extend)\b|\[[^\]]*\]\s*=|\s*\+=)")
 
 
-def _path_edits(top: str) -> List[str]:
-    found = []
+def _python_lines(top: str) -> Iterable[Tuple[str, int, str]]:
+    """Every line of every Python file below `top`: its place and its text."""
     for folder, dirs, files in os.walk(top):
         dirs[:] = [d for d in dirs if d not in ("artifacts", "__pycache__", "target")]
         for name in files:
@@ -323,9 +323,11 @@ def _path_edits(top: str) -> List[str]:
                 path = os.path.join(folder, name)
                 with open(path, encoding="utf-8") as f:
                     for n, text in enumerate(f, 1):
-                        if _PATH_EDIT.search(text):
-                            found.append(f"{os.path.relpath(path, ROOT)}:{n}: {text.strip()}")
-    return found
+                        yield f"{os.path.relpath(path, ROOT)}:{n}", n, text
+
+
+def _path_edits(top: str) -> List[str]:
+    return [f"{place}: {text.strip()}" for place, _, text in _python_lines(top) if _PATH_EDIT.search(text)]
 
 
 def _bare_imports(top: str) -> List[str]:
@@ -334,17 +336,7 @@ def _bare_imports(top: str) -> List[str]:
     names = {os.path.splitext(f)[0] for _, _, files in os.walk(top) for f in files
              if f.endswith(".py") and f not in ("__init__.py", "conftest.py")}
     bare = re.compile(r"^\s*(?:from|import)\s+(%s)\b(?!\.)" % "|".join(map(re.escape, sorted(names))))
-    found = []
-    for folder, dirs, files in os.walk(top):
-        dirs[:] = [d for d in dirs if d not in ("artifacts", "__pycache__", "target")]
-        for name in files:
-            if name.endswith(".py"):
-                path = os.path.join(folder, name)
-                with open(path, encoding="utf-8") as f:
-                    for n, text in enumerate(f, 1):
-                        if bare.match(text):
-                            found.append(f"{os.path.relpath(path, ROOT)}:{n}: {text.strip()}")
-    return found
+    return [f"{place}: {text.strip()}" for place, _, text in _python_lines(top) if bare.match(text)]
 
 
 def test_the_tests_are_a_package_without_path_edits(backend_name):

@@ -58,7 +58,7 @@ def _run(argv: List[str], cwd: Optional[str] = None) -> subprocess.CompletedProc
 
 def ours(path: str) -> Set[Tuple[str, int]]:
     r = _run([sys.executable, "-m", "llm_agent_session", "scan", "--json", path])
-    if r.returncode not in (0, 8):
+    if r.returncode not in (0, 1):  # 0 none found, 1 found
         raise RuntimeError(r.stderr)
     out = set()
     for line in r.stdout.splitlines():

@@ -92,7 +92,14 @@ def _reopen(fd: int, path: Optional[str]) -> Optional[io.FileIO]:
     try:
         file = io.FileIO(where, "rb")
     except OSError:
-        return None
+        if path is not None:
+            return None
+        # No path to reopen by and no /proc (unmounted): a duplicate of `fd` reads the
+        # same file (the reader only preads), as the native core reads it then.
+        try:
+            file = io.FileIO(os.dup(fd), "rb")
+        except OSError:
+            return None
     try:
         mine, theirs = os.fstat(fd), os.fstat(file.fileno())
     except OSError:

@@ -275,14 +275,14 @@ def main(argv: Optional[List[str]] = None) -> int:
 
 
 def write_section(printed: List[str], argv: List[str]) -> None:
-    from benchutil import machine_info, replace_section
+    from benchutil import machine_info, replace_section, shown_command
 
     info = machine_info()
     text = "\n".join([
         SECTION_START,
         "## Secret scanning against the established scanners (issue #37)",
         "",
-        f"`python benches/scan_speed.py {' '.join(argv)}`: {info.get('CPU')}, {info.get('Cores')}, "
+        f"`{shown_command('scan_speed.py', argv)}`: {info.get('CPU')}, {info.get('Cores')}, "
         f"{info.get('Date')}, commit {info.get('Commit', '?')}. Goals: recall at least theirs, false positives "
         "at most theirs, a 256 MB transcript scanned at least 10x faster than the fastest of them.",
         "",

@@ -82,6 +82,15 @@ def _python_modules(top: str, prefix: str) -> Dict[str, str]:
     return modules
 
 
+def _origin(module: str, is_package: bool, node: ast.ImportFrom) -> str:
+    """The module a ``from ... import`` in `module` names, relative levels resolved."""
+    if not node.level:
+        return node.module or ""
+    base = module.split(".")
+    base = base[: len(base) - node.level + (1 if is_package else 0)]
+    return ".".join(base + ([node.module] if node.module else []))
+
+
 def _python_graph(modules: Dict[str, str]) -> Dict[str, Set[str]]:
     graph: Dict[str, Set[str]] = {m: set() for m in modules}
     for module, path in modules.items():
@@ -92,12 +101,7 @@ def _python_graph(modules: Dict[str, str]) -> Dict[str, Set[str]]:
             if isinstance(node, ast.Import):
                 targets = [alias.name for alias in node.names]
             elif isinstance(node, ast.ImportFrom):
-                if node.level:
-                    base = module.split(".")
-                    base = base[: len(base) - node.level + (1 if is_package else 0)]
-                    origin = ".".join(base + ([node.module] if node.module else []))
-                else:
-                    origin = node.module or ""
+                origin = _origin(module, is_package, node)
                 # `from . import names` names the submodule, not the package it is in.
                 targets = [f"{origin}.{a.name}" if f"{origin}.{a.name}" in modules else origin for a in node.names]
             for target in targets:
@@ -167,12 +171,7 @@ def _private_uses(module: str, path: str, folder: str) -> List[str]:
     found: List[str] = []
     for node in ast.walk(tree):
         if isinstance(node, ast.ImportFrom):
-            if node.level:
-                base = module.split(".")
-                base = base[: len(base) - node.level + (1 if is_package else 0)]
-                origin = ".".join(base + ([node.module] if node.module else []))
-            else:
-                origin = node.module or ""
+            origin = _origin(module, is_package, node)
             if origin != package and not origin.startswith(package + "."):
                 continue
             if origin == folder or origin.startswith(folder + "."):

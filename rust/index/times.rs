@@ -68,7 +68,7 @@ pub fn time_key(ts: &str) -> i64 {
 /// block both hold part of takes the larger key.
 pub fn merged_blocks(prior: &[i64], first: u64, new: &[i64]) -> Vec<i64> {
     let mut out = prior.to_vec();
-    let shared = usize::from(first % TIME_BLOCK != 0);
+    let shared = usize::from(!first.is_multiple_of(TIME_BLOCK));
     for (k, &key) in new.iter().enumerate() {
         match (k < shared).then(|| out.last_mut()).flatten() {
             Some(last) => *last = (*last).max(key),

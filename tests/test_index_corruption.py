@@ -23,7 +23,7 @@ from hypothesis import HealthCheck, given, settings  # noqa: E402
 from hypothesis import strategies as st  # noqa: E402
 
 from llm_agent_session import _index  # noqa: E402
-from llm_agent_session._pure.index_format import siphash24  # noqa: E402
+from llm_agent_session._pure.index_format import seal  # noqa: E402
 from tests.test_index_differential import BACKENDS, core_replay, line, observe, on_backend, representative  # noqa: E402
 
 # Where an index's header holds the transcript's identity (dev, ino, size, mtime, ctime).
@@ -58,7 +58,7 @@ def transcript(n: int, tag: str) -> bytes:
 def reseal(data: bytes, key: Optional[Tuple[int, int]] = None) -> bytes:
     """`data` with its seal made good again, under `key` (default: this cache's)."""
     body = data[:-8]
-    return body + struct.pack("<Q", siphash24(key or _index.secret(), body))
+    return body + struct.pack("<Q", seal(key or _index.secret(), body))
 
 
 def indexed(path: Any, data: bytes) -> bytes:

@@ -8,7 +8,7 @@
 
 use std::sync::Arc;
 
-use crate::index::hash::{siphash24, SipKey};
+use crate::index::hash::{seal, SipKey};
 pub use crate::index::invalid::Invalid;
 pub use crate::index::lines::Gap;
 use crate::index::lines::{Lines, Packed};
@@ -18,7 +18,7 @@ use crate::index::times::blocks_of;
 /// The first 8 bytes of every index file.
 pub const MAGIC: &[u8; 8] = b"LASINDEX";
 /// Bumped whenever the bytes of an index change meaning; another version is ignored.
-pub const VERSION: u32 = 2;
+pub const VERSION: u32 = 3;
 /// Kinds a table holds at most; an envelope of any other kind is [`OTHER_KIND`].
 pub const MAX_KINDS: usize = 255;
 /// The code of an envelope whose kind is not in the table (read its line).
@@ -253,8 +253,8 @@ pub fn encode_parts(index: &IndexData, events: &Lines, secret: SipKey) -> Vec<u8
     section(&mut out, b"TIME", index.times.bytes());
     section(&mut out, b"FAIL", index.failed.bytes());
 
-    let seal = siphash24(secret, &out);
-    out.extend_from_slice(&seal.to_le_bytes());
+    let sum = seal(secret, &out);
+    out.extend_from_slice(&sum.to_le_bytes());
     out
 }
 
@@ -367,14 +367,40 @@ fn event(r: &mut Reader<'_>, n: u64) -> Result<u64, Invalid> {
     }
 }
 
-/// [`decode`] of a copy of `bytes`.
+/// `bytes` as an index, if sealed with `secret`, or why they are none (its big sections
+/// stay in a copy of the bytes).
 pub fn decode_bytes(bytes: &[u8], secret: SipKey) -> Result<IndexData, Invalid> {
-    decode(Arc::new(bytes.to_vec()), secret)
+    let body = bytes
+        .get(..bytes.len().saturating_sub(8))
+        .unwrap_or_default();
+    unsealed(Arc::new(bytes.to_vec()))?.sealed(seal(secret, body))
 }
 
-/// `bytes` as an index sealed with `secret`, or why they are none (its big sections
-/// stay in `bytes`).
-pub fn decode(raw: Arc<Vec<u8>>, secret: SipKey) -> Result<IndexData, Invalid> {
+/// An index file's bytes read before their seal is known: their header's verdict was
+/// good (an error there is the answer, whatever the seal), and the rest was parsed (an
+/// error there counts only once the seal is right).
+pub struct Unsealed {
+    /// The seal the bytes hold in their last 8.
+    want: u64,
+    parsed: Result<IndexData, Invalid>,
+}
+
+impl Unsealed {
+    /// The index, if `seal` (that of all but the bytes' last 8, under the cache's
+    /// secret key) is the one they hold.
+    pub fn sealed(self, seal: u64) -> Result<IndexData, Invalid> {
+        if seal != self.want {
+            return Err(Invalid::new(
+                "its seal does not match: damaged, or not written with this cache's key",
+            ));
+        }
+        self.parsed
+    }
+}
+
+/// The bytes of an index file, parsed (untrusted: every read bounded; its big sections
+/// stay in `raw`), their seal not yet checked.
+pub fn unsealed(raw: Arc<Vec<u8>>) -> Result<Unsealed, Invalid> {
     let bytes: &[u8] = &raw;
     if bytes.len() < 8 || bytes.get(..8) != Some(&MAGIC[..]) {
         return Err(Invalid::new("not an index file"));
@@ -393,28 +419,13 @@ pub fn decode(raw: Arc<Vec<u8>>, secret: SipKey) -> Result<IndexData, Invalid> {
             "it is of format version {version}, this version reads {VERSION}"
         )));
     }
-    // The seal is checked beside the rest, on a thread of its own for a big index (a
-    // 10 GB transcript's is 40 MB: each takes about 20 ms); it is the verdict that
-    // counts first.
-    let want = u64::from_le_bytes(want);
-    let (sealed, parsed) = if body.len() >= 1 << 20 {
-        std::thread::scope(|scope| {
-            let seal = scope.spawn(|| siphash24(secret, body) == want);
-            let parsed = parse(&raw, r);
-            (seal.join().unwrap_or(false), parsed)
-        })
-    } else {
-        (siphash24(secret, body) == want, parse(&raw, r))
-    };
-    if !sealed {
-        return Err(Invalid::new(
-            "its seal does not match: damaged, or not written with this cache's key",
-        ));
-    }
-    parsed
+    Ok(Unsealed {
+        want: u64::from_le_bytes(want),
+        parsed: parse(&raw, r),
+    })
 }
 
-/// Everything after the header's version, its seal not yet known (every read bounded).
+/// Everything after the header's version (every read bounded).
 fn parse(raw: &Arc<Vec<u8>>, mut r: Reader<'_>) -> Result<IndexData, Invalid> {
     let _flags = r.u32()?;
     let key = SipKey {
@@ -708,11 +719,11 @@ mod tests {
             if state & 1 == 0 {
                 bad.truncate(((state >> 40) as usize) % bad.len());
             }
-            let seal = siphash24(SECRET, &bad);
+            let sum = seal(SECRET, &bad);
             let mut other = bad.clone();
-            bad.extend_from_slice(&seal.to_le_bytes());
+            bad.extend_from_slice(&sum.to_le_bytes());
             let _ = decode_bytes(&bad, SECRET);
-            other.extend_from_slice(&siphash24(SipKey { k0: 1, k1: 1 }, &other).to_le_bytes());
+            other.extend_from_slice(&seal(SipKey { k0: 1, k1: 1 }, &other).to_le_bytes());
             assert!(decode_bytes(&other, SECRET).is_err());
         }
     }
@@ -723,9 +734,9 @@ mod tests {
         bytes[8] = 1;
         assert_eq!(
             decode_bytes(&bytes, SECRET),
-            Err(Invalid(
-                "it is of format version 1, this version reads 2".into()
-            ))
+            Err(Invalid(format!(
+                "it is of format version 1, this version reads {VERSION}"
+            )))
         );
     }
 

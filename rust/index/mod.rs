@@ -2,10 +2,11 @@
 //! envelope is and what kind it is, its id's fingerprint, and the replay fold's state
 //! at the indexed end, so that a load reads only what was appended since.
 //!
-//! * `hash`: CRC-32 and SipHash-1-3, as the pure core computes them;
+//! * `hash`: CRC-32, SipHash-1-3 and the seal, as the pure core computes them;
 //! * `format`: the bytes, written and read (untrusted: refused as data, never a panic;
 //!   `invalid` says why);
 //! * `lines`: where the indexed envelopes are, decoded from the index on access;
+//! * `read`: an index file read, and sealed as it is read;
 //! * `slab`: the index's bytes, shared by the sections read where they lie;
 //! * `track`: what a fold notes of each envelope when an index is to be written;
 //! * `build`: an index from a fold that read the file;
@@ -21,6 +22,7 @@ pub mod format;
 pub mod hash;
 pub mod invalid;
 pub mod lines;
+pub mod read;
 pub mod replay;
 pub mod resume;
 pub mod slab;

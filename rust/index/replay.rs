@@ -3,13 +3,11 @@
 //! way the fold is the one a whole read gives, failures included, and the index to
 //! write next is made from it when asked.
 
-use std::sync::Arc;
-
 use crate::error::{CoreError, CoreResult};
 use crate::file_io::Source;
 use crate::index::build::build;
 use crate::index::check::{content_problem, identity_problem};
-use crate::index::format::{decode, encode_parts, Identity, IndexData};
+use crate::index::format::{encode_parts, Identity, IndexData, Invalid};
 use crate::index::hash::SipKey;
 use crate::index::resume::{fold_appended, rebuild, Base};
 use crate::index::track::Track;
@@ -42,8 +40,9 @@ pub struct Replay {
 
 /// What a load with an index asks for.
 pub struct Ask {
-    /// The bytes of a candidate index (untrusted), if any.
-    pub index: Option<Arc<Vec<u8>>>,
+    /// A candidate index (untrusted: read and decoded by `read::read_index`, or why it
+    /// is none), if any.
+    pub index: Option<Result<IndexData, Invalid>>,
     /// The file as the caller saw it before reading: what the index must describe.
     pub then: Identity,
     /// The file now (after a repair or a final newline): what a new index names.
@@ -61,10 +60,14 @@ pub struct Ask {
 }
 
 /// Replay the first `size` bytes of `src` as `ask` says.
-pub fn replay<S: Source + Sync + ?Sized>(src: &S, size: u64, ask: Ask) -> CoreResult<Replay> {
+pub fn replay<S: Source + Sync + ?Sized>(src: &S, size: u64, mut ask: Ask) -> CoreResult<Replay> {
     let mut ignored = None;
-    if let Some(bytes) = ask.index.clone() {
-        match resumed(src, size, bytes, &ask)? {
+    if let Some(decoded) = ask.index.take() {
+        let found = match decoded {
+            Ok(index) => resumed(src, size, index, &ask)?,
+            Err(invalid) => Err(invalid.0),
+        };
+        match found {
             Ok(done) => return Ok(done),
             Err(why) => ignored = Some(why),
         }
@@ -95,13 +98,9 @@ pub fn replay<S: Source + Sync + ?Sized>(src: &S, size: u64, ask: Ask) -> CoreRe
 fn resumed<S: Source + Sync + ?Sized>(
     src: &S,
     size: u64,
-    bytes: Arc<Vec<u8>>,
+    index: IndexData,
     ask: &Ask,
 ) -> CoreResult<Result<Replay, String>> {
-    let index: IndexData = match decode(bytes, ask.secret) {
-        Ok(index) => index,
-        Err(invalid) => return Ok(Err(invalid.0)),
-    };
     if let Some(why) = identity_problem(&index, ask.then) {
         return Ok(Err(why.to_owned()));
     }

@@ -4,14 +4,11 @@
 //! by role, and from the checkpoint the live count, the open operations and what each
 //! rewind cut). An envelope whose kind the index does not hold is read from its line.
 
-use std::sync::Arc;
-
 use crate::envelope::parse_envelope_fields;
 use crate::error::CoreResult;
 use crate::file_io::Source;
 use crate::index::check::{content_problem, identity_problem};
-use crate::index::format::{decode, Identity, IndexData, Kind};
-use crate::index::hash::SipKey;
+use crate::index::format::{Identity, IndexData, Kind};
 use crate::index::resume::read_line;
 use crate::json::view as json_view;
 
@@ -62,20 +59,15 @@ fn kind_of_line<S: Source + ?Sized>(
     }))
 }
 
-/// The table of the index `bytes`, if it still describes the first `size` bytes of
+/// The table of `index`, if it still describes the first `size` bytes of
 /// `src` (`then`: the file as `fstat` saw it); else why not.
 pub fn table<S: Source + ?Sized>(
     src: &S,
     size: u64,
-    bytes: Arc<Vec<u8>>,
+    index: IndexData,
     then: Identity,
-    secret: SipKey,
     want_survey: bool,
 ) -> CoreResult<Result<Table, String>> {
-    let index = match decode(bytes, secret) {
-        Ok(index) => index,
-        Err(invalid) => return Ok(Err(invalid.0)),
-    };
     if let Some(why) = identity_problem(&index, then) {
         return Ok(Err(why.to_owned()));
     }

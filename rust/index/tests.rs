@@ -158,7 +158,8 @@ fn identity(size: u64) -> Identity {
 
 fn ask(index: Option<&[u8]>, size: u64, key: Option<SipKey>) -> Ask {
     Ask {
-        index: index.map(|b| std::sync::Arc::new(b.to_vec())),
+        index: index
+            .and_then(|b| crate::index::read::read_index(b, u64::MAX, SECRET).unwrap_or_default()),
         then: identity(size),
         now: identity(size),
         write: true,
@@ -402,4 +403,55 @@ fn an_appended_id_whose_fingerprint_an_indexed_one_has_is_still_new() {
     assert!(
         matches!(err, Some(CoreError::Failure(f)) if f.line == 1002 && f.reason.starts_with("duplicate"))
     );
+}
+
+/// An index of over a MiB is read in pieces, sealed by a second thread as they come in
+/// and parsed when the last is in: it decodes as the same bytes read whole do, whether
+/// sound, damaged anywhere (its seal then fails), or cut short by a file that shrank
+/// between its size and its read.
+#[test]
+fn an_index_read_in_pieces_decodes_as_its_bytes() {
+    use crate::index::read::read_index;
+    let mut data = line("m", "session-meta", r#"{"a":1}"#);
+    for i in 0..200_000 {
+        data += &line(
+            &format!("e{i}"),
+            "message",
+            r#"{"role":"user","content":"hi"}"#,
+        );
+    }
+    let data = data.into_bytes();
+    let size = data.len() as u64;
+    let bytes = replay(&data[..], size, ask(None, size, None))
+        .ok()
+        .and_then(|r| r.index)
+        .unwrap();
+    assert!(bytes.len() > 1 << 20, "{}", bytes.len());
+    let read = |b: &[u8]| read_index(b, u64::MAX, SECRET).unwrap().unwrap();
+    assert!(read(&bytes).is_ok());
+    assert_eq!(read(&bytes), decode_bytes(&bytes, SECRET));
+    for at in [20, bytes.len() / 3, bytes.len() - 9, bytes.len() - 1] {
+        let mut bad = bytes.clone();
+        bad[at] ^= 0x10;
+        assert!(read(&bad).is_err(), "{at}");
+        assert_eq!(read(&bad), decode_bytes(&bad, SECRET), "{at}");
+    }
+    assert_eq!(read_index(&bytes[..], 1 << 20, SECRET).unwrap(), None);
+
+    /// A file that says it is longer than it is: it shrank after its `fstat`.
+    struct Shrunk<'a>(&'a [u8]);
+    impl crate::file_io::Source for Shrunk<'_> {
+        fn read_at(&self, buf: &mut [u8], offset: u64) -> std::io::Result<usize> {
+            self.0.read_at(buf, offset)
+        }
+        fn size(&self) -> std::io::Result<u64> {
+            Ok(self.0.len() as u64 + (3 << 20))
+        }
+    }
+    for held in [bytes.len(), 1 << 20, (1 << 20) + 5, 100] {
+        let got = read_index(&Shrunk(&bytes[..held]), u64::MAX, SECRET)
+            .unwrap()
+            .unwrap();
+        assert_eq!(got, decode_bytes(&bytes[..held], SECRET), "{held}");
+    }
 }

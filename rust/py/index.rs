@@ -14,6 +14,7 @@ use crate::envelope::parse_envelope_fields;
 use crate::error::CoreError;
 use crate::file_io::{BorrowedFile, Source};
 use crate::index::format::Identity;
+use crate::index::format::{IndexData, Invalid};
 use crate::index::hash::SipKey;
 use crate::index::lines::Lines;
 use crate::index::replay::{self as indexed, Ask, Use};
@@ -113,23 +114,14 @@ fn identity(s: Stat) -> Identity {
     }
 }
 
-/// The bytes of the index file open at `fd` (just opened: read from its start), None
-/// when it holds more than `max`. Read into memory offered as 2 MiB pages and never
-/// zeroed first: at 40 MB, the 4 KiB pages' faults and the zeroing were a fifth of a load.
-fn read_index(fd: i32, max: u64) -> std::io::Result<Option<Arc<Vec<u8>>>> {
-    use std::io::Read;
-    let file = BorrowedFile::new(fd)?;
-    let size = file.size()?;
-    if size > max {
-        return Ok(None);
-    }
-    let mut bytes = Vec::new();
-    bytes
-        .try_reserve_exact(usize::try_from(size).unwrap_or(0))
-        .map_err(|_| std::io::Error::from(std::io::ErrorKind::OutOfMemory))?;
-    crate::replay::id::advise_huge_pages(bytes.spare_capacity_mut());
-    (&*file).take(size).read_to_end(&mut bytes)?;
-    Ok(Some(Arc::new(bytes)))
+/// The index file open at `fd` (just opened: read from its start) decoded, if sealed
+/// with `secret`, or why it is none; None when it holds more than `max` bytes.
+fn read_index(
+    fd: i32,
+    max: u64,
+    secret: SipKey,
+) -> std::io::Result<Option<Result<IndexData, Invalid>>> {
+    crate::index::read::read_index(&*BorrowedFile::new(fd)?, max, secret)
 }
 
 /// Replay the first `size` bytes of `fd` through the side index open at `index_fd`
@@ -161,9 +153,13 @@ pub fn replay_indexed<'py>(
     let index_fd = index_fd.filter(|_| own.is_some());
     let (then, now) = (identity(then), identity(now));
     let key = key.map(|(k0, k1)| SipKey { k0, k1 });
+    let secret = SipKey {
+        k0: secret.0,
+        k1: secret.1,
+    };
     let done = py.allow_threads(move || {
         let index = match index_fd {
-            Some(ifd) => read_index(ifd, index_max)?,
+            Some(ifd) => read_index(ifd, index_max, secret)?,
             None => None,
         };
         let ask = Ask {
@@ -173,10 +169,7 @@ pub fn replay_indexed<'py>(
             write,
             extend,
             key,
-            secret: SipKey {
-                k0: secret.0,
-                k1: secret.1,
-            },
+            secret,
         };
         let file = BorrowedFile::new(fd)?;
         let size = size.min(file.size()?);
@@ -314,12 +307,14 @@ pub fn index_table<'py>(
         k1: secret.1,
     };
     let found = py.allow_threads(move || {
-        let Some(bytes) = read_index(index_fd, index_max)? else {
-            return Ok(Err(String::new()));
+        let index = match read_index(index_fd, index_max, secret)? {
+            Some(Ok(index)) => index,
+            Some(Err(invalid)) => return Ok(Err(invalid.0)),
+            None => return Ok(Err(String::new())),
         };
         let file = BorrowedFile::new(fd)?;
         let size = size.min(file.size()?);
-        crate::index::table::table(&*file, size, bytes, then, secret, want_survey)
+        crate::index::table::table(&*file, size, index, then, want_survey)
     });
     let Ok(found) = found.map_err(|e| to_pyerr(py, e))? else {
         return Ok(None);
@@ -413,9 +408,13 @@ pub fn make_index<'py>(
 ) -> PyResult<(Option<Bound<'py, PyBytes>>, String)> {
     let (then, now) = (identity(then), identity(now));
     let key = key.map(|(k0, k1)| SipKey { k0, k1 });
+    let secret = SipKey {
+        k0: secret.0,
+        k1: secret.1,
+    };
     let done = py.allow_threads(move || {
         let index = match index_fd {
-            Some(ifd) => read_index(ifd, index_max)?,
+            Some(ifd) => read_index(ifd, index_max, secret)?,
             None => None,
         };
         let ask = Ask {
@@ -425,10 +424,7 @@ pub fn make_index<'py>(
             write: true,
             extend: true,
             key,
-            secret: SipKey {
-                k0: secret.0,
-                k1: secret.1,
-            },
+            secret,
         };
         let file = BorrowedFile::new(fd)?;
         let size = size.min(file.size()?);

@@ -14,12 +14,12 @@ import struct
 import zlib
 from array import array
 from dataclasses import dataclass, field
-from typing import Iterator, List, Optional, Tuple
+from typing import Iterable, Iterator, List, Optional, Tuple
 
 from .._times import blocks_of
 
 MAGIC = b"LASINDEX"
-VERSION = 2
+VERSION = 3
 MAX_KINDS = 255
 OTHER_KIND = 255
 MAX_KIND_TEXT = 128
@@ -43,23 +43,18 @@ def _rotl(x: int, b: int) -> int:
     return ((x << b) | (x >> (64 - b))) & _M64
 
 
-def _siphash(key: Tuple[int, int], data: bytes, c: int, d: int) -> int:
-    """SipHash-c-d of `data` under `key` (k0, k1): ``hash::siphash`` of the native core."""
+State = Tuple[int, int, int, int]
+
+
+def _initial(key: Tuple[int, int]) -> State:
     k0, k1 = key
-    v0 = k0 ^ 0x736F6D6570736575
-    v1 = k1 ^ 0x646F72616E646F6D
-    v2 = k0 ^ 0x6C7967656E657261
-    v3 = k1 ^ 0x7465646279746573
-    n = len(data)
-    whole = n - n % 8
-    last = int.from_bytes(data[whole:], "little") | ((n & 0xFF) << 56)
+    return (k0 ^ 0x736F6D6570736575, k1 ^ 0x646F72616E646F6D, k0 ^ 0x6C7967656E657261, k1 ^ 0x7465646279746573)
 
-    def words() -> Iterator[int]:
-        for at in range(0, whole, 1 << 16):
-            yield from struct.unpack_from(f"<{min(whole - at, 1 << 16) // 8}Q", data, at)
-        yield last
 
-    for m in words():
+def _absorb(v: State, words: Iterable[int], c: int) -> State:
+    """`words` compressed into the SipHash state `v`, `c` rounds each."""
+    v0, v1, v2, v3 = v
+    for m in words:
         v3 ^= m
         for _ in range(c):  # one SipRound each
             v0 = (v0 + v1) & _M64; v1 = _rotl(v1, 13); v1 ^= v0; v0 = _rotl(v0, 32)  # noqa: E702
@@ -67,6 +62,12 @@ def _siphash(key: Tuple[int, int], data: bytes, c: int, d: int) -> int:
             v0 = (v0 + v3) & _M64; v3 = _rotl(v3, 21); v3 ^= v0  # noqa: E702
             v2 = (v2 + v1) & _M64; v1 = _rotl(v1, 17); v1 ^= v2; v2 = _rotl(v2, 32)  # noqa: E702
         v0 ^= m
+    return v0, v1, v2, v3
+
+
+def _finish(v: State, d: int) -> int:
+    """The value of the SipHash state `v`: `d` rounds (``hash::finish``)."""
+    v0, v1, v2, v3 = v
     v2 ^= 0xFF
     for _ in range(d):
         v0 = (v0 + v1) & _M64; v1 = _rotl(v1, 13); v1 ^= v0; v0 = _rotl(v0, 32)  # noqa: E702
@@ -76,14 +77,42 @@ def _siphash(key: Tuple[int, int], data: bytes, c: int, d: int) -> int:
     return v0 ^ v1 ^ v2 ^ v3
 
 
+def _words(data: bytes, end: int) -> Iterator[Tuple[int, ...]]:
+    """The little-endian 8-byte words of ``data[:end]`` (`end` a multiple of 8), 8,192 at a time."""
+    for at in range(0, end, 1 << 16):
+        yield struct.unpack_from(f"<{min(end - at, 1 << 16) // 8}Q", data, at)
+
+
+def _siphash(key: Tuple[int, int], data: bytes, c: int, d: int) -> int:
+    """SipHash-c-d of `data` under `key` (k0, k1): ``hash::siphash`` of the native core."""
+    n = len(data)
+    whole = n - n % 8
+    v = _initial(key)
+    for words in _words(data, whole):
+        v = _absorb(v, words, c)
+    v = _absorb(v, [int.from_bytes(data[whole:], "little") | ((n & 0xFF) << 56)], c)
+    return _finish(v, d)
+
+
 def siphash13(key: Tuple[int, int], data: bytes) -> int:
     """SipHash-1-3: ids' and digests' fingerprints (``hash::siphash13``)."""
     return _siphash(key, data, 1, 3)
 
 
-def siphash24(key: Tuple[int, int], data: bytes) -> int:
-    """SipHash-2-4: an index's seal under the cache's secret key (``hash::siphash24``)."""
-    return _siphash(key, data, 2, 4)
+_LANES = 4
+
+
+def seal(key: Tuple[int, int], data: bytes) -> int:
+    """An index's seal under the cache's secret key: SipHash-1-3 in four lanes (``hash::seal``;
+    docs/FORMAT.md): word ``i`` to lane ``i % 4``, then the lanes' values, the length and
+    the bytes after the last whole word hashed together."""
+    n = len(data)
+    whole = n - n % 8
+    lanes = [_initial(key)] * _LANES
+    for words in _words(data, whole):  # 8,192 words a chunk: lane k's are words[k::4]
+        lanes = [_absorb(lane, words[k::_LANES], 1) for k, lane in enumerate(lanes)]
+    last = struct.pack(f"<{_LANES}QQ", *(_finish(lane, 3) for lane in lanes), n) + data[whole:]
+    return _siphash(key, last, 1, 3)
 
 
 def fingerprint(key: Tuple[int, int], text: str) -> int:
@@ -276,7 +305,7 @@ def encode(index: IndexData, secret: Tuple[int, int]) -> bytes:
     _section(out, b"FOLD", bytes(body))
     _section(out, b"TIME", struct.pack(f"<{len(index.times)}q", *index.times))
     _section(out, b"FAIL", bytes(index.failed))
-    out += struct.pack("<Q", siphash24(secret, bytes(out)))
+    out += struct.pack("<Q", seal(secret, bytes(out)))
     return bytes(out)
 
 
@@ -386,7 +415,7 @@ def decode(data: bytes, secret: Tuple[int, int]) -> IndexData:
     version = r.u32()
     if version != VERSION:
         raise Invalid(f"it is of format version {version}, this version reads {VERSION}")
-    if siphash24(secret, data[:body_end]) != want:
+    if seal(secret, data[:body_end]) != want:
         raise Invalid("its seal does not match: damaged, or not written with this cache's key")
     r.u32()  # flags
     key = (r.u64(), r.u64())

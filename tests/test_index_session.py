@@ -4,7 +4,11 @@ at close, off the appending thread; and never on a session without one."""
 from __future__ import annotations
 
 import os
-from typing import Any
+import sys
+import threading
+from typing import Any, List
+
+import pytest
 
 from llm_agent_session import Session, _index, index_file, user_message
 
@@ -69,3 +73,30 @@ def test_a_load_that_read_appended_bytes_has_the_index_extended_off_its_thread(t
         assert s._index_used == "used"
     _index.flush()
     assert _index.update(path)[0] == _index.UP_TO_DATE  # the load's refresh extended it
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="threads have nice values of their own on Linux")
+def test_a_refresh_runs_at_the_lowest_priority_on_its_own_thread(tpath: Any, monkeypatch: Any) -> None:
+    """A refresh keeps a cache: the appending thread (and the machine) come first. Its
+    thread runs at nice 19; the thread that started it keeps its own."""
+    monkeypatch.setattr(_index, "AUTO_MIN_BYTES", 0)
+    path = str(tpath)
+    with Session.create(path, {"agent": "t"}) as s:
+        s.append_message(user_message("hello"))
+    _index.flush()
+    _index.remove(path)  # the one written at close: the refresh below makes it again
+    mine = os.getpriority(os.PRIO_PROCESS, threading.get_native_id())
+    seen: List[Any] = []
+
+    def run() -> None:
+        rfd = os.open(path, os.O_RDONLY)
+        st = os.fstat(rfd)
+        seen.append(_index.refresh(path, rfd, st.st_size, st))
+        seen.append(os.getpriority(os.PRIO_PROCESS, threading.get_native_id()))
+
+    thread = threading.Thread(target=run)
+    thread.start()
+    thread.join()
+    assert seen == [True, 19]
+    assert os.getpriority(os.PRIO_PROCESS, threading.get_native_id()) == mine
+    assert _index.update(path)[0] == _index.UP_TO_DATE

@@ -24,6 +24,7 @@ import contextlib
 import hashlib
 import os
 import stat
+import sys
 import threading
 import time
 from typing import Any, Dict, List, Optional, Tuple
@@ -390,6 +391,15 @@ def reopen_to_read(fd: int, path: str) -> Optional[int]:
     return None
 
 
+def _run_last() -> None:
+    """Lower the calling thread, and the threads it starts, to the lowest priority: a
+    refresh keeps a cache, and the session's appends (and the rest of the machine) come
+    first. Linux gives each thread its own nice value; elsewhere nothing changes."""
+    if sys.platform.startswith("linux"):
+        with contextlib.suppress(OSError):
+            os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), 19)
+
+
 def refresh_later(path: str, fd: int, size: int, st: os.stat_result) -> None:
     """``refresh`` on a thread of its own, through a descriptor of its own."""
     rfd = reopen_to_read(fd, path)
@@ -402,6 +412,7 @@ def refresh(path: str, rfd: int, size: int, st: os.stat_result) -> bool:
     `rfd`, which is closed), from the index kept (only what was appended since is read)
     or, without a usable one, from the whole file. `st`: the file when `size` was taken.
     False when nothing was written. For a session's refresh, off its thread."""
+    _run_last()
     key = secret()
     candidate = open_index(path) if key is not None else None
     try:

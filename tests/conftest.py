@@ -68,6 +68,30 @@ SLOW_TESTS = (
     # loop too (test_dataset_grow.py's GROWTHS, "a line of a response counted before").
     "test_a_response_whose_lines_straddle_two_growths_is_counted_once",
     "test_every_prefix_of_a_representative_transcript_indexes_and_serves",
+    # 1.5 s or more each on a busy 2-core machine (`pytest -m "not slow" --durations=40`):
+    # whole exports run after run, processes, every truncation.
+    "test_follow_a_live_writer_process",
+    "test_growing_again_and_again_then_a_whole_export",
+    "test_lines_agree_with_blank_lines_a_final_line_and_two_threads",
+    "test_dataset_query_refuses_what_writes_or_reaches_beyond_out",
+    "test_the_tables_of_a_seeded_transcript_hold_no_secret_unless_told",
+    "test_an_operation_stays_open_from_run_to_run_until_its_settle",
+    "test_a_rerun_reads_what_changed_and_nothing_else",
+    "test_a_name_that_is_not_utf8_is_one_failed_file_run_after_run",
+    "test_files_that_are_not_transcripts_are_skipped_and_counted_and_nothing_hangs",
+    "test_scan_exit_codes_and_report",
+    "test_a_grown_export_by_one_core_goes_on_with_the_other",
+    "test_json_keys_are_snake_case_everywhere",
+    "test_a_clean_transcript_comes_out_as_no_redact_writes_it",
+    "test_a_file_that_is_not_the_one_exported_is_read_whole",
+    "test_index_builds_refreshes_and_says_why_not",
+    "test_damaged_and_forged_indexes_never_change_a_load",
+    "test_a_claude_code_project_counts_each_response_once",
+    "test_write_nesting_limit",
+    "test_an_export_holds_no_seeded_secret_unless_told",
+    "test_every_truncation_of_a_transcript",
+    "test_check_exit_codes",
+    "test_growth_beside_new_removed_and_rewritten_transcripts",
 )
 
 

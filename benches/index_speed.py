@@ -76,7 +76,7 @@ fn = {
     "load-index": lambda: load(True),
     "peek-whole": lambda: len(Session.peek(path, index=False)["envelopes"]),
     "peek-index": lambda: len(Session.peek(path, index=True)["envelopes"]),
-    "check-index": lambda: verdict(path).code,
+    "check-index": lambda: verdict(path).kind.number,
     "appends-index": lambda: appends(True),
     "appends-whole": lambda: appends(False),
 }[job]

@@ -320,15 +320,16 @@ class Transcript:
         with self.lock:
             if generation != self.generation:
                 return
-            count, end, identity = self.count, self.end, self.identity
+            count, end, identity, in_table = self.count, self.end, self.identity, self.table is not None
         history = read_history(self.path, end, identity) if count else None
         fed = count
         if history is None or history.count != count:  # another file by now: fold what peek holds
             history, fed = History(keep_payloads=False), 0
         # The failed ones once, each operation built for this look alone (a native read
         # builds one when asked for: all kept, they were 90 MB at 1 GB); _feed notes the
-        # ones settled later.
-        failed = [op.index for op in history.each_operation() if op.state == "failed"]
+        # ones settled later. Not where a side index has them (next_of): that look holds
+        # the GIL for most of its 0.9 s at 1 GB, and the page's answers waited on it.
+        failed = [] if in_table else [op.index for op in history.each_operation() if op.state == "failed"]
         while True:
             with self.lock:
                 if generation != self.generation:
@@ -473,12 +474,12 @@ class Transcript:
             if kind in TYPE_JUMPS:
                 positions: Sequence[int] = self.jumps[kind]
                 in_table = self._table_positions(kind)
+            elif kind == "failed" and self.table is not None:  # the history read or not
+                positions, in_table = self._positions_of("failed", self.settled_failed), self.table.failed()
             elif self.history is not None:
                 positions = self._history_positions(kind)
             elif kind == "pending" and self._jumps_without_history(kind):
                 positions = self._positions_of("pending", self.pending_ids or [])
-            elif kind == "failed" and self.table is not None:
-                positions, in_table = self._positions_of("failed", self.settled_failed), self.table.failed()
             else:
                 return None
         if backwards:

@@ -4,9 +4,10 @@ A transcript's history, verdict and secret count (``transcript.py``) and a big f
 token count (``tokens.py``) each read the whole file in a thread. Two at once on a machine
 of two cores left the page's answers a share of the GIL and of a core: while a 1 GB
 transcript's history was read, its token count beside it (the native core's pass: one
-CPU of the two) and the history's Python work made a thread of the server wait up to 385 ms for
-its turn (benches/viewer_speed.py's jumps then: up to 224-717 ms, the worst of 7). Each
-pass takes ``PASS`` for its whole; the answers to the page never do.
+CPU of the two) and the history's Python work made a thread of the server wait up to
+385 ms for its turn (benches/viewer_speed.py's jumps then, on a loaded machine: up to
+224-717 ms, the worst of 7). Each pass takes ``PASS`` for its whole; the answers to the
+page never do.
 """
 
 from __future__ import annotations

@@ -8,6 +8,7 @@ child process, Chromium (Debian's, by path) driven by Playwright.
     python benches/viewer_speed.py FILE --small-lines 1000000            # and 1,000,000 one-line messages
     python benches/viewer_speed.py FILE --side-index                     # without, then with, its side index
     python benches/viewer_speed.py --fleet DIR --no-transcript           # the shelf and its search on a fleet
+    python benches/viewer_speed.py FILE --shelf 0 --server-arg=--no-redact  # the view command given an option
 
 Reports, each beside its goal: the URL printed after start; the first screen rendered after
 navigation; jumps after the first open (by id, by position, by time: from the request to the
@@ -69,9 +70,13 @@ JUMP_BY_SCROLL = """async ([fraction, count]) => {
 class Viewer:
     """``llm-agent-session view PATH --no-browser`` in a child process."""
 
+    #: Options given to every ``view`` command started (``--server-arg``).
+    extra: List[str] = []
+
     def __init__(self, path: str, env: Optional[Dict[str, str]] = None) -> None:
         self.t0 = time.perf_counter()
-        self.proc = subprocess.Popen([sys.executable, "-m", "llm_agent_session", "view", path, "--no-browser"],
+        self.proc = subprocess.Popen([sys.executable, "-m", "llm_agent_session", "view", path, "--no-browser",
+                                      *self.extra],
                                      stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
         assert self.proc.stdout is not None
         self.url = self.proc.stdout.readline().strip()
@@ -455,7 +460,12 @@ def main(argv: Optional[List[str]] = None) -> int:
     parser.add_argument("--fleet", metavar="DIR", help="also the shelf and its search on this fleet of transcripts")
     parser.add_argument("--no-transcript", action="store_true", help="leave out the big transcript (and --shelf)")
     parser.add_argument("--write", action="store_true", help="replace this section of benches/RESULTS.md")
+    parser.add_argument("--server-arg", action="append", default=[], metavar="ARG",
+                        help="an option for the view command (repeatable): --server-arg=--no-redact")
     args = parser.parse_args(argv)
+    if args.write and args.server_arg:
+        parser.error("--write records the view command as a user starts it: leave out --server-arg")
+    Viewer.extra = list(args.server_arg)
     rows: List[Tuple[str, str, str]] = []
     scratch = None
     path = args.path

@@ -142,6 +142,22 @@ def test_appended_after_the_index_and_followed(run: str, monkeypatch: Any) -> No
                    for k, v in want.items()}
 
 
+def test_failed_calls_from_the_index_once_the_history_is_read_and_followed(run: str) -> None:
+    """With a side index the failed calls are its (and those settled after its end), the
+    history read or not: a call the index holds pending that fails after the history was
+    read, and new ones failing after it, are found as a whole read finds them."""
+    assert _index.update(run)[0] == _index.INDEXED
+    t = wait(Transcript("run", run), "history")
+    assert t.table is not None and t.first == t.count
+    with Session.load(run, index=False) as s:  # an indexed pending call fails now
+        pending = [op.op_id for op in s.pending_tool_operations()]
+        s.append_tool_settled(pending[0], "failed", duration=0.1, error="late")
+    build(run, rounds=5, start=1000)
+    assert t.refresh()
+    got = answers(wait(t, "index"))
+    assert got == without_index(run)
+
+
 @pytest.mark.parametrize("damage", ["garbage", "truncated", "another transcript", "rewritten in place"])
 def test_an_index_that_does_not_describe_the_file_is_not_used(run: str, tmp_path: Any, damage: str) -> None:
     assert _index.update(run)[0] == _index.INDEXED

@@ -188,3 +188,28 @@ def test_a_big_files_tokens_are_counted_in_the_background(tmp_path, monkeypatch)
         assert got["usage"]["output"] == truth["output"]  # the last reading's
         time.sleep(0.01)
     assert got["usage"]["output"] == truth["output"] + 5 and got["usage"]["responses"] == truth["responses"] + 1
+
+
+def test_a_big_files_tokens_wait_for_the_viewers_pass_under_way(tmp_path, monkeypatch):
+    """A big file's token count is one of the viewer's passes over a whole file, which are
+    made one at a time (view/background.py), never beside one another: while another pass
+    holds the turn, the tokens stay not ready (and the history unread); after it, both are
+    read, the tokens to the truth."""
+    from llm_agent_session.view import background, tokens
+
+    monkeypatch.setattr(tokens, "ON_THE_ASK", 0)
+    path, steps = _followed(tmp_path)
+    truth = _truth(steps)
+    client = client_for([str(tmp_path / "out")])
+    with background.PASS:  # another pass under way
+        for _ in range(30):  # a count of this file takes a few milliseconds when it may run
+            got = client.get("/api/transcript", params={"t": "out/proj/s.jsonl"}).json()
+            assert got["tokens"] == {"ready": False, "tokens": None, "usage": None}
+            assert got["ready"]["history"] is False
+            time.sleep(0.01)
+    for _ in range(1000):
+        got = client.get("/api/transcript", params={"t": "out/proj/s.jsonl"}).json()
+        if got["tokens"]["ready"] and got["ready"]["history"]:
+            break
+        time.sleep(0.01)
+    assert got["tokens"]["ready"] and {k: got["tokens"]["usage"][k] for k in (*FIGURES, "responses")} == truth

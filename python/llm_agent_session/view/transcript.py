@@ -32,10 +32,8 @@ under a new ``generation``.
 from __future__ import annotations
 
 import bisect
-import ctypes
 import os
 import stat
-import sys
 import threading
 from array import array
 from typing import Any, Dict, Iterable, List, Optional, Sequence, Tuple
@@ -48,7 +46,7 @@ from ..messages import Event
 from ..secrets import Redactor
 from ..session import Session
 from ..verdict import Verdict, verdict
-from . import transcript_search
+from . import background, transcript_search
 from .problems import Problem
 
 # The kinds of envelope a reader jumps to ("next tool call" ...): from their types at
@@ -167,8 +165,9 @@ class Transcript:
         """Build the side index of a previewed file (in the cache, never beside it), then
         read the file through it (or whole, where it cannot have one) as a new generation."""
         try:
-            side_index.update(self.path)
-            found = side_index.peek(self.path) or Session.peek(self.path, spans=True)
+            with background.PASS:  # one pass over a whole file at a time (background.py)
+                side_index.update(self.path)
+                found = side_index.peek(self.path) or Session.peek(self.path, spans=True)
         except Exception as e:  # shown on the page; the preview stays
             with self.lock:
                 self.error = self.error or f"reading {self.name} failed: {e}"
@@ -228,6 +227,11 @@ class Transcript:
         threading.Thread(target=self._background, args=(generation,), name=f"view-index-{self.name}", daemon=True).start()
 
     def _background(self, generation: int) -> None:
+        with background.PASS:  # one pass over a whole file at a time (background.py)
+            self._read_in_background(generation)
+            background.release_freed_memory()  # the secret count's too (9 of its 26 MB at 1 GB)
+
+    def _read_in_background(self, generation: int) -> None:
         try:
             with self.lock:
                 table = self.table if generation == self.generation else None
@@ -246,7 +250,7 @@ class Transcript:
             # 0.83 GB for 1,000,000 one-line messages, measured); the events, the peek has.
             found.replayed = None
             pending = [op.op_id for op in found.pending]
-            _release_freed_memory()
+            background.release_freed_memory()
             with self.lock:
                 if generation == self.generation:
                     self.verdict, self.pending_ids, self._verdict_count = found, pending, count
@@ -316,15 +320,16 @@ class Transcript:
         with self.lock:
             if generation != self.generation:
                 return
-            count, end, identity = self.count, self.end, self.identity
+            count, end, identity, in_table = self.count, self.end, self.identity, self.table is not None
         history = read_history(self.path, end, identity) if count else None
         fed = count
         if history is None or history.count != count:  # another file by now: fold what peek holds
             history, fed = History(keep_payloads=False), 0
         # The failed ones once, each operation built for this look alone (a native read
         # builds one when asked for: all kept, they were 90 MB at 1 GB); _feed notes the
-        # ones settled later.
-        failed = [op.index for op in history.each_operation() if op.state == "failed"]
+        # ones settled later. Not where a side index has them (next_of): that look holds
+        # the GIL for most of its 0.9 s at 1 GB, and the page's answers waited on it.
+        failed = [] if in_table else [op.index for op in history.each_operation() if op.state == "failed"]
         while True:
             with self.lock:
                 if generation != self.generation:
@@ -338,7 +343,7 @@ class Transcript:
             for segment, lo, hi in parts:
                 self._feed(history, failed, _slice(segment.envelopes, lo, hi))
             fed = stop
-        _release_freed_memory()
+        background.release_freed_memory()
 
     @staticmethod
     def _feed(history: History, failed: List[int], events: Iterable[Event]) -> None:
@@ -469,12 +474,12 @@ class Transcript:
             if kind in TYPE_JUMPS:
                 positions: Sequence[int] = self.jumps[kind]
                 in_table = self._table_positions(kind)
+            elif kind == "failed" and self.table is not None:  # the history read or not
+                positions, in_table = self._positions_of("failed", self.settled_failed), self.table.failed()
             elif self.history is not None:
                 positions = self._history_positions(kind)
             elif kind == "pending" and self._jumps_without_history(kind):
                 positions = self._positions_of("pending", self.pending_ids or [])
-            elif kind == "failed" and self.table is not None:
-                positions, in_table = self._positions_of("failed", self.settled_failed), self.table.failed()
             else:
                 return None
         if backwards:
@@ -641,16 +646,6 @@ def read_history(path: str, end: int, identity: Optional[Tuple[int, int]]) -> Hi
     """The history, without payloads, of what the peek that ended at `end` read from the
     file `identity` (empty where the path names another file by now)."""
     return History.read(path, keep_payloads=False, end=end, identity=identity)
-
-
-def _release_freed_memory() -> None:
-    """Hand back to the system the heap that building the history freed: glibc keeps it
-    otherwise (52 MB of the 412 MB a 1 GB transcript's viewer held, measured)."""
-    if sys.platform.startswith("linux"):
-        try:
-            ctypes.CDLL(None).malloc_trim(0)
-        except (OSError, AttributeError):  # not glibc
-            pass
 
 
 def _find(values: "array[int]", value: int, start: int) -> int:

@@ -1,0 +1,30 @@
+"""The viewer's passes over whole files in the background, one at a time.
+
+A transcript's history, verdict and secret count (``transcript.py``) and a big file's
+token count (``tokens.py``) each read the whole file in a thread. Two at once on a machine
+of two cores left the page's answers a share of the GIL and of a core: while a 1 GB
+transcript's history was read, its token count beside it (the native core's pass: one
+CPU of the two) and the history's Python work made a thread of the server wait up to
+385 ms for its turn (benches/viewer_speed.py's jumps then, on a loaded machine: up to
+224-717 ms, the worst of 7). Each pass takes ``PASS`` for its whole; the answers to the
+page never do.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import sys
+import threading
+
+#: Held by the background pass under way (a reentrant lock: a pass may start another part).
+PASS = threading.RLock()
+
+
+def release_freed_memory() -> None:
+    """Hand back to the system the heap that a pass freed: glibc keeps it otherwise (52 MB
+    of the 412 MB a 1 GB transcript's viewer held after its history was built, measured)."""
+    if sys.platform.startswith("linux"):
+        try:
+            ctypes.CDLL(None).malloc_trim(0)
+        except (OSError, AttributeError):  # not glibc
+            pass

@@ -1,6 +1,7 @@
-"""A transcript's first screen in a real browser (Chromium through Playwright, a real server
-on a loopback port): the page asks for the transcript's summary and its first window side
-by side, as soon as it runs, not one after the other once every module has loaded
+"""The requests behind a transcript's first screen and its jumps, in a real browser (Chromium
+through Playwright, a real server on a loopback port): the page asks for the transcript's
+summary and its first window side by side, as soon as it runs, not one after the other
+once every module has loaded; a jump's envelope comes with the answer that found it
 (docs/viewer.md, "Big transcripts")."""
 
 from __future__ import annotations
@@ -56,3 +57,25 @@ def test_the_summary_and_the_first_window_are_asked_for_side_by_side(browser, se
         # out after: the list waited for the summary's count).
         assert starts[0][1] < summary[0][2], (summary, windows)
         assert page.title().startswith("first screen")
+
+
+@pytest.mark.parametrize("how", ["id", "time"])
+def test_a_jump_is_drawn_from_the_answer_that_found_it(browser, served, how, backend_name):
+    """A jump by id or by time draws its envelope from /api/locate's answer (which holds its
+    window): the page asks for no window holding it (it did, after the answer came)."""
+    with a_page(browser, served["base"], served["token"]) as page:
+        first_requests(page, served["base"] + "/t/shelf/run.jsonl", served["ids"][0])
+        target = served["ids"][150]
+        got = page.evaluate(  # its time, asked as the page asks (with the tab's token)
+            """async (id) => {
+          const r = await fetch('/api/envelope?t=shelf%2Frun.jsonl&id=' + id, {headers: {authorization:
+            'Bearer ' + sessionStorage.getItem('llm-agent-session-view-token')}});
+          return r.json(); }""", target)
+        page.evaluate("performance.clearResourceTimings()")
+        box = "#jump-id" if how == "id" else "#jump-time"
+        page.fill(box, target if how == "id" else got["ts"])
+        page.press(box, "Enter")
+        page.wait_for_selector(f"[data-envelope-id='{target}'].target")
+        asked = [r[0] for r in page.evaluate(REQUESTS)]
+        assert any(a.startswith("/api/locate?") and "window=" in a for a in asked), asked
+        assert not any(a.startswith("/api/window?") and "from=144&" in a for a in asked), asked

@@ -156,6 +156,18 @@ def window(t: Transcript, start: int, count: int, mode: str = "history") -> Dict
     return {"ready": True, "count": t.count, "items": items, "generation": t.generation}
 
 
+def with_window(t: Transcript, found: Dict[str, Any], count: int) -> Dict[str, Any]:
+    """``/api/locate``'s answer `found` with, where it found an envelope and `count` > 0,
+    the window of `count` (at most ``MAX_WINDOW``) that holds it, from a multiple of
+    `count`, as the page asks for windows: a jump's envelope comes with its answer, one
+    round trip rather than two."""
+    i = found.get("i")
+    if count <= 0 or not isinstance(i, int):
+        return found
+    count = min(count, MAX_WINDOW)
+    return dict(found, window=window(t, i // count * count, count))
+
+
 def _live_window(t: Transcript, r: render.Renderer, start: int, count: int) -> Dict[str, Any]:
     state = t.live()
     if state is None:

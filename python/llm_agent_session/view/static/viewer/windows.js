@@ -35,6 +35,12 @@ export function fetchWindow(i, redraw, resize) {
     .catch((e) => { T.loading.delete(k); status(e.message); });
 }
 
+// A window that came with another answer (/api/locate's, a jump's): taken as fetched.
+export function takeWindow(got) {
+  if (!got || T.mode !== "history" || got.generation !== T.generation) return;
+  for (const item of got.items) { T.cache.set(key(item.i), item); T.stale.delete(item.i); }
+}
+
 export function trimCache() {
   if (T.cache.size <= KEEP * 2) return;
   const a = T.anchor.index;

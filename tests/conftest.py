@@ -52,6 +52,7 @@ SLOW_TESTS = (
     "test_two_threads_on_non_ascii_and_escapes",
     "test_every_table_always_holds_a_file_with_its_schema_and_at_most_8_per_partition",
     # A second or more each, on both cores: out of the inner loop, which stays under a minute.
+    "test_the_whole_read_taking_over_a_preview_is_never_answered_halfway",
     "test_a_long_line_with_many_brackets_reads_in_linear_memory",
     "test_close_while_threads_append",
     "test_iterating_a_two_thread_peek_gives_the_pure_events",

@@ -206,15 +206,20 @@ def _expression_end(toks: List[Token], partner: List[int], k: int) -> Token:
     return last
 
 
-def imports(text: str) -> List[str]:
+def imports(text: str, dynamic: bool = False) -> List[str]:
     """The modules a module imports statically (``import ... from "./x.js"``,
-    ``import "./x.js"``, ``export ... from "./x.js"``), as written."""
+    ``import "./x.js"``, ``export ... from "./x.js"``), as written; with `dynamic`, and
+    those it imports by ``import("./x.js")`` (a string literal), anywhere in it."""
     toks = tokens(text)
     found: List[str] = []
     depth = 0
     for k, t in enumerate(toks):
         if t.kind == "punct" and t.text in "{}":
             depth += 1 if t.text == "{" else -1
+        if (dynamic and t.kind == "word" and t.text == "import" and k + 2 < len(toks)
+                and toks[k + 1].text == "(" and toks[k + 2].kind == "str"):
+            found.append(toks[k + 2].text[1:-1])
+            continue
         if depth or t.kind != "word" or t.text not in ("import", "export"):
             continue
         if t.text == "import" and k + 1 < len(toks) and toks[k + 1].text in ("(", "."):

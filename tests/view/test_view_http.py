@@ -130,6 +130,28 @@ def test_unknown_token_counts_are_shown_as_unknown_never_0(client, shelf, tmp_pa
     assert ["tokens", "unknown → unknown"] in got["body"][1]["kv"]
 
 
+def test_a_jump_comes_with_the_window_that_holds_its_envelope(client, shelf):
+    """``/api/locate``'s ``window=N``: the window of N that holds the envelope found (from a
+    multiple of N), as ``/api/window`` answers it, so a jump is one round trip; none where
+    nothing is found, and without ``window`` none either."""
+    _wait_ready(client)
+    q = lambda **kw: client.get("/api/locate", params={"t": "shelf/run.jsonl", **kw}).json()  # noqa: E731
+    window = lambda start, n: client.get(  # noqa: E731
+        "/api/window", params={"t": "shelf/run.jsonl", "from": start, "count": n}).json()
+    for n in (1, 4, 5):
+        for name in ("user1", "compaction", "op5"):
+            got = q(id=shelf.ids[name], window=n)
+            i = got["i"]
+            assert got["window"] == window(i // n * n, n) and i in [item["i"] for item in got["window"]["items"]]
+        got = q(kind="rewind", **{"from": -1, "window": n})
+        assert got["window"] == window(got["i"] // n * n, n)
+        ts = window(0, 200)["items"][7]["ts"]
+        got = q(time=ts, window=n)
+        assert got["window"] == window(got["i"] // n * n, n)
+    assert "window" not in q(id="no-such-id", window=4) and "window" not in q(id=shelf.ids["op5"])
+    assert len(q(id=shelf.ids["op5"], window=10_000)["window"]["items"]) <= 200
+
+
 def test_jumps_by_id_time_and_kind(client, shelf):
     info = _wait_ready(client)
     q = lambda **kw: client.get("/api/locate", params={"t": "shelf/run.jsonl", **kw}).json()  # noqa: E731

@@ -247,3 +247,31 @@ def test_an_index_far_behind_the_file_is_extended_while_the_end_shows(run: str, 
     assert t.generation == 1 and t.table is not None and t.first == t.count
     monkeypatch.undo()
     assert answers(t) == without_index(run)
+
+
+def test_the_whole_read_taking_over_a_preview_is_never_answered_halfway(run: str, monkeypatch: Any) -> None:
+    """A big file's preview gives way to its whole read (through the index it built: a new
+    generation) in one step for the page: /api/transcript asked meanwhile answers the
+    preview or the whole file, never the state between (its index "ready" with none of its
+    envelopes: the bench's first open of the 10 GB transcript read 0 envelopes there)."""
+    monkeypatch.setattr(transcript_module, "PREVIEW_FROM", 0)
+    monkeypatch.setattr(transcript_module, "PREVIEW_BYTES", 2000)
+    answered: List[Dict[str, Any]] = []
+    take = Transcript._take
+
+    def take_while_the_page_asks(self: Transcript, found: Dict[str, Any]) -> None:
+        if self.generation > 0:  # the whole read, taking over the preview
+            asker = threading.Thread(target=lambda: answered.append(info(self)))
+            asker.start()
+            asker.join(0.5)  # (it waits for the whole read, or answers at once)
+        take(self, found)
+
+    monkeypatch.setattr(Transcript, "_take", take_while_the_page_asks)
+    t = wait(Transcript("run", run), "index")
+    for _ in range(1000):
+        if answered:
+            break
+        time.sleep(0.01)
+    assert len(answered) == 1
+    got = answered[0]
+    assert (got["generation"], got["count"], got["preview"], got["ready"]["index"]) == (1, t.count, False, True)

@@ -47,7 +47,8 @@ LONGEST = 150  # lines of one JavaScript function, at most
 
 
 def _modules():
-    """The page's modules, from its entry through every static import: {file: the files it imports}."""
+    """The page's modules, from its entry through every import (the reader and the shelf
+    are imported by ``import("./x.js")``): {file: the files it imports}."""
     graph, todo = {}, [ENTRY]
     while todo:
         name = todo.pop()
@@ -56,7 +57,7 @@ def _modules():
         with open(os.path.join(STATIC, name), encoding="utf-8") as f:
             text = f.read()
         graph[name] = set()
-        for spec in js_scan.imports(text):
+        for spec in js_scan.imports(text, dynamic=True):
             assert spec.startswith("./") or spec.startswith("../"), (name, spec)  # served here, no build step
             target = posixpath.normpath(posixpath.join(posixpath.dirname(name), spec))
             graph[name].add(target)

@@ -111,15 +111,18 @@ def api_envelope(request: Request) -> Any:
 @_answer
 def api_locate(request: Request) -> Any:
     """Where to jump: ``id`` (any envelope, live or not), ``time`` (the first envelope in
-    file order at or after it), or ``kind`` after or before ``from`` (``dir=back``)."""
+    file order at or after it), or ``kind`` after or before ``from`` (``dir=back``);
+    ``window=N``: with the window of N that holds it, as ``/api/window`` answers it."""
     t, q = _transcript(request), request.query_params
     if "id" in q:
-        return t.locate_id(q["id"])
-    if "time" in q:
-        return t.locate_time(q["time"])
-    if "kind" in q:
-        return t.locate_kind(q["kind"], _int(request, "from", -1), q.get("dir") == "back")
-    raise Problem(400, "say id, time or kind")
+        found = t.locate_id(q["id"])
+    elif "time" in q:
+        found = t.locate_time(q["time"])
+    elif "kind" in q:
+        found = t.locate_kind(q["kind"], _int(request, "from", -1), q.get("dir") == "back")
+    else:
+        raise Problem(400, "say id, time or kind")
+    return model.with_window(t, found, _int(request, "window", 0))
 
 
 @_answer

@@ -105,17 +105,20 @@ def info(t: Transcript, note: Optional[str] = None) -> Dict[str, Any]:
     """``/api/transcript``: what the page shows above the list, and what is ready (`note`:
     what its import says, for a source's: ``Imports.note``)."""
     used = tokens.of_session(t.path)  # the session's, each response once (before `ready` is read below)
+    with t.lock:  # one state of it: a whole read taking over a preview is never seen halfway
+        generation, count, size, end, ready, preview = t.generation, t.count, t.size, t.end, t.ready, t.preview
+        read_meta = t.meta
     v = t.verdict
     state = t.live()
-    meta = t.redactor.value(t.meta)
+    meta = t.redactor.value(read_meta)
     return {
         "name": visible(t.name),
-        "generation": t.generation,
-        "count": t.count,
-        "size": t.size,
-        "end": t.end,
+        "generation": generation,
+        "count": count,
+        "size": size,
+        "end": end,
         "meta": json.loads(json_visible(json.dumps(meta, ensure_ascii=False))),
-        "title": t.redactor.value(title_of(t.meta, (t.envelope(i) for i in range(min(t.count, TITLE_LOOK))))),
+        "title": t.redactor.value(title_of(read_meta, (t.envelope(i) for i in range(min(count, TITLE_LOOK))))),
         "tokens": used,
         # Whether secrets are masked, and how many the file holds (None: not counted yet).
         "redacted": t.redactor.enabled,
@@ -124,8 +127,8 @@ def info(t: Transcript, note: Optional[str] = None) -> Dict[str, Any]:
         "first_warnings": [visible(w) for w in t.warnings[:20]],
         "error": visible(t.error) if t.error else None,
         "note": note,
-        "ready": t.ready,
-        "preview": t.preview,
+        "ready": ready,
+        "preview": preview,
         "verdict": None if v is None else _verdict(v),
         "live": None if state is None else len(state.ids),
         # pending(): not every operation's state (a native read would build them all)
@@ -154,6 +157,18 @@ def window(t: Transcript, start: int, count: int, mode: str = "history") -> Dict
     items = [r.envelope(i, e) for i, e in t.window(start, count)]
     tokens.mark(t.path, items, t.envelope)
     return {"ready": True, "count": t.count, "items": items, "generation": t.generation}
+
+
+def with_window(t: Transcript, found: Dict[str, Any], count: int) -> Dict[str, Any]:
+    """``/api/locate``'s answer `found` with, where it found an envelope and `count` > 0,
+    the window of `count` (at most ``MAX_WINDOW``) that holds it, from a multiple of
+    `count`, as the page asks for windows: a jump's envelope comes with its answer, one
+    round trip rather than two."""
+    i = found.get("i")
+    if count <= 0 or not isinstance(i, int):
+        return found
+    count = min(count, MAX_WINDOW)
+    return dict(found, window=window(t, i // count * count, count))
 
 
 def _live_window(t: Transcript, r: render.Renderer, start: int, count: int) -> Dict[str, Any]:

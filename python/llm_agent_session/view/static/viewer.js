@@ -13,13 +13,17 @@
 // pixels through the envelopes' measured heights (each with the gap above it), and the
 // scrollbar is set to match when scrolling stops. Home and End go to the list's ends; at
 // the end the list follows what is appended (viewer/follow.js). See docs/viewer.md.
+//
+// The reader and the shelf are imported when the page knows which it is (every module is
+// preloaded at once: index.html), so that a transcript's first requests go out before
+// the reader's modules have loaded (viewer/early.js).
+import { firstRequests } from "./viewer/early.js";
 import { transcriptOf } from "./viewer/links.js";
-import { openReader } from "./viewer/reader.js";
-import { openShelf } from "./viewer/shelf.js";
 
 const link = transcriptOf(location.pathname);
 if (link !== null) {
-  openReader(link);
+  const first = firstRequests(link, new URLSearchParams(location.search));
+  import("./viewer/reader.js").then((reader) => reader.openReader(link, first));
 } else {
-  openShelf();
+  import("./viewer/shelf.js").then((shelf) => shelf.openShelf());
 }

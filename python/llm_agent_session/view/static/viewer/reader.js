@@ -13,7 +13,8 @@ import { markSecrets, reveal } from "./secrets.js";
 import { T, startState } from "./state.js";
 import { key } from "./windows.js";
 
-export function openReader(link) {
+// `first`: the summary and first window asked for as the page started (viewer/early.js).
+export function openReader(link, first) {
   $("shelf").remove();
   $("reader").hidden = false;
   startState(link);
@@ -21,7 +22,7 @@ export function openReader(link) {
   if (params.get("mode") === "live") { T.mode = "live"; $("mode-live").checked = true; }
   listenToTheList();
   listenToTheTools();
-  start(params);
+  start(params, first);
 }
 
 // The wheel, touch and keys (which move the list by pixels), the scrollbar, and the
@@ -154,12 +155,13 @@ function layout() {   // the list sits under the tool bars
 }
 
 // The transcript's summary, the list at its start (or at ?at=ID), then the follow.
-async function start(params) {
+async function start(params, first) {
   layout();
   window.addEventListener("resize", layout);
   try {
-    const info = await getJSON(apiURL("transcript", { t: T.link }));
+    const info = await first.info;
     T.generation = info.generation;
+    T.early = first.window;   // the window at the start, taken by the list's first fetch
     T.ready = info.ready;
     showInfo(info);
     setMode(T.mode);

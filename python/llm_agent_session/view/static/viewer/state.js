@@ -14,6 +14,6 @@ export function startState(link) {
     anchor: { index: 0, offset: 0 }, atEnd: false,
     lastY: 0, suppress: null, input: 0, idle: null, avg: EST,
     hits: [], hitSet: new Set(), hitAt: -1, hitTotal: 0, searchDone: true, searchAbort: null, query: "",
-    target: null, ready: {}, about: "", unremembered: false, folds: new Map(),
+    target: null, ready: {}, about: "", unremembered: false, folds: new Map(), early: null,
   });
 }

@@ -19,9 +19,13 @@ export function fetchWindow(i, redraw, resize) {
   if (T.loading.has(k)) return;
   T.loading.add(k);
   const mode = T.mode, gen = T.generation;
-  getJSON(apiURL("window", { t: T.link, from: start, count: WINDOW, mode }))
+  // The window asked for as the page started (viewer/early.js), if it is this one.
+  const early = T.early && T.early.mode === mode && T.early.start === start ? T.early.got : null;
+  if (early) T.early = null;
+  (early || getJSON(apiURL("window", { t: T.link, from: start, count: WINDOW, mode })))
     .then((got) => {
       if (mode !== T.mode || gen !== T.generation) return;
+      if (early && got.generation !== undefined && got.generation !== gen) { T.loading.delete(k); redraw(); return; }   // the file changed since: asked again
       if (mode === "live" && !got.ready) { status("computing the live conversation…"); setTimeout(() => { T.loading.delete(k); redraw(); }, 500); return; }
       for (const item of got.items) { T.cache.set(key(item.i), item); T.stale.delete(item.i); }
       if (got.count !== null && got.count !== undefined && got.count !== T.count && mode === "live") { T.count = got.count; resize(); }
@@ -29,6 +33,12 @@ export function fetchWindow(i, redraw, resize) {
       redraw();
     })
     .catch((e) => { T.loading.delete(k); status(e.message); });
+}
+
+// A window that came with another answer (/api/locate's, a jump's): taken as fetched.
+export function takeWindow(got) {
+  if (!got || T.mode !== "history" || got.generation !== T.generation) return;
+  for (const item of got.items) { T.cache.set(key(item.i), item); T.stale.delete(item.i); }
 }
 
 export function trimCache() {

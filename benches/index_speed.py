@@ -14,8 +14,10 @@ process ``--rounds`` times and reports its best wall time, its best CPU time
 * ``Session.peek`` and ``check``'s verdict, whole and through the index;
 * appended by N MB (lines of another generated transcript), the next ``Session.load``
   through the index (it reads the N MB, folds them from the checkpoint, and writes the
-  extended index off its thread), beside a whole load of an N MB transcript. The
-  appends go to a copy in ``--scratch`` (a 10 GB transcript needs 10 GB free there).
+  extended index off its thread), beside a whole load of an N MB transcript: the best of
+  ``--rounds``, each the first load after the append (the index of before it put back),
+  once the appended copy is on disk (``sync``). The appends go to a copy in
+  ``--scratch`` (a 10 GB transcript needs 10 GB free there).
 
 The indexes go to a cache directory of the run's own (``LLM_AGENT_SESSION_CACHE``).
 ``--write`` replaces this section of benches/RESULTS.md. No figure is asserted.
@@ -100,6 +102,13 @@ def run_job(path: str, job: str, rounds: int, cache: str) -> Dict[str, Any]:
     return dict(json.loads(p.stdout.strip().splitlines()[-1]))
 
 
+def index_path(path: str, cache: str) -> str:
+    env = dict(os.environ, LLM_AGENT_SESSION_CACHE=cache)
+    code = "import sys; from llm_agent_session import index_file; print(index_file(sys.argv[1]))"
+    return subprocess.run([sys.executable, "-c", code, path], env=env, capture_output=True, text=True,
+                          check=True).stdout.strip()
+
+
 def index_size(path: str, cache: str) -> int:
     env = dict(os.environ, LLM_AGENT_SESSION_CACHE=cache)
     code = "import sys, os; from llm_agent_session import index_file; print(os.path.getsize(index_file(sys.argv[1])))"
@@ -138,10 +147,22 @@ def bench(path: str, rounds: int, appends: List[int], scratch: str, cache: str, 
     copy = os.path.join(scratch, "appended.jsonl")
     shutil.copyfile(path, copy)
     run_job(copy, "build", 1, cache)
+    kept = index_path(copy, cache)
     for k, n in enumerate(appends):
+        with open(kept, "rb") as f:
+            before = f.read()  # the index of the file as it was before this append
         with open(copy, "ab") as f:
             f.write(appended_lines(n, 7, b"%x19f" % (10 + k)))
-        r = run_job(copy, "load-index", 1, cache)  # the first load after the append
+        # The copy's writeback (10 GB at 10 GB) is the disk's, not the load's.
+        os.sync()
+        best: Optional[Dict[str, Any]] = None
+        for _ in range(rounds):  # each the first load after the append: the index put back
+            with open(kept, "wb") as f:
+                f.write(before)
+            got = run_job(copy, "load-index", 1, cache)
+            best = got if best is None or got["wall"] < best["wall"] else best
+        assert best is not None
+        r = best
         whole, _ = generate.cached(n, seed=7)
         w = run_job(whole, "load-whole", rounds, cache)
         out.append(f"  +{generate.size_label(n):<5} load-index        {fmt(r)}  ({r['said']}); a whole load of "

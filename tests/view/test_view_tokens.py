@@ -213,3 +213,31 @@ def test_a_big_files_tokens_wait_for_the_viewers_pass_under_way(tmp_path, monkey
             break
         time.sleep(0.01)
     assert got["tokens"]["ready"] and {k: got["tokens"]["usage"][k] for k in (*FIGURES, "responses")} == truth
+
+
+def test_a_big_files_passes_wait_for_the_pages_first_window(tmp_path, monkeypatch):
+    """The passes over a whole big file (its history, secret count, token count) wait until
+    the page has had its first window (view/background.py), so that they do not take the
+    server's time from the first screen's requests; then they run."""
+    import threading
+
+    from llm_agent_session.view import background, tokens
+
+    monkeypatch.setattr(tokens, "ON_THE_ASK", 0)
+    monkeypatch.setattr(background, "WAIT_FROM", 0)
+    monkeypatch.setattr(background, "FIRST_WINDOW", threading.Event())
+    monkeypatch.setattr(background, "FIRST_WINDOW_WAIT", 60.0)  # the test passes long before
+    path, steps = _followed(tmp_path)
+    truth = _truth(steps)
+    client = client_for([str(tmp_path / "out")])
+    for _ in range(30):  # each pass would take a few milliseconds if it ran
+        got = client.get("/api/transcript", params={"t": "out/proj/s.jsonl"}).json()
+        assert got["tokens"]["ready"] is False and got["ready"]["history"] is False
+        time.sleep(0.01)
+    assert client.get("/api/window", params={"t": "out/proj/s.jsonl", "from": 0, "count": 20}).status_code == 200
+    for _ in range(1000):
+        got = client.get("/api/transcript", params={"t": "out/proj/s.jsonl"}).json()
+        if got["tokens"]["ready"] and got["ready"]["history"]:
+            break
+        time.sleep(0.01)
+    assert got["tokens"]["ready"] and {k: got["tokens"]["usage"][k] for k in (*FIGURES, "responses")} == truth

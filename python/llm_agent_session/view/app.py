@@ -12,18 +12,18 @@ Starlette's thread pool. Every request has passed the security wrapper first
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
-from typing import Any, Callable, Iterator, Optional
+from typing import Any, Callable, Dict, Iterator, Optional, Tuple
 
 from starlette.applications import Starlette
 from starlette.requests import Request
-from starlette.responses import FileResponse, JSONResponse, Response, StreamingResponse
-from starlette.routing import Mount, Route
-from starlette.staticfiles import StaticFiles
+from starlette.responses import JSONResponse, Response, StreamingResponse
+from starlette.routing import Route
 
 from ..visible import visible
-from . import model
+from . import background, model
 from .links import TRANSCRIPT_PAGE, link
 from .model import Viewer
 from .problems import Problem
@@ -77,7 +77,14 @@ def _answer(handler: Callable[[Request], Any]) -> Callable[[Request], Response]:
 
 
 def page(request: Request) -> Response:
-    return FileResponse(os.path.join(STATIC, "index.html"), headers=NO_STORE)
+    data, kind, _ = request.app.state.files.files["index.html"]
+    return Response(data, media_type=kind, headers=NO_STORE)
+
+
+async def static(request: Request) -> Response:
+    """A file of the page, from memory (async: no thread of the pool for it)."""
+    files: _PageFiles = request.app.state.files
+    return files.answer(request.path_params["name"], request)
 
 
 @_answer
@@ -94,8 +101,10 @@ def api_transcript(request: Request) -> Any:
 @_answer
 def api_window(request: Request) -> Any:
     t = _transcript(request)
-    return model.window(t, _int(request, "from", 0), _int(request, "count", 50),
-                        request.query_params.get("mode", "history"))
+    answer = model.window(t, _int(request, "from", 0), _int(request, "count", 50),
+                          request.query_params.get("mode", "history"))
+    background.FIRST_WINDOW.set()  # the passes over big files may start (background.py)
+    return answer
 
 
 @_answer
@@ -144,15 +153,37 @@ def _json_lines(reports: Reports) -> Iterator[bytes]:
         reports.close()  # the scan stops (the client went away)
 
 
-class _PageFiles(StaticFiles):
-    """The page's files, asked for again on every load (``no-cache``: a 304 by the ETag
-    while unchanged). Left to a browser's own guess, each file would be kept for a time of
-    its own: after an upgrade, one module of the new page beside another of the old."""
+class _PageFiles:
+    """The page's files (``static/``), read once into memory and answered from there: a
+    fresh server answered its first load's 21 files from disk through the thread pool in
+    130-500 ms, most of a reopened transcript's first screen. Each is asked for again on
+    every load (``no-cache``: a 304 by its ETag while unchanged). Left to a browser's own
+    guess, each file would be kept for a time of its own: after an upgrade, one module of
+    the new page beside another of the old."""
 
-    def file_response(self, *args: Any, **kwargs: Any) -> Response:
-        response = super().file_response(*args, **kwargs)
-        response.headers["cache-control"] = "no-cache"
-        return response
+    TYPES = {".js": "text/javascript; charset=utf-8", ".css": "text/css; charset=utf-8",
+             ".html": "text/html; charset=utf-8", ".svg": "image/svg+xml"}
+
+    def __init__(self, folder: str) -> None:
+        self.files: Dict[str, Tuple[bytes, str, str]] = {}
+        for where, _, names in os.walk(folder):
+            for name in names:
+                full = os.path.join(where, name)
+                with open(full, "rb") as f:
+                    data = f.read()
+                kind = self.TYPES.get(os.path.splitext(name)[1], "application/octet-stream")
+                tag = '"' + hashlib.sha256(data).hexdigest()[:32] + '"'
+                self.files[os.path.relpath(full, folder).replace(os.sep, "/")] = (data, kind, tag)
+
+    def answer(self, name: str, request: Request) -> Response:
+        found = self.files.get(name)
+        if found is None:
+            return Response("not found", status_code=404, media_type="text/plain")
+        data, kind, tag = found
+        headers = {"cache-control": "no-cache", "etag": tag}
+        if tag in request.headers.get("if-none-match", ""):
+            return Response(status_code=304, headers=headers)
+        return Response(data, media_type=kind, headers=headers)
 
 
 @_answer
@@ -194,9 +225,10 @@ def app(viewer: Viewer, policy: NetworkPolicy) -> Guard:
         Route(link("page"), page),
         Route(TRANSCRIPT_PAGE + "{name:path}", page),
         *(Route(link(endpoint), handler) for endpoint, handler in API.items()),
-        Mount("/static", _PageFiles(directory=STATIC), name="static"),
+        Route("/static/{name:path}", static),
     ]
     inner = Starlette(routes=routes)
+    inner.state.files = _PageFiles(STATIC)
     inner.state.viewer = viewer
     inner.state.searches = Searches(viewer.roots, viewer.shelf, redactor=viewer.redactor)  # with one search cache for the viewer's life
     return Guard(inner, policy)  # type: ignore[arg-type]  # Starlette types scopes as MutableMapping

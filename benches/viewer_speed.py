@@ -138,6 +138,26 @@ def byte_scan_seconds(path: str, needle: str, ignore_case: bool) -> float:
     return best
 
 
+# In the page from its first moment: when the first envelope element enters the DOM.
+FIRST_ENVELOPE = """window.__firstEnvelope = null;
+new MutationObserver((_, seen) => {
+  if (document.querySelector('[data-envelope-id]')) { window.__firstEnvelope = performance.now(); seen.disconnect(); }
+}).observe(document, {subtree: true, childList: true});"""
+
+
+def first_screen(page: Any, url: str, timeout_ms: int) -> str:
+    """The first screen as the other figures are timed: in the page (performance.now), from
+    the navigation's start to the first envelope in the DOM; beside it, the time the harness
+    saw (its goto and wait add Playwright's own round trips)."""
+    page.add_init_script(FIRST_ENVELOPE)
+    t0 = time.perf_counter()
+    page.goto(url)
+    page.wait_for_selector("[data-envelope-id]", timeout=timeout_ms)
+    harness = time.perf_counter() - t0
+    inside = page.evaluate("window.__firstEnvelope") / 1000
+    return f"{inside:.2f} s ({harness:.2f} s through the harness)"
+
+
 def jump_round(page: Any, name: str, count: int, rng: random.Random, jumps: int,
                rows: List[Tuple[str, str, str]], when: str) -> None:
     """Jumps to envelopes at random places (a different one for each kind), timed in the
@@ -195,10 +215,7 @@ def transcript_figures(path: str, rows: List[Tuple[str, str, str]], jumps: int) 
         with sync_playwright() as p:
             browser = p.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox"])
             page = browser.new_page(viewport={"width": 1280, "height": 900})
-            t0 = time.perf_counter()
-            page.goto(viewer.url)
-            page.wait_for_selector("[data-envelope-id]", timeout=60000)
-            rows.append(("first screen rendered after navigation", f"{time.perf_counter() - t0:.2f} s", "<= 1.5 s"))
+            rows.append(("first screen rendered after navigation", first_screen(page, viewer.url, 60000), "<= 1.5 s"))
             rows.append(("server RSS, transcript open", f"{viewer.rss_mb():.0f} MB ({viewer.rss_mb() * 2**20 / size:.2f}x)",
                          "<= 0.3x"))
             info = wait_until(page, f"{FETCH}('/api/transcript?t={name}').then(r => r.json())"
@@ -271,9 +288,7 @@ def index_figures(path: str, rows: List[Tuple[str, str, str]], jumps: int) -> No
                 try:
                     page = browser.new_page(viewport={"width": 1280, "height": 900})
                     t0 = time.perf_counter()
-                    page.goto(viewer.url)
-                    page.wait_for_selector("[data-envelope-id]", timeout=120000)
-                    rows.append((f"{when}: first screen rendered", f"{time.perf_counter() - t0:.2f} s",
+                    rows.append((f"{when}: first screen rendered", first_screen(page, viewer.url, 120000),
                                  "<= 1.5 s at 10 GB" if "first" in when else "<= 0.5 s"))
                     info = wait_until(page, f"{FETCH}('/api/transcript?t={name}').then(r => r.json())"
                                             ".then(j => j.ready.index && !j.preview && j)", timeout=900)

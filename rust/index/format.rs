@@ -367,13 +367,19 @@ fn event(r: &mut Reader<'_>, n: u64) -> Result<u64, Invalid> {
     }
 }
 
-/// `bytes` as an index, if sealed with `secret`, or why they are none (its big sections
-/// stay in a copy of the bytes).
+/// [`decode`] of a copy of `bytes`.
 pub fn decode_bytes(bytes: &[u8], secret: SipKey) -> Result<IndexData, Invalid> {
+    decode(bytes.to_vec(), secret)
+}
+
+/// `bytes` as an index, if sealed with `secret`, or why they are none (its big sections
+/// stay in the bytes): sealed, then parsed, on this thread.
+pub fn decode(bytes: Vec<u8>, secret: SipKey) -> Result<IndexData, Invalid> {
     let body = bytes
         .get(..bytes.len().saturating_sub(8))
         .unwrap_or_default();
-    unsealed(Arc::new(bytes.to_vec()))?.sealed(seal(secret, body))
+    let sum = seal(secret, body);
+    unsealed(Arc::new(bytes))?.sealed(sum)
 }
 
 /// An index file's bytes read before their seal is known: their header's verdict was

@@ -11,7 +11,7 @@ use std::sync::mpsc;
 use std::sync::Arc;
 
 use crate::file_io::{read_full, Source};
-use crate::index::format::{unsealed, IndexData, Invalid};
+use crate::index::format::{decode, unsealed, IndexData, Invalid};
 use crate::index::hash::{Sealer, SipKey};
 
 /// An index smaller than this is read, sealed and parsed on one thread.
@@ -36,7 +36,7 @@ pub fn read_index<S: Source + Sync + ?Sized>(
     if len < SIDE_BY_SIDE_MIN {
         let got = read_full(src, &mut bytes, 0)?;
         bytes.truncate(got);
-        return Ok(Some(one_after_the_other(bytes, secret)));
+        return Ok(Some(decode(bytes, secret)));
     }
     // Written only through `base`, in the loop below, before the bytes are read through
     // `raw`; freed only after the sealing thread, which reads through `base`, is joined
@@ -94,7 +94,7 @@ pub fn read_index<S: Source + Sync + ?Sized>(
         (got, None) => {
             let mut bytes = Arc::try_unwrap(raw).unwrap_or_else(|shared| shared.to_vec());
             bytes.truncate(got);
-            one_after_the_other(bytes, secret)
+            decode(bytes, secret)
         }
     }))
 }
@@ -105,14 +105,6 @@ struct Piece(*const u8, usize);
 // SAFETY: a `Piece` only points into bytes that outlive the sealing thread and are not
 // written once sent (see `read_index`); the thread only reads them.
 unsafe impl Send for Piece {}
-
-fn one_after_the_other(bytes: Vec<u8>, secret: SipKey) -> Result<IndexData, Invalid> {
-    let body = bytes
-        .get(..bytes.len().saturating_sub(8))
-        .unwrap_or_default();
-    let seal = Sealer::new(secret).finish(body);
-    unsealed(Arc::new(bytes))?.sealed(seal)
-}
 
 /// `len` zero bytes. Not `vec![0; len]`, which aborts the process when the memory cannot
 /// be had; offered as 2 MiB pages before they are touched: at 40 MB, 4 KiB pages' faults

@@ -9,6 +9,7 @@
 //! the fold's own first failure, is the failure (the fold up to it was exact). So the
 //! appended lines cost one pass over the index's fingerprints, not one lookup each.
 
+use std::collections::hash_map::Entry;
 use std::collections::HashMap;
 use std::sync::OnceLock;
 
@@ -18,7 +19,7 @@ use crate::file_io::{read_full, Source};
 use crate::index::format::IndexData;
 use crate::index::hash::{fingerprint, SipKey};
 use crate::index::lines::Lines;
-use crate::index::slab::Slab;
+use crate::index::slab::{le_u32s, Slab};
 use crate::index::track::Track;
 use crate::json::grammar::Span;
 use crate::replay::fold::{
@@ -119,6 +120,15 @@ pub fn read_line<S: Source + ?Sized>(src: &S, at: LineRef) -> CoreResult<Vec<u8>
         return Err(CoreError::ShorterThanSize);
     }
     Ok(buf)
+}
+
+/// The section digests the indexed line at `at` carries (none where it is no run context,
+/// or no longer an envelope).
+fn digests_at<S: Source + ?Sized>(src: &S, at: LineRef, keys: &IdKeys) -> CoreResult<Vec<String>> {
+    Ok(match record_at(src, at, keys)?.map(|r| r.body) {
+        Some(Body::RunContext(sections)) => sections.into_iter().map(|s| s.digest).collect(),
+        _ => Vec::new(),
+    })
 }
 
 /// The record of an indexed line read back; None when it is no longer an envelope.
@@ -236,13 +246,7 @@ impl Base {
                 let Some(at) = usize::try_from(e).ok().and_then(|e| lines.get(e)) else {
                     continue;
                 };
-                let digests = match record_at(src, at, &keys)?.map(|r| r.body) {
-                    Some(Body::RunContext(sections)) => {
-                        sections.into_iter().map(|s| s.digest).collect()
-                    }
-                    _ => Vec::new(),
-                };
-                last = Some((e, digests));
+                last = Some((e, digests_at(src, at, &keys)?));
             }
             if let Some((_, digests)) = &last {
                 if let Some(d) = digests
@@ -566,7 +570,7 @@ fn drop_repeated_sections<S: Source + ?Sized>(
     // a scan of the indexed sections per repeated text took 15 ms).
     let keys = IdKeys::with_key(base.key);
     let mut carried: HashMap<u64, Vec<String>> = HashMap::new();
-    let mut repeated: std::collections::HashSet<&str> = std::collections::HashSet::new();
+    let mut repeated: std::collections::HashSet<String> = std::collections::HashSet::new();
     let mut tries = vec![0usize; new.len()];
     for (i, k) in Matcher::of(&new).hits(base.sections.iter().map(|s| s.0), 0) {
         let (Some(s), Some(&(_, e)), Some(tried)) =
@@ -578,28 +582,22 @@ fn drop_repeated_sections<S: Source + ?Sized>(
             continue;
         }
         *tried += 1;
-        if !carried.contains_key(&e) {
-            let at = usize::try_from(e).ok().and_then(|e| fold.events.get(e));
-            let digests = match at {
-                Some(at) => match record_at(src, at, &keys)?.map(|r| r.body) {
-                    Some(Body::RunContext(sections)) => {
-                        sections.into_iter().map(|s| s.digest).collect()
-                    }
-                    _ => Vec::new(),
+        let digests = match carried.entry(e) {
+            Entry::Occupied(known) => known.into_mut(),
+            Entry::Vacant(unread) => unread.insert(
+                match usize::try_from(e).ok().and_then(|e| fold.events.get(e)) {
+                    Some(at) => digests_at(src, at, &keys)?,
+                    None => Vec::new(),
                 },
-                None => Vec::new(),
-            };
-            carried.insert(e, digests);
-        }
-        if carried.get(&e).is_some_and(|d| d.contains(&s.digest)) {
-            repeated.insert(s.digest.as_str());
+            ),
+        };
+        if digests.contains(&s.digest) {
+            repeated.insert(s.digest.clone());
         }
     }
     if repeated.is_empty() {
         return Ok(());
     }
-    let repeated: std::collections::HashSet<String> =
-        repeated.into_iter().map(str::to_owned).collect();
     fold.sections.retain(|s| !repeated.contains(&s.digest));
     fold.section_at = fold
         .sections
@@ -678,10 +676,4 @@ fn shared_fingerprints(new: &[u32], indexed: &Slab) -> Option<Vec<(usize, usize)
     };
     hits.sort_unstable();
     Some(hits)
-}
-
-fn le_u32s(bytes: &[u8]) -> impl Iterator<Item = u32> + '_ {
-    bytes
-        .chunks_exact(4)
-        .map(|c| u32::from_le_bytes([c[0], c[1], c[2], c[3]]))
 }

@@ -62,9 +62,7 @@ impl Slab {
 
     /// Every little-endian `u32` of the bytes, in order.
     pub fn u32s(&self) -> impl Iterator<Item = u32> + '_ {
-        self.bytes()
-            .chunks_exact(4)
-            .map(|b| u32::from_le_bytes([b[0], b[1], b[2], b[3]]))
+        le_u32s(self.bytes())
     }
 
     /// Whether bit `i` is set (bit `i % 8` of byte `i / 8`: a bitmap).
@@ -99,4 +97,11 @@ pub fn bitmap(n: usize, set: impl Iterator<Item = usize>) -> Vec<u8> {
         }
     }
     out
+}
+
+/// Every little-endian `u32` of `bytes`, in order (a trailing part of one left out).
+pub fn le_u32s(bytes: &[u8]) -> impl Iterator<Item = u32> + '_ {
+    bytes
+        .chunks_exact(4)
+        .map(|b| u32::from_le_bytes([b[0], b[1], b[2], b[3]]))
 }

@@ -13,8 +13,7 @@ use pyo3::types::PyBytes;
 use crate::envelope::parse_envelope_fields;
 use crate::error::CoreError;
 use crate::file_io::{BorrowedFile, Source};
-use crate::index::format::Identity;
-use crate::index::format::{IndexData, Invalid};
+use crate::index::format::{Identity, IndexData, Invalid};
 use crate::index::hash::SipKey;
 use crate::index::lines::Lines;
 use crate::index::replay::{self as indexed, Ask, Use};
@@ -114,6 +113,11 @@ fn identity(s: Stat) -> Identity {
     }
 }
 
+/// `(k0, k1)`, as Python hands a key over.
+fn sip_key((k0, k1): (u64, u64)) -> SipKey {
+    SipKey { k0, k1 }
+}
+
 /// The index file open at `fd` (just opened: read from its start) decoded, if sealed
 /// with `secret`, or why it is none; None when it holds more than `max` bytes.
 fn read_index(
@@ -152,11 +156,8 @@ pub fn replay_indexed<'py>(
     let own = lazy::reopen(fd, reopen_path).ok().map(Arc::new);
     let index_fd = index_fd.filter(|_| own.is_some());
     let (then, now) = (identity(then), identity(now));
-    let key = key.map(|(k0, k1)| SipKey { k0, k1 });
-    let secret = SipKey {
-        k0: secret.0,
-        k1: secret.1,
-    };
+    let key = key.map(sip_key);
+    let secret = sip_key(secret);
     let done = py.allow_threads(move || {
         let index = match index_fd {
             Some(ifd) => read_index(ifd, index_max, secret)?,
@@ -302,10 +303,7 @@ pub fn index_table<'py>(
         return Ok(None);
     };
     let then = identity(then);
-    let secret = SipKey {
-        k0: secret.0,
-        k1: secret.1,
-    };
+    let secret = sip_key(secret);
     let found = py.allow_threads(move || {
         let index = match read_index(index_fd, index_max, secret)? {
             Some(Ok(index)) => index,
@@ -407,11 +405,8 @@ pub fn make_index<'py>(
     key: Option<(u64, u64)>,
 ) -> PyResult<(Option<Bound<'py, PyBytes>>, String)> {
     let (then, now) = (identity(then), identity(now));
-    let key = key.map(|(k0, k1)| SipKey { k0, k1 });
-    let secret = SipKey {
-        k0: secret.0,
-        k1: secret.1,
-    };
+    let key = key.map(sip_key);
+    let secret = sip_key(secret);
     let done = py.allow_threads(move || {
         let index = match index_fd {
             Some(ifd) => read_index(ifd, index_max, secret)?,

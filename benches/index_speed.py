@@ -110,10 +110,7 @@ def index_path(path: str, cache: str) -> str:
 
 
 def index_size(path: str, cache: str) -> int:
-    env = dict(os.environ, LLM_AGENT_SESSION_CACHE=cache)
-    code = "import sys, os; from llm_agent_session import index_file; print(os.path.getsize(index_file(sys.argv[1])))"
-    return int(subprocess.run([sys.executable, "-c", code, path], env=env, capture_output=True, text=True,
-                              check=True).stdout)
+    return os.path.getsize(index_path(path, cache))
 
 
 def fmt(r: Dict[str, Any]) -> str:

@@ -77,8 +77,8 @@ def _answer(handler: Callable[[Request], Any]) -> Callable[[Request], Response]:
 
 
 def page(request: Request) -> Response:
-    data, kind, _ = request.app.state.files.files["index.html"]
-    return Response(data, media_type=kind, headers=NO_STORE)
+    files: _PageFiles = request.app.state.files
+    return files.page()
 
 
 async def static(request: Request) -> Response:
@@ -174,6 +174,11 @@ class _PageFiles:
                 kind = self.TYPES.get(os.path.splitext(name)[1], "application/octet-stream")
                 tag = '"' + hashlib.sha256(data).hexdigest()[:32] + '"'
                 self.files[os.path.relpath(full, folder).replace(os.sep, "/")] = (data, kind, tag)
+
+    def page(self) -> Response:
+        """The page itself, for every page address: never kept (``no-store``)."""
+        data, kind, _ = self.files["index.html"]
+        return Response(data, media_type=kind, headers=NO_STORE)
 
     def answer(self, name: str, request: Request) -> Response:
         found = self.files.get(name)

@@ -12,9 +12,11 @@ page never do.
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import sys
 import threading
+from typing import Iterator
 
 #: Held by the background pass under way (a reentrant lock: a pass may start another part).
 PASS = threading.RLock()
@@ -29,10 +31,14 @@ WAIT_FROM = 32 << 20
 FIRST_WINDOW_WAIT = 1.0
 
 
-def first_screen_first(size: int) -> None:
-    """Before a pass over a whole file of `size` bytes: let the page have its first screen."""
+@contextlib.contextmanager
+def turn(size: int) -> Iterator[None]:
+    """A pass over a whole file of `size` bytes: once the page has had its first screen,
+    and while no other pass runs."""
     if size >= WAIT_FROM:
         FIRST_WINDOW.wait(FIRST_WINDOW_WAIT)
+    with PASS:
+        yield
 
 
 def release_freed_memory() -> None:

@@ -45,8 +45,7 @@ def _read_in_background(path: str, key: _Key) -> None:
     try:
         # After (or before) the transcript's own passes, not beside them (background.py);
         # the core's pass over a 1 GB file peaks at about 300 MB, handed back after it.
-        background.first_screen_first(key[2])
-        with background.PASS:
+        with background.turn(key[2]):
             found = usage.read(path)
             background.release_freed_memory()
         _keep(path, key, found)

@@ -165,8 +165,7 @@ class Transcript:
         """Build the side index of a previewed file (in the cache, never beside it), then
         read the file through it (or whole, where it cannot have one) as a new generation."""
         try:
-            background.first_screen_first(self.size)
-            with background.PASS:  # one pass over a whole file at a time (background.py)
+            with background.turn(self.size):  # one pass over a whole file at a time (background.py)
                 side_index.update(self.path)
                 found = side_index.peek(self.path) or Session.peek(self.path, spans=True)
         except Exception as e:  # shown on the page; the preview stays
@@ -228,8 +227,7 @@ class Transcript:
         threading.Thread(target=self._background, args=(generation,), name=f"view-index-{self.name}", daemon=True).start()
 
     def _background(self, generation: int) -> None:
-        background.first_screen_first(self.size)
-        with background.PASS:  # one pass over a whole file at a time (background.py)
+        with background.turn(self.size):  # one pass over a whole file at a time (background.py)
             self._read_in_background(generation)
             background.release_freed_memory()  # the secret count's too (9 of its 26 MB at 1 GB)
 

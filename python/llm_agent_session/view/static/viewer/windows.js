@@ -27,7 +27,7 @@ export function fetchWindow(i, redraw, resize) {
       if (mode !== T.mode || gen !== T.generation) return;
       if (early && got.generation !== undefined && got.generation !== gen) { T.loading.delete(k); redraw(); return; }   // the file changed since: asked again
       if (mode === "live" && !got.ready) { status("computing the live conversation…"); setTimeout(() => { T.loading.delete(k); redraw(); }, 500); return; }
-      for (const item of got.items) { T.cache.set(key(item.i), item); T.stale.delete(item.i); }
+      keep(got.items);
       if (got.count !== null && got.count !== undefined && got.count !== T.count && mode === "live") { T.count = got.count; resize(); }
       T.loading.delete(k);
       redraw();
@@ -35,10 +35,14 @@ export function fetchWindow(i, redraw, resize) {
     .catch((e) => { T.loading.delete(k); status(e.message); });
 }
 
+function keep(items) {
+  for (const item of items) { T.cache.set(key(item.i), item); T.stale.delete(item.i); }
+}
+
 // A window that came with another answer (/api/locate's, a jump's): taken as fetched.
 export function takeWindow(got) {
   if (!got || T.mode !== "history" || got.generation !== T.generation) return;
-  for (const item of got.items) { T.cache.set(key(item.i), item); T.stale.delete(item.i); }
+  keep(got.items);
 }
 
 export function trimCache() {

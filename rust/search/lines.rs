@@ -18,9 +18,12 @@ use crate::replay::stream::line_start_after;
 use super::groups::groups_of_line;
 use super::leaves::Text;
 
-/// How much is read at once. 4 MiB: large enough that the per-read cost vanishes,
-/// small enough to stay in the L2/L3 caches while it is searched.
-pub const BLOCK: usize = 4 << 20;
+/// How much is read at once. 256 KiB: the per-read cost is still nothing, and a
+/// block (with its case-folded copy, two threads at once) stays in the L2 cache
+/// while it is searched and its lines parsed: `OPENSSL_DIR` over the 10 GB corpus,
+/// every line found parsed, took 1.8-2.0 s ignoring case and 1.6 s matching it
+/// against 2.9 and 1.9 s with blocks of 4 MiB (`grep -F -c`: 2.1 s).
+pub const BLOCK: usize = 256 << 10;
 
 /// What one call found.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]

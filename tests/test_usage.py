@@ -182,3 +182,40 @@ def test_a_response_in_several_transcripts_counts_once(tmp_path: Any) -> None:
     assert usage.of_transcripts([second, first]) == usage.of_transcripts([first, second])
     assert usage.of_transcripts([]) == UsageTotals()
     assert usage.together([usage.read(second), usage.read(first)]) == usage.of_transcripts([second, first])
+
+
+def test_a_transcript_big_enough_for_two_threads_agrees_on_its_usage(tpath: str) -> None:
+    """``usage.read`` (the core's usage pass: two threads past 8 MB) counts what the dataset
+    pass counts and what the payloads say (``of_events``): responses streamed over both
+    halves, ids repeated (the first line wins), lines that are no envelope, a torn end."""
+    from llm_agent_session import _backend
+
+    with Session.create(tpath, {"agent": "big"}) as s:
+        meta_id = s.events[0].id
+    pad = "x" * 1500
+    with open(tpath, "ab") as f:
+        n = 0
+        while f.tell() < 17 << 20:
+            role = "user" if n % 3 == 0 else "assistant"
+            stated = [{"input": n, "output": 1, "response-id": f"r{n % 4001}"}, {"output": 2}, None,
+                      {"cache-read": n, "response-id": f"s{n // 3}"}][n % 4]
+            payload = {"role": role, "content": pad, **({"token-usage": stated} if stated else {})}
+            envelope_id = f"dup-{n % 89}" if n % 11 == 0 else f"m-{n}"
+            f.write(envelope_line(envelope_id, "message", "2026-01-01T00:00:00.000000Z", dumps(payload)))
+            if n % 13 == 0:
+                f.write(b"not an envelope\n")
+            n += 1
+        f.write(b'{"v":1,"id":"torn","type":"mess')
+    reading = usage.read(tpath)
+    fd = os.open(tpath, os.O_RDONLY)
+    try:
+        found = _backend.core.dataset_pass(fd, os.fstat(fd).st_size, True, False, 8 << 20)
+        assert reading.totals == found.summary.usage == usage.of_transcript(tpath)
+        assert [(m, c.usage.response_id, *c.usage.figures) for m, c in reading.counted.items()] == found.responses()
+    finally:
+        os.close(fd)
+    first: Dict[str, Any] = {}
+    for event in Session.peek(tpath)["envelopes"]:
+        first.setdefault(event.id, event)
+    assert reading.totals == usage.of_events(first.values())
+    assert meta_id in first and reading.totals.responses > 4001 and reading.totals.unmeasured > 0

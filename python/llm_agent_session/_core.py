@@ -395,3 +395,10 @@ class Core(Protocol):
         id left out (as salvage reads them), folded as ``history.History`` folds them;
         bytes after the last ``\\n`` only if `final_line`; message extras only if `extras`;
         chunks of about `chunk` bytes of lines."""
+
+    def usage_pass(
+        self, fd: int, stop: int, final_line: bool
+    ) -> Tuple[UsageTotals, List[Tuple[str, Optional[str], Optional[int], Optional[int], Optional[int], Optional[int]]]]:
+        """``dataset_pass(fd, stop, final_line, ...)``'s ``summary.usage`` and
+        ``responses()`` of bytes ``[0, stop)`` of `fd`, each line kept as its id, usage
+        and role only (the token count of a big file without the rows' memory)."""

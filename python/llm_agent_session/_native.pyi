@@ -3,6 +3,7 @@
 from typing import Any, Dict, Iterator, List, Optional, Tuple, final
 
 from llm_agent_session._core import Column, DatasetSummary, HistoryRead, IndexedReplay, IndexTable, Replayed, Scanned, SecretSpec, TailVerdict
+from llm_agent_session._token_usage import UsageTotals
 
 __all__ = [
     "classify_line",
@@ -38,6 +39,7 @@ __all__ = [
     "MAX_READ_DEPTH",
     "dataset_pass",
     "DatasetPass",
+    "usage_pass",
     "RowBuffer",
 ]
 
@@ -295,3 +297,10 @@ def dataset_pass(
 ) -> DatasetPass:
     """The first pass and the fold over bytes ``[start, stop)`` of ``fd``, read as a file
     of their own (``_pure.columns.dataset_pass``), or ``CoreFailure``/``OSError``."""
+
+def usage_pass(
+    fd: int, stop: int, final_line: bool
+) -> Tuple[UsageTotals, List[Tuple[str, Optional[str], Optional[int], Optional[int], Optional[int], Optional[int]]]]:
+    """The token usage of bytes ``[0, stop)`` of ``fd`` as ``dataset_pass`` counts it (its
+    ``summary.usage`` and ``responses()``), each line kept as its id, usage and role only
+    (``_pure.columns.usage_pass``), or ``OSError``."""

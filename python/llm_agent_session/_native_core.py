@@ -22,10 +22,12 @@ from ._native import make_index as make_index
 from ._native import replay_indexed as _replay_indexed
 from ._native import scan as _scan
 from ._native import dataset_pass as dataset_pass
+from ._native import usage_pass as usage_pass
 from ._native import secret_prefilter as secret_prefilter
 
 __all__ = ["name", "tail_check", "copy_prefix", "replay", "replay_indexed", "make_index", "index_table", "scan", "history", "encode_envelope", "append_size",
-           "identical_prefix", "find_lines", "find_hits", "dataset_pass", "secret_prefilter"]
+           "identical_prefix", "find_lines", "find_hits", "dataset_pass", "usage_pass",
+           "secret_prefilter"]
 
 name = "native"
 encode_envelope: Optional[EncodeEnvelope] = _encode_envelope

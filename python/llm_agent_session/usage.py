@@ -6,7 +6,8 @@ to the cache), ``output`` (generated, reasoning included), ``cache-read``, ``cac
 and the provider's ``response-id``. The lines naming one response id are one response,
 counted once, at the last of them; a figure not stated is None, never 0. The value and
 the rule are in ``_token_usage`` (the cores follow it); here they are, with the readers
-of transcripts on disk, over the core's dataset pass (what ``stats`` and ``dataset`` show):
+of transcripts on disk, over the core's usage pass (the dataset pass's counting: what ``stats``
+and ``dataset`` show):
 
     from llm_agent_session import usage
     usage.of_transcript("run.jsonl")           # UsageTotals(input=..., output=..., ...)
@@ -21,13 +22,14 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass
-from typing import Any, Dict, Iterable, Mapping, NamedTuple
+from typing import Any, Dict, Iterable, List, Mapping, NamedTuple, Tuple
 
 from . import _backend
 from ._files import open_to_read
 from ._token_usage import FIGURES as FIGURES
 from ._token_usage import MAX_TOTAL as MAX_TOTAL
 from ._token_usage import RESPONSE_ID as RESPONSE_ID
+from ._token_usage import Response
 from ._token_usage import TOKEN_USAGE as TOKEN_USAGE
 from ._token_usage import Usage as Usage
 from ._token_usage import UsageTotals as UsageTotals
@@ -40,23 +42,23 @@ __all__ = ["Usage", "UsageTotals", "TranscriptUsage", "Counted", "of_message", "
            "of_transcripts", "read", "together", "count_lines", "TOKEN_USAGE"]
 
 
-def _pass(path: Any) -> Any:
+def _pass(path: Any) -> Tuple[UsageTotals, List[Response]]:
+    """The core's usage pass: the dataset pass's counting, without the rows' memory."""
     fd = open_to_read(os.fspath(path))
     try:
         size = os.fstat(fd).st_size
         # Every line, an unfinished last one too (skipped, as a read-only reader does).
-        return _backend.core.dataset_pass(fd, size, True, False, 8 << 20)
+        return _backend.core.usage_pass(fd, size, True)
     finally:
         os.close(fd)
 
 
 def of_transcript(path: Any) -> UsageTotals:
-    """The totals of the transcript at `path`, read (never written) by the core's dataset
-    pass, the counting ``llm-agent-session dataset`` and ``stats`` do: every line that
+    """The totals of the transcript at `path`, read (never written) by the core's usage
+    pass, counting as ``llm-agent-session dataset`` and ``stats`` do: every line that
     parses, a later line repeating an envelope id left out (as salvage reads a file).
     ``OSError`` where it cannot be read."""
-    totals: UsageTotals = _pass(path).summary.usage
-    return totals
+    return _pass(path)[0]
 
 
 class Counted(NamedTuple):
@@ -84,9 +86,9 @@ class TranscriptUsage:
 def read(path: Any) -> TranscriptUsage:
     """The totals and the counted responses of the transcript at `path` (one pass of the
     core, as ``of_transcript``)."""
-    found = _pass(path)
-    counted = {m: Counted(m, Usage(i, o, r, w, rid)) for m, rid, i, o, r, w in found.responses()}
-    return TranscriptUsage(found.summary.usage, counted)
+    totals, responses = _pass(path)
+    counted = {m: Counted(m, Usage(i, o, r, w, rid)) for m, rid, i, o, r, w in responses}
+    return TranscriptUsage(totals, counted)
 
 
 def together(readings: Iterable[TranscriptUsage]) -> UsageTotals:

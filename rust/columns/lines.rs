@@ -33,7 +33,7 @@ pub enum LineType {
 }
 
 impl LineType {
-    fn of(type_: &str) -> Self {
+    pub(crate) fn of(type_: &str) -> Self {
         match type_ {
             "session-meta" => LineType::Meta,
             "message" => LineType::Message,
@@ -114,12 +114,33 @@ pub struct Part {
 
 const OUTCOMES: [&str; 3] = ["completed", "failed", "outcome-unknown"];
 
+/// What a read of lines keeps of each: the dataset's [`Part`], or the usage pass's
+/// (`usage_pass.rs`). Each thread fills one for its range; the later range's is then
+/// appended to the earlier's.
+pub trait Keep: Sized + Send {
+    /// An empty one for the range `[start, stop)`, its ids hashed with `keys`.
+    fn for_range(keys: &IdKeys, start: u64, stop: u64) -> Self;
+    /// One non-blank line: an envelope, or a problem.
+    fn note(
+        &mut self,
+        line: u64,
+        offset: u64,
+        raw: &[u8],
+        env: Result<EnvelopeRef<'_>, LineProblem>,
+        fields: &[Entry],
+    );
+    /// How many lines the range held (blank ones included), once read.
+    fn set_line_count(&mut self, lines: u64);
+    /// The range read after this one's (its line numbers count from its own start).
+    fn append(&mut self, later: Self);
+}
+
 /// Read `[0, stop)` (the bytes after the last `\n` only if `final_line`).
-pub fn read_lines<S: Source + Sync + ?Sized>(
+pub fn read_lines<K: Keep, S: Source + Sync + ?Sized>(
     src: &S,
     stop: u64,
     final_line: bool,
-) -> CoreResult<Part> {
+) -> CoreResult<K> {
     let end = end_of_last_line(src, 0, stop)?;
     let stop = if final_line { stop } else { end };
     let split = if stop >= SPLIT_MIN {
@@ -133,7 +154,7 @@ pub fn read_lines<S: Source + Sync + ?Sized>(
     }
     let (first, second) = std::thread::scope(|scope| {
         let worker = scope.spawn(|| read_part(src, split, stop, &keys));
-        (read_part(src, 0, split, &keys), worker.join())
+        (read_part::<K, S>(src, 0, split, &keys), worker.join())
     });
     let mut first = first?;
     let second = second.map_err(|_| {
@@ -141,49 +162,76 @@ pub fn read_lines<S: Source + Sync + ?Sized>(
             "the dataset pass's second thread failed",
         ))
     })??;
-    let shift = first.line_count;
-    let base = u32::try_from(first.fields.len()).unwrap_or(u32::MAX);
-    first.lines.extend(second.lines.into_iter().map(|mut l| {
-        l.line += shift;
-        l.fields.0 = l.fields.0.saturating_add(base);
-        l
-    }));
-    first.fields.extend(second.fields);
-    first.skipped += second.skipped;
-    first.line_count += second.line_count;
-    if matches!(first.first, First::Nothing) {
-        first.first = second.first;
-    }
+    first.append(second);
     Ok(first)
 }
 
-fn read_part<S: Source + ?Sized>(
+/// A file of 2 KiB lines (what agent transcripts average) holds this many lines in
+/// `[start, stop)`, at most 4M: the room a range's lines start with (growing from
+/// empty copies the list at each doubling).
+pub fn likely_lines(start: u64, stop: u64) -> usize {
+    usize::try_from(stop.saturating_sub(start) / 2048)
+        .unwrap_or(0)
+        .min(1 << 22)
+}
+
+impl Keep for Part {
+    fn for_range(keys: &IdKeys, start: u64, stop: u64) -> Self {
+        Part {
+            lines: Vec::with_capacity(likely_lines(start, stop)),
+            keys: keys.clone(),
+            ..Default::default()
+        }
+    }
+
+    fn note(
+        &mut self,
+        line: u64,
+        offset: u64,
+        raw: &[u8],
+        env: Result<EnvelopeRef<'_>, LineProblem>,
+        fields: &[Entry],
+    ) {
+        note(self, line, offset, raw, env, fields);
+    }
+
+    fn set_line_count(&mut self, lines: u64) {
+        self.line_count = lines;
+    }
+
+    fn append(&mut self, later: Self) {
+        let shift = self.line_count;
+        let base = u32::try_from(self.fields.len()).unwrap_or(u32::MAX);
+        self.lines.extend(later.lines.into_iter().map(|mut l| {
+            l.line += shift;
+            l.fields.0 = l.fields.0.saturating_add(base);
+            l
+        }));
+        self.fields.extend(later.fields);
+        self.skipped += later.skipped;
+        self.line_count += later.line_count;
+        if matches!(self.first, First::Nothing) {
+            self.first = later.first;
+        }
+    }
+}
+
+fn read_part<K: Keep, S: Source + ?Sized>(
     src: &S,
     start: u64,
     stop: u64,
     keys: &IdKeys,
-) -> CoreResult<Part> {
+) -> CoreResult<K> {
     let mut reader = LineReader::new(src, start, stop);
     let mut fields = Vec::new();
-    let mut part = Part {
-        // Room for the lines a file of 2 KiB lines has (what agent transcripts average), at
-        // most 4M of them: growing from empty copies the list at each doubling.
-        lines: Vec::with_capacity(
-            usize::try_from((stop - start) / 2048)
-                .unwrap_or(0)
-                .min(1 << 22),
-        ),
-        keys: keys.clone(),
-        ..Default::default()
-    };
+    let mut part = K::for_range(keys, start, stop);
     loop {
         // A line parsed where it starts in the read buffer, its end found by the parse
         // (as the replay reads, `replay::records::record_at_start`); where that does not
         // settle it, the line is cut at its newline first.
         let fast = reader.buffered().and_then(|(line, offset, rest)| {
             let (env, len) = parse_envelope_fields_at_start(rest, &mut fields)?;
-            note(
-                &mut part,
+            part.note(
                 line,
                 offset,
                 rest.get(..len).unwrap_or_default(),
@@ -203,9 +251,9 @@ fn read_part<S: Source + ?Sized>(
             continue;
         }
         let env = parse_envelope_fields(raw, offset, &mut fields);
-        note(&mut part, line, offset, raw, env, &fields);
+        part.note(line, offset, raw, env, &fields);
     }
-    part.line_count = reader.lines;
+    part.set_line_count(reader.lines);
     Ok(part)
 }
 

@@ -14,6 +14,7 @@ pub mod fold;
 pub mod lines;
 pub mod rows;
 pub mod usage;
+pub mod usage_pass;
 pub mod values;
 
 use crate::error::CoreResult;
@@ -59,7 +60,7 @@ pub fn pass<S: Source + Sync + ?Sized>(
     final_line: bool,
     chunk: u64,
 ) -> CoreResult<Pass> {
-    let mut part = lines::read_lines(src, stop, final_line)?;
+    let mut part: lines::Part = lines::read_lines(src, stop, final_line)?;
     // A later line with an id seen before is left out. The ids were hashed by the threads
     // that read them: hashing them here, one after another, was a tenth of the pass (the
     // realistic 256 MB file; `perf record`).

@@ -75,12 +75,34 @@ impl Totals {
     }
 }
 
+/// A line as the counting rule sees it: its usage, and whether it is an assistant's
+/// message (one that states none is a response unmeasured).
+pub trait Said {
+    fn usage(&self) -> Option<&Stated>;
+    fn usage_mut(&mut self) -> Option<&mut Stated>;
+    fn assistant_message(&self) -> bool;
+}
+
+impl Said for Line {
+    fn usage(&self) -> Option<&Stated> {
+        self.usage.as_deref()
+    }
+
+    fn usage_mut(&mut self) -> Option<&mut Stated> {
+        self.usage.as_deref_mut()
+    }
+
+    fn assistant_message(&self) -> bool {
+        self.kind == LineType::Message && self.assistant
+    }
+}
+
 /// Mark each line's usage counted or not (`count_lines`) and add up the counted ones.
-pub fn count(lines: &mut [Line]) -> Totals {
+pub fn count<L: Said>(lines: &mut [L]) -> Totals {
     let mut flags = vec![false; lines.len()];
     let mut seen: HashSet<&str> = HashSet::new();
     for (flag, line) in flags.iter_mut().zip(lines.iter()).rev() {
-        if let Some(stated) = line.usage.as_deref() {
+        if let Some(stated) = line.usage() {
             *flag = match stated.response_id.as_deref() {
                 None => true,
                 Some(id) => seen.insert(id),
@@ -90,14 +112,15 @@ pub fn count(lines: &mut [Line]) -> Totals {
     drop(seen);
     let mut totals = Totals::default();
     for (line, flag) in lines.iter_mut().zip(flags) {
-        match line.usage.as_deref_mut() {
+        let silent = line.assistant_message();
+        match line.usage_mut() {
             Some(stated) => {
                 stated.counted = flag;
                 if flag {
                     totals.add(stated);
                 }
             }
-            None if line.kind == LineType::Message && line.assistant => totals.unmeasured += 1,
+            None if silent => totals.unmeasured += 1,
             None => {}
         }
     }
@@ -105,10 +128,10 @@ pub fn count(lines: &mut [Line]) -> Totals {
 }
 
 /// The counted responses and the lines they are counted at, in file order.
-pub fn responses(lines: &[Line]) -> impl Iterator<Item = (&Line, &Stated)> {
+pub fn responses<L: Said>(lines: &[L]) -> impl Iterator<Item = (&L, &Stated)> {
     lines
         .iter()
-        .filter_map(|l| Some((l, l.usage.as_deref()?)))
+        .filter_map(|l| Some((l, l.usage()?)))
         .filter(|(_, s)| s.counted)
 }
 

@@ -69,17 +69,7 @@ pub fn dataset_pass(
         First::Envelope { type_, meta } => (Some(type_.clone()), meta.clone()),
         _ => (None, None),
     };
-    let [input, output, cache_read, cache_write] = pass.usage.figures;
-    let usage = call_kw!(
-        py,
-        named::USAGE_TOTALS.get(py)?,
-        input = input,
-        output = output,
-        cache_read = cache_read,
-        cache_write = cache_write,
-        responses = pass.usage.responses,
-        unmeasured = pass.usage.unmeasured,
-    )?;
+    let usage = usage_totals(py, &pass.usage)?;
     let meta_id = meta
         .as_ref()
         .and_then(|_| pass.lines.first())
@@ -111,6 +101,60 @@ pub fn dataset_pass(
         at: Mutex::default(),
         summary,
     })
+}
+
+/// A counted response: the envelope id of the line it is counted at, its response id
+/// (or None), input, output, cache read, cache write.
+type Response = (
+    String,
+    Option<String>,
+    Option<i64>,
+    Option<i64>,
+    Option<i64>,
+    Option<i64>,
+);
+
+/// `(totals, responses)`: the token usage of bytes `[0, stop)` of `fd`, as
+/// `dataset_pass(fd, stop, final_line, ...)` counts it (its `summary.usage` and
+/// `responses()`), each line kept as its id, usage and role only
+/// (`crate::columns::usage_pass`; the twin of `_pure.columns.usage_pass`).
+#[pyfunction]
+pub fn usage_pass(
+    py: Python<'_>,
+    fd: i32,
+    stop: u64,
+    final_line: bool,
+) -> PyResult<(Py<PyAny>, Vec<Response>)> {
+    let pass = py.allow_threads(move || {
+        let file = BorrowedFile::new(fd)?;
+        let stop = stop.min(file.size()?);
+        columns::usage_pass::pass(&*file, stop, final_line)
+    });
+    let pass = pass.map_err(|e| to_pyerr(py, e))?;
+    let responses = pass
+        .responses()
+        .map(|(line, s)| {
+            let [i, o, r, w] = s.figures;
+            (line.id.to_string(), s.response_id.clone(), i, o, r, w)
+        })
+        .collect();
+    Ok((usage_totals(py, &pass.totals)?, responses))
+}
+
+/// `usage.UsageTotals` of `totals`.
+fn usage_totals(py: Python<'_>, totals: &columns::usage::Totals) -> PyResult<Py<PyAny>> {
+    let [input, output, cache_read, cache_write] = totals.figures;
+    Ok(call_kw!(
+        py,
+        named::USAGE_TOTALS.get(py)?,
+        input = input,
+        output = output,
+        cache_read = cache_read,
+        cache_write = cache_write,
+        responses = totals.responses,
+        unmeasured = totals.unmeasured,
+    )?
+    .unbind())
 }
 
 #[pymethods]

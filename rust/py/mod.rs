@@ -411,6 +411,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(secrets::secret_prefilter, m)?)?;
     m.add_class::<secrets::SecretPrefilter>()?;
     m.add_function(wrap_pyfunction!(columns::dataset_pass, m)?)?;
+    m.add_function(wrap_pyfunction!(columns::usage_pass, m)?)?;
     m.add_class::<columns::DatasetPass>()?;
     m.add_class::<columns::RowBuffer>()?;
     let line_problem = py.get_type::<LineProblem>();

@@ -26,7 +26,7 @@ from typing import Any, Dict, Iterator, List, Optional, Sequence, Tuple
 from .._core import Column, DatasetSummary, TableChunk
 from .._history_fold import HistoryFold
 from ..messages import MESSAGE_KEYS, Event, model_named, payload_marks_sticky
-from .._token_usage import Response, Usage, count_lines, of_message
+from .._token_usage import Response, Usage, UsageTotals, count_lines, of_message
 from . import replay as _replay
 from .tail_check import read_span
 
@@ -248,6 +248,13 @@ class PurePass:
 
     def responses(self) -> List[Response]:
         return list(self._responses)
+
+
+def usage_pass(fd: int, stop: int, final_line: bool) -> Tuple[UsageTotals, List[Response]]:
+    """``dataset_pass``'s usage of bytes ``[0, stop)`` of `fd`: its totals and counted
+    responses (the reference reads every line into memory anyway)."""
+    found = dataset_pass(fd, stop, final_line, False, stop + 1)
+    return found.summary.usage, found.responses()
 
 
 def dataset_pass(fd: int, stop: int, final_line: bool, extras: bool, chunk: int, start: int = 0) -> PurePass:

@@ -10,7 +10,7 @@ from .._fold import message_from_payload
 from .._history_fold import HistoryFold
 from ..messages import Message
 from . import replay as _replay
-from .columns import dataset_pass
+from .columns import dataset_pass, usage_pass
 from .index import index_table, make_index, replay_indexed
 from .search import find_hits, find_lines
 from .secrets import Prefilter as secret_prefilter
@@ -18,7 +18,8 @@ from .survey import survey
 from .tail_check import copy_prefix, tail_check
 
 __all__ = ["name", "tail_check", "copy_prefix", "replay", "replay_indexed", "make_index", "index_table", "scan", "history", "encode_envelope", "append_size",
-           "identical_prefix", "find_lines", "find_hits", "dataset_pass", "secret_prefilter"]
+           "identical_prefix", "find_lines", "find_hits", "dataset_pass", "usage_pass",
+           "secret_prefilter"]
 
 name = "pure"
 # ``Session`` runs the reference's serialiser (``canonical``) and append check itself.

@@ -3,7 +3,7 @@ totals (its header) and each message's usage, with whether that message is the l
 response is counted at (``usage``'s rule: Claude Code writes one line per streamed block,
 each repeating the response's id and usage; the response is counted once, at the last).
 
-``usage.read`` (one pass of the core over the file: about 0.3 s for 256 MB) is kept per
+``usage.read`` (the core's usage pass over the file: about 0.8 s for 1 GB) is kept per
 transcript file while the file is unchanged (its inode, size and modification time), so
 the windows of a page cost nothing more. A file up to ``ON_THE_ASK`` bytes is read on the
 ask; a bigger one (or one that grew past it) in a thread, so that its first screen does
@@ -44,7 +44,7 @@ def _keep(path: str, key: _Key, found: TranscriptUsage) -> None:
 def _read_in_background(path: str, key: _Key) -> None:
     try:
         # After (or before) the transcript's own passes, not beside them (background.py);
-        # the core's pass over a 1 GB file peaks at about 300 MB, handed back after it.
+        # the core's usage pass over a 1 GB file peaks at about 65 MB, handed back after it.
         with background.turn(key[2]):
             found = usage.read(path)
             background.release_freed_memory()

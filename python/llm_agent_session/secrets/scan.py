@@ -103,8 +103,9 @@ def detect(first: bytes) -> str:
     return JSONL
 
 
-def _blocks(path: str) -> Iterator[bytes]:
-    """The file's bytes in blocks (decompressed for ``.zst``)."""
+def _blocks(path: str, between: Optional[Callable[[], None]] = None) -> Iterator[bytes]:
+    """The file's bytes in blocks (decompressed for ``.zst``), `between` called before each read."""
+    wait = between if between is not None else _go_on
     fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
     try:
         if not stat.S_ISREG(os.fstat(fd).st_mode):
@@ -119,11 +120,13 @@ def _blocks(path: str) -> Iterator[bytes]:
                                   "'llm-agent-session[zstd]' (or decompress it with unzstd)") from None
                 reader = zstandard.ZstdDecompressor().stream_reader(fh)
                 while True:
+                    wait()
                     data = reader.read(BLOCK)
                     if not data:
                         return
                     yield data
             while True:
+                wait()
                 data = fh.read(BLOCK)
                 if not data:
                     return
@@ -133,15 +136,21 @@ def _blocks(path: str) -> Iterator[bytes]:
             os.close(fd)
 
 
-def scan_file(path: str, rules: Rules, fingerprints: Fingerprints, fmt: Optional[str] = None) -> FileScan:
+def _go_on() -> None:
+    pass
+
+
+def scan_file(path: str, rules: Rules, fingerprints: Fingerprints, fmt: Optional[str] = None,
+              between: Optional[Callable[[], None]] = None) -> FileScan:
     """Every secret in the file at `path`. `fmt`: read it as this format (``text`` for an
-    artifact); by default the first line says."""
+    artifact); by default the first line says. `between`: called before each block is
+    read (a caller's chance to let more urgent work go first)."""
     keep = prefilter(rules)
     found: List[Located] = []
     line_no, offset, carry = 1, 0, b""
     size = 0
     try:
-        for data in _blocks(path):
+        for data in _blocks(path, between):
             size += len(data)
             buf = carry + data if carry else data
             cut = buf.rfind(b"\n") + 1

@@ -24,6 +24,7 @@ from typing import Any, Dict, List, Optional, Tuple
 from ..search_many import Hit, Search, SearchCache, search_many
 from ..secrets import Redactor
 from ..visible import visible
+from . import background
 from .problems import Problem
 from .shelf import Roots, Shelf
 
@@ -58,6 +59,10 @@ class ShelfSearch:
         self.thread.start()
 
     def _run(self) -> None:
+        with background.searching():  # the secret count waits meanwhile
+            self._take_hits()
+
+    def _take_hits(self) -> None:
         try:
             for found in self.search:
                 if found.problem is not None or not found.hits:

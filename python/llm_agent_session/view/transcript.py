@@ -306,7 +306,8 @@ class Transcript:
 
         if not self.redactor.enabled:
             return
-        found = scan_file(self.path, self.redactor.rules, self.redactor.fingerprints, TRANSCRIPT)
+        found = scan_file(self.path, self.redactor.rules, self.redactor.fingerprints, TRANSCRIPT,
+                          between=background.give_way)
         with self.lock:
             if generation == self.generation:
                 self.secrets = sum(1 for f in found.findings if f.offset < self.end)

@@ -18,6 +18,7 @@ from typing import Any, Callable, Dict, Generator, List, Optional, Sequence
 
 from .. import search
 from ..visible import visible
+from . import background
 from .problems import Problem
 
 # Bytes scanned between two reports of a search's progress: 1 MiB first (the first hits
@@ -90,19 +91,36 @@ def _scan(path: str, needle: bytes, ignore_case: bool, start: int, end: int, fou
     """The scan, in its own thread: the core finds the lines and says where in each
     envelope the text is while the line is in memory; each range's answer goes to `found`,
     then None (or the exception that stopped it)."""
+    with background.searching():  # the secret count waits meanwhile
+        _scan_range(path, needle, ignore_case, start, end, found, stop)
+
+
+def _scan_range(path: str, needle: bytes, ignore_case: bool, start: int, end: int, found: "queue.Queue[Any]",
+                stop: threading.Event) -> None:
+    def hand_over(item: Any) -> bool:
+        """Put `item` in `found` unless the stream was closed (nobody would take it)."""
+        while not stop.is_set():
+            try:
+                found.put(item, timeout=0.1)
+                return True
+            except queue.Full:
+                pass
+        return False
+
     try:
         fd = os.open(path, os.O_RDONLY)
     except OSError as e:
-        found.put(e)
+        hand_over(e)
         return
     try:
         at, chunk = start, FIRST_CHUNK
-        while at < end and not stop.is_set():
+        while at < end:
             lines, groups, at = search.find_hits(fd, needle, at, min(at + chunk, end), ignore_case)
             chunk = min(chunk * 2, SEARCH_CHUNK)
-            found.put((lines, groups, at, end))
-        found.put(None)
+            if not hand_over((lines, groups, at, end)):
+                return
+        hand_over(None)
     except Exception as e:  # reported in the stream
-        found.put(e)
+        hand_over(e)
     finally:
         os.close(fd)

@@ -29,7 +29,7 @@ arguments, no settle payloads and no run-context texts (on a 1 GB transcript tho
 half a GB in memory; a viewer reads them from the lines it shows).
 
 On the native core ``read`` folds the file in Rust, at about the cost of a load, and
-``removed``, ``operations``, ``answers`` and ``calls`` are mappings that build an entry
+``removed``, ``elided``, ``operations``, ``answers`` and ``calls`` are mappings that build an entry
 when it is first asked for (equal to the dicts the pure core gives, in the same order;
 ``feed`` adds to them). An entry built is kept; ``each_operation`` looks at every
 operation without keeping those it builds.

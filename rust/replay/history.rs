@@ -301,11 +301,20 @@ impl Folder for HistoryFold {
 ///
 /// A file of more than [`MAX_ENVELOPES`] envelopes is an error (`Io`, `OutOfMemory`).
 pub fn read<S: Source + Sync + ?Sized>(src: &S, size: u64) -> CoreResult<Option<HistoryFold>> {
-    read_split_from(src, size, SPLIT_MIN, MAX_ENVELOPES)
+    read_split_from(src, size, SPLIT_MIN)
 }
 
-/// [`read`], on two threads from `split_min` bytes on, of at most `max_envelopes`.
-fn read_split_from<S: Source + Sync + ?Sized>(
+/// [`read`], on two threads from `split_min` bytes on.
+pub fn read_split_from<S: Source + Sync + ?Sized>(
+    src: &S,
+    size: u64,
+    split_min: u64,
+) -> CoreResult<Option<HistoryFold>> {
+    read_at_most(src, size, split_min, MAX_ENVELOPES)
+}
+
+/// [`read_split_from`] of a file of at most `max_envelopes` envelopes.
+fn read_at_most<S: Source + Sync + ?Sized>(
     src: &S,
     size: u64,
     split_min: u64,
@@ -484,8 +493,8 @@ mod tests {
     /// The read on one thread and on two, which must agree; None: nothing read.
     fn read_both(data: &str) -> Option<HistoryFold> {
         let bytes = data.as_bytes();
-        let one = read_split_from(bytes, bytes.len() as u64, u64::MAX, MAX_ENVELOPES).unwrap();
-        let two = read_split_from(bytes, bytes.len() as u64, 1, MAX_ENVELOPES).unwrap();
+        let one = read_split_from(bytes, bytes.len() as u64, u64::MAX).unwrap();
+        let two = read_split_from(bytes, bytes.len() as u64, 1).unwrap();
         let view = |h: &Option<HistoryFold>| {
             h.as_ref().map(|h| {
                 (
@@ -682,14 +691,13 @@ mod tests {
         let data = [meta(), line("a", "message", r#"{"role":"user"}"#)].concat();
         let bytes = (data.clone() + &line("b", "message", r#"{"role":"user"}"#)).into_bytes();
         for split in [u64::MAX, 1] {
-            let held = read_split_from(data.as_bytes(), data.len() as u64, split, 3).unwrap();
+            let held = read_at_most(data.as_bytes(), data.len() as u64, split, 3).unwrap();
             assert_eq!(held.map(|h| h.notes.count), Some(2));
-            let held = read_split_from(&bytes[..], bytes.len() as u64, split, 3).unwrap();
+            let held = read_at_most(&bytes[..], bytes.len() as u64, split, 3).unwrap();
             assert_eq!(held.map(|h| h.notes.count), Some(3));
             let mut more = bytes.clone();
             more.extend_from_slice(line("c", "message", r#"{"role":"user"}"#).as_bytes());
-            let Err(CoreError::Io(e)) = read_split_from(&more[..], more.len() as u64, split, 3)
-            else {
+            let Err(CoreError::Io(e)) = read_at_most(&more[..], more.len() as u64, split, 3) else {
                 panic!("a read of 4 envelopes, at most 3");
             };
             assert_eq!(e.kind(), std::io::ErrorKind::OutOfMemory);

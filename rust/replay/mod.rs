@@ -3,6 +3,7 @@
 pub mod fold;
 pub mod history;
 pub mod id;
+pub mod narrow;
 pub mod records;
 pub mod stream;
 

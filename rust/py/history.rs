@@ -26,7 +26,7 @@ use crate::file_io::{BorrowedFile, Source};
 use crate::json::view as json_view;
 use crate::replay::fold::LineRef;
 use crate::replay::history::{
-    self as history_core, call_ops, narrow, widen, HistoryFold, Operation, NONE,
+    self as history_core, call_ops, narrow, HistoryFold, Operation, NONE,
 };
 use crate::replay::id::IdTable;
 
@@ -123,12 +123,11 @@ pub fn history<'py>(
         // the reference's fold leaves them.
         state.setattr(intern!(py, "grants"), grants)?;
     }
-    let mut removed_at = vec![NONE; fold.events.len()];
-    for (at, &(entry, _)) in notes.removed.iter().enumerate() {
-        if let Some(slot) = removed_at.get_mut(entry as usize) {
-            *slot = narrow(at);
-        }
-    }
+    let removed = std::mem::take(&mut notes.removed);
+    // Stable: of two places of one entry (there are none), the later is found, as the
+    // reference's dict keeps the last value set.
+    let mut removed_by_entry: Vec<u32> = (0..removed.len()).map(narrow).collect();
+    removed_by_entry.sort_by_key(|&at| removed.get(at as usize).map(|r| r.0));
     let read = Arc::new(Read {
         ids: envelope_at.clone().unbind(),
         file: own,
@@ -137,8 +136,8 @@ pub fn history<'py>(
         calls: std::mem::take(&mut notes.calls),
         call_first: std::mem::take(&mut notes.call_first),
         answers: std::mem::take(&mut notes.answers),
-        removed: std::mem::take(&mut notes.removed),
-        removed_at,
+        removed,
+        removed_by_entry,
         removals,
         elided: Elided::new(std::mem::take(&mut notes.elided)),
     });
@@ -220,8 +219,9 @@ struct Read {
     answers: Vec<(u32, u32)>,
     /// (entry, index in `removals`), in the order they were taken out.
     removed: Vec<(u32, u32)>,
-    /// For each envelope by its index in `events`: where it is in `removed` (or NONE).
-    removed_at: Vec<u32>,
+    /// The places in `removed`, by entry: 4 bytes an entry removed, where a place for
+    /// each envelope took 4 (8 as usizes) for every envelope read.
+    removed_by_entry: Vec<u32>,
     removals: Vec<Py<PyAny>>,
     elided: Elided,
 }
@@ -469,7 +469,12 @@ impl HistoryRows {
         }
         let event = read.ids.bind(py).get().table().get(key)?;
         match self.rows {
-            Rows::Removed => read.removed_at.get(event).copied().and_then(widen),
+            Rows::Removed => {
+                let entry = |at: &u32| read.removed.get(*at as usize).map(|r| r.0 as usize);
+                let after = (read.removed_by_entry).partition_point(|at| entry(at) <= Some(event));
+                let at = *read.removed_by_entry.get(after.checked_sub(1)?)?;
+                (entry(&at) == Some(event)).then_some(at as usize)
+            }
             Rows::Operations => read
                 .operations
                 .binary_search_by_key(&event, Operation::event)

@@ -61,6 +61,27 @@ def test_what_became_of_each_line(tpath: Any) -> None:
         (done, "failed", answer, None, {}), (open_op, "dispatched", None, None, {})]
 
 
+def test_elided_keeps_each_entry_s_elisions_in_order_and_feed_adds_to_them(tpath: Any) -> None:
+    # Entries first elided in an order that is not their own, some several times: the
+    # keys come in the order each was first elided, each value in file order.
+    with Session.create(tpath, {"agent": "t"}) as s:
+        a, b, c = (s.append_message(user_message(text)) for text in "abc")
+        first = s.append_elision([(c, "[c]"), (a, "[a]")])
+        second = s.append_elision([(a, "[a2]")])
+        third = s.append_elision([(b, "[b]"), (c, "[c2]"), (a, "[a3]")])
+    history = History.read(tpath, keep_payloads=False)
+    expected = {c: [first, third], a: [first, second, third], b: [third]}
+    assert list(history.elided.items()) == list(expected.items())
+    assert history.elided == expected and len(history.elided) == 3
+    assert history.elided.get(c) == [first, third] and history.elided.get(first) is None
+    assert list(history.elided) == [c, a, b] and first not in history.elided
+    with Session.load(tpath) as s:
+        fourth = s.append_elision([(b, "[b2]")])
+        event = Session.peek(tpath)["envelopes"][-1]
+    history.feed(event)
+    assert history.elided[b] == [third, fourth] and history.elided[a] == [first, second, third]
+
+
 def test_a_reference_to_nothing_live_is_a_problem_and_the_rest_is_read(tpath: Any) -> None:
     with Session.create(tpath, {"agent": "t"}) as s:
         kept = s.append_message(user_message("kept"))

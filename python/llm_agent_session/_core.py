@@ -132,7 +132,7 @@ class HistoryRead(NamedTuple):
     state: FoldState
     fed: int  # envelopes fed (``HistoryFold.count``)
     removed: MutableMapping[str, Removal]
-    elided: Dict[str, List[str]]
+    elided: MutableMapping[str, List[str]]
     operations: MutableMapping[str, Operation]
     answers: MutableMapping[str, str]
     calls: MutableMapping[Any, List[str]]

@@ -6,7 +6,7 @@ feeds it every envelope peek lists, and a ``History`` keeps feeding it the envel
 appended later. The native core folds a whole file in Rust (``rust/replay/history.rs``,
 note for note this ``feed``) and hands over the same structures (``rust/py/history.rs``),
 with its ``FoldState`` made by ``FoldState.from_parts`` as load's is. Its ``removed``,
-``operations``, ``answers`` and ``calls`` are ``ReadMapping``s: an entry is built when it
+``elided``, ``operations``, ``answers`` and ``calls`` are ``ReadMapping``s: an entry is built when it
 is first asked for.
 """
 
@@ -109,7 +109,7 @@ class ReadRows(Protocol[V_co]):
 class ReadMapping(MutableMapping[str, V]):
     """A dict whose entries from a native read are built when first asked for.
 
-    ``History.removed``, ``.operations``, ``.answers`` and ``.calls`` after a native
+    ``History.removed``, ``.elided``, ``.operations``, ``.answers`` and ``.calls`` after a native
     read: at 1 GB, half a million entries whose objects were most of the read's time and
     memory. An entry built is kept (the same object on every access, and a change to it
     stays), the entries set since follow the read's, and it compares, iterates and reads
@@ -251,7 +251,7 @@ class HistoryFold:
         self.meta: Dict[str, Any] = {}
         self.count = 0  # envelopes fed
         self.removed: MutableMapping[str, Removal] = {}  # message or summary id -> what removed it
-        self.elided: Dict[str, List[str]] = {}  # message or summary id -> elision ids, in order
+        self.elided: MutableMapping[str, List[str]] = {}  # message or summary id -> elision ids, in order
         self.operations: MutableMapping[str, Operation] = {}  # op id -> operation, in file order
         self.answers: MutableMapping[str, str] = {}  # tool message id -> the op id it answered
         self.calls: MutableMapping[Any, List[str]] = {}  # call id -> op ids dispatched for it, in file order

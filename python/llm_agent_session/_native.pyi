@@ -247,8 +247,8 @@ def scan(
 
 @final
 class HistoryRows:
-    """One of a native history read's big mappings (``removed``, ``operations``,
-    ``answers``, ``calls``; a ``ReadMapping`` wraps it): its keys in order, each value
+    """One of a native history read's big mappings (``removed``, ``elided``,
+    ``operations``, ``answers``, ``calls``; a ``ReadMapping`` wraps it): its keys in order, each value
     built when asked for."""
 
     def __len__(self) -> int: ...
@@ -261,7 +261,7 @@ def history(
 ) -> Optional[HistoryRead]:
     """``History.read``'s fold of the envelopes a scan of ``[0, size)`` lists
     (``_pure.core.history``), or None when the first line is not a session-meta
-    envelope. ``removed``, ``operations``, ``answers`` and ``calls`` are ``ReadMapping``s
+    envelope. ``removed``, ``elided``, ``operations``, ``answers`` and ``calls`` are ``ReadMapping``s
     over ``HistoryRows`` (``operations`` a dict, built now, where no descriptor of its
     own can be opened: see ``replay``)."""
 

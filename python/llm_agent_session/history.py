@@ -29,7 +29,7 @@ arguments, no settle payloads and no run-context texts (on a 1 GB transcript tho
 half a GB in memory; a viewer reads them from the lines it shows).
 
 On the native core ``read`` folds the file in Rust, at about the cost of a load, and
-``removed``, ``operations``, ``answers`` and ``calls`` are mappings that build an entry
+``removed``, ``elided``, ``operations``, ``answers`` and ``calls`` are mappings that build an entry
 when it is first asked for (equal to the dicts the pure core gives, in the same order;
 ``feed`` adds to them). An entry built is kept; ``each_operation`` looks at every
 operation without keeping those it builds.
@@ -71,7 +71,8 @@ class History(HistoryFold):
         `identity` (the peek's ``identity``) only that file: where the path names another
         one by now (a repair renamed a new file over it), nothing is read and the history
         is empty (``count`` 0; a follower compares ``count`` with its peek's envelopes).
-        Raises ValueError for an `end` that is not an int >= 0."""
+        Raises ValueError for an `end` that is not an int >= 0; on the native core,
+        OSError for more than 2**32 - 1 envelopes (the most its notes index)."""
         if end is not None and (not isinstance(end, int) or isinstance(end, bool) or end < 0):
             raise ValueError(f"end must be an int >= 0 or None, not {end!r}")
         found = _peek.read_history(os.fspath(path), keep_payloads, end=end, identity=identity)

@@ -399,13 +399,12 @@ pub fn rebuild<S: Source + ?Sized>(
         } else {
             fold.waiting_by_call.insert(call_id, place)
         };
-        if resumed.ids.insert(rec.id.clone(), e as usize).is_some() {
+        if resumed.ids.insert(rec.id, e as usize).is_some() {
             return unusable("lists one envelope twice");
         }
         resumed.slots.insert(e as usize, Slot::Op(place));
         fold.pending.push(PendingSlot {
             op: Some(PendingOp {
-                op_id: rec.id,
                 event: e as usize,
                 line: at,
                 payload: rec.payload,

@@ -4,12 +4,13 @@
 //! `FoldState` a load would build (`survivors::fold_state`).
 //!
 //! The big ones stay notes: `removed` (an entry for most messages of a long
-//! transcript), `operations` (a quarter of its lines), `answers` and `calls` (one
-//! entry for each operation, about) are `_history_fold.ReadMapping`s over
+//! transcript), `elided`, `operations` (a quarter of its lines), `answers` and `calls`
+//! (one entry for each operation, about) are `_history_fold.ReadMapping`s over
 //! `HistoryRows`, which build an entry when it is first asked for. Built at once, they
 //! were most of the read's time and memory on top of the fold (at 1 GB, ~150 MB of
-//! Python objects: the read's peak RSS was 0.30x the file). The rest (elisions, grants
-//! snapshots, problems, the call ids still waiting) is small and built now.
+//! Python objects: the read's peak RSS was 0.30x the file; `elided` alone, 92,541
+//! entries, held 25 MB). The rest (grants snapshots, problems, the call ids still
+//! waiting) is small and built now.
 
 use std::fs::File;
 use std::sync::Arc;
@@ -24,7 +25,9 @@ use crate::envelope_skim::skim_header;
 use crate::file_io::{BorrowedFile, Source};
 use crate::json::view as json_view;
 use crate::replay::fold::LineRef;
-use crate::replay::history::{self as history_core, call_ops, HistoryFold, Operation};
+use crate::replay::history::{
+    self as history_core, call_ops, narrow, HistoryFold, Operation, NONE,
+};
 use crate::replay::id::IdTable;
 
 use super::build::Builder;
@@ -58,6 +61,7 @@ pub fn history<'py>(
     let Some(HistoryFold {
         mut fold,
         mut notes,
+        ..
     }) = read.map_err(|e| to_pyerr(py, e))?
     else {
         return Ok(py.None().into_bound(py));
@@ -78,14 +82,6 @@ pub fn history<'py>(
     let id = |event: usize| -> PyResult<Bound<'py, PyString>> {
         Ok(PyString::new(py, ids.id_at(event).ok_or_else(lost)?))
     };
-    let elided = PyDict::new(py);
-    for &(entry, by) in &notes.elided {
-        let key = id(entry)?;
-        match elided.get_item(&key)? {
-            Some(list) => list.downcast::<PyList>()?.append(id(by)?)?,
-            None => elided.set_item(key, PyList::new(py, [id(by)?])?)?,
-        }
-    }
     let grants_by_id = PyDict::new(py);
     let mut grants = None;
     for &(event, snapshot) in &notes.grants {
@@ -102,7 +98,7 @@ pub fn history<'py>(
     for (call_id, ops) in notes.unanswered() {
         let waiting = PyList::empty(py);
         for &op in ops {
-            waiting.append(id(notes.operations.get(op).ok_or_else(lost)?.event)?)?;
+            waiting.append(id(notes.operations.get(op).ok_or_else(lost)?.event())?)?;
         }
         unanswered.set_item(call_id, waiting)?;
     }
@@ -127,12 +123,11 @@ pub fn history<'py>(
         // the reference's fold leaves them.
         state.setattr(intern!(py, "grants"), grants)?;
     }
-    let mut removed_at = vec![usize::MAX; fold.events.len()];
-    for (at, &(entry, _)) in notes.removed.iter().enumerate() {
-        if let Some(slot) = removed_at.get_mut(entry) {
-            *slot = at;
-        }
-    }
+    let removed = std::mem::take(&mut notes.removed);
+    // Stable: of two places of one entry (there are none), the later is found, as the
+    // reference's dict keeps the last value set.
+    let mut removed_by_entry: Vec<u32> = (0..removed.len()).map(narrow).collect();
+    removed_by_entry.sort_by_key(|&at| removed.get(at as usize).map(|r| r.0));
     let read = Arc::new(Read {
         ids: envelope_at.clone().unbind(),
         file: own,
@@ -141,9 +136,10 @@ pub fn history<'py>(
         calls: std::mem::take(&mut notes.calls),
         call_first: std::mem::take(&mut notes.call_first),
         answers: std::mem::take(&mut notes.answers),
-        removed: std::mem::take(&mut notes.removed),
-        removed_at,
+        removed,
+        removed_by_entry,
         removals,
+        elided: Elided::new(std::mem::take(&mut notes.elided)),
     });
     let mapping = |rows: Rows| -> PyResult<Bound<'py, PyAny>> {
         let rows = HistoryRows {
@@ -162,7 +158,7 @@ pub fn history<'py>(
                 turn.take(py);
                 let ids = envelope_at.get().table();
                 let built = read.operation(&mut b, &file, ids, op)?;
-                all.set_item(ids.id_at(op.event).ok_or_else(lost)?, built)?;
+                all.set_item(ids.id_at(op.event()).ok_or_else(lost)?, built)?;
             }
             all.into_any()
         }
@@ -179,7 +175,7 @@ pub fn history<'py>(
         state = state,
         fed = fed,
         removed = mapping(Rows::Removed)?,
-        elided = elided,
+        elided = mapping(Rows::Elided)?,
         operations = operations,
         answers = mapping(Rows::Answers)?,
         calls = mapping(Rows::Calls)?,
@@ -218,14 +214,92 @@ struct Read {
     /// In file order (of their dispatches' `event`).
     operations: Vec<Operation>,
     calls: IdTable,
-    call_first: Vec<usize>,
+    call_first: Vec<u32>,
     /// (message, operation), in file order (of the messages' `event`).
-    answers: Vec<(usize, usize)>,
+    answers: Vec<(u32, u32)>,
     /// (entry, index in `removals`), in the order they were taken out.
-    removed: Vec<(usize, usize)>,
-    /// For each envelope by its index in `events`: where it is in `removed` (or MAX).
-    removed_at: Vec<usize>,
+    removed: Vec<(u32, u32)>,
+    /// The places in `removed`, by entry: 4 bytes an entry removed, where a place for
+    /// each envelope took 4 (8 as usizes) for every envelope read.
+    removed_by_entry: Vec<u32>,
     removals: Vec<Py<PyAny>>,
+    elided: Elided,
+}
+
+/// `History.elided` as rows: entry id -> the ids of the elisions that stubbed it, the
+/// entries in the order each was first elided, as the reference's dict has them.
+#[derive(Debug, Default)]
+struct Elided {
+    /// (entry, elision), by index in `events`, sorted by entry: each entry's
+    /// elisions together, in file order.
+    by_entry: Vec<(u32, u32)>,
+    /// Each row's (entry's) first place in `by_entry`, in the rows' order.
+    rows: Vec<u32>,
+    /// (entry, its row), sorted by entry.
+    row_of: Vec<(u32, u32)>,
+}
+
+impl Elided {
+    /// Of `(entry, elision)` pairs in file order.
+    fn new(elided: Vec<(u32, u32)>) -> Self {
+        // Each pair's place in file order, by entry (stable: each entry's in file order).
+        let mut order: Vec<u32> = (0..elided.len()).map(narrow).collect();
+        order.sort_by_key(|&at| elided.get(at as usize).map(|e| e.0));
+        let by_entry: Vec<(u32, u32)> = (order.iter())
+            .filter_map(|&at| elided.get(at as usize).copied())
+            .collect();
+        // Each entry (in entry order): where it first came in file order, its first
+        // place in by_entry.
+        let mut groups: Vec<(u32, u32, u32)> = Vec::new();
+        for (place, (&at, &(entry, _))) in order.iter().zip(&by_entry).enumerate() {
+            if groups.last().map(|g| g.0) != Some(entry) {
+                groups.push((entry, at, narrow(place)));
+            }
+        }
+        let mut row_of: Vec<(u32, u32)> = groups.iter().map(|g| (g.0, NONE)).collect();
+        // The rows: the entries in the order each first came.
+        let mut by_first: Vec<usize> = (0..groups.len()).collect();
+        by_first.sort_unstable_by_key(|&g| groups.get(g).map(|g| g.1));
+        let mut rows = Vec::with_capacity(by_first.len());
+        for (row, &group) in by_first.iter().enumerate() {
+            if let (Some(g), Some(of)) = (groups.get(group), row_of.get_mut(group)) {
+                rows.push(g.2);
+                of.1 = narrow(row);
+            }
+        }
+        Elided {
+            by_entry,
+            rows,
+            row_of,
+        }
+    }
+
+    fn len(&self) -> usize {
+        self.rows.len()
+    }
+
+    /// The entry of a row.
+    fn entry(&self, row: usize) -> Option<usize> {
+        let start = *self.rows.get(row)?;
+        Some(self.by_entry.get(start as usize)?.0 as usize)
+    }
+
+    /// The row of an entry.
+    fn row(&self, entry: usize) -> Option<usize> {
+        let at = (self.row_of)
+            .binary_search_by_key(&entry, |r| r.0 as usize)
+            .ok()?;
+        Some(self.row_of.get(at)?.1 as usize)
+    }
+
+    /// A row's elisions, in file order.
+    fn elisions(&self, row: usize) -> impl Iterator<Item = usize> + '_ {
+        let start = self.rows.get(row).map_or(usize::MAX, |&s| s as usize);
+        let entry = self.by_entry.get(start).map(|e| e.0);
+        (self.by_entry.get(start..).unwrap_or_default().iter())
+            .take_while(move |e| Some(e.0) == entry)
+            .map(|e| e.1 as usize)
+    }
 }
 
 impl Read {
@@ -244,7 +318,7 @@ impl Read {
         let mut fields = Vec::new();
         let env = parse_envelope_fields(&raw, op.line.offset, &mut fields)
             .map_err(|_| changed(op.line))?;
-        if env.id != id(op.event)? {
+        if env.id != id(op.event())? {
             return Err(changed(op.line));
         }
         let mut member = |key: &str| match json_view::get(&raw, &fields, key) {
@@ -257,7 +331,7 @@ impl Read {
         } else {
             (py.None().into_bound(py), PyDict::new(py))
         };
-        let answered = match op.answered_by {
+        let answered = match op.answered_by() {
             Some(answer) => {
                 let raw = read_line(file, answer.line)?;
                 let mut fields = Vec::new();
@@ -273,7 +347,7 @@ impl Read {
             }
             None => None,
         };
-        let (state, settled, settle) = match op.settle {
+        let (state, settled, settle) = match op.settle() {
             Some(s) => {
                 let raw = read_line(file, s.line)?;
                 let mut fields = Vec::new();
@@ -310,8 +384,8 @@ impl Read {
             tool = tool,
             arguments = arguments,
             dispatched_at = env.ts.as_ref(),
-            index = op.envelope,
-            grants_id = op.grants.map(id).transpose()?,
+            index = op.envelope(),
+            grants_id = op.grants().map(id).transpose()?,
             state = state,
             answered_by = answered_by,
             answered_at = answered_at,
@@ -332,12 +406,15 @@ enum Rows {
     Operations,
     /// tool message id -> the op id of the first operation it answered, in file order.
     Answers,
+    /// entry id -> the ids of the elisions that stubbed it, in the order each entry
+    /// was first elided.
+    Elided,
     /// call id -> the op ids dispatched for it, in the order each call id first came.
     Calls,
 }
 
-/// One of a native read's big mappings (`History.removed`, `.operations`, `.answers`,
-/// `.calls`), under a `ReadMapping`: its keys in order, each value built when asked for.
+/// One of a native read's big mappings (`History.removed`, `.elided`, `.operations`,
+/// `.answers`, `.calls`), under a `ReadMapping`: its keys in order, each value built when asked for.
 #[pyclass(frozen, module = "llm_agent_session._native")]
 pub struct HistoryRows {
     read: Arc<Read>,
@@ -352,6 +429,7 @@ impl HistoryRows {
             Rows::Removed => read.removed.len(),
             Rows::Operations => read.operations.len(),
             Rows::Answers => read.answers.len(),
+            Rows::Elided => read.elided.len(),
             Rows::Calls => read.calls.len(),
         }
     }
@@ -368,9 +446,12 @@ impl HistoryRows {
             Ok(())
         };
         match self.rows {
-            Rows::Removed => events(&mut read.removed.iter().map(|r| r.0))?,
-            Rows::Operations => events(&mut read.operations.iter().map(|op| op.event))?,
-            Rows::Answers => events(&mut read.answers.iter().map(|a| a.0))?,
+            Rows::Removed => events(&mut read.removed.iter().map(|r| r.0 as usize))?,
+            Rows::Operations => events(&mut read.operations.iter().map(Operation::event))?,
+            Rows::Answers => events(&mut read.answers.iter().map(|a| a.0 as usize))?,
+            Rows::Elided => {
+                events(&mut (0..read.elided.len()).filter_map(|row| read.elided.entry(row)))?
+            }
             Rows::Calls => {
                 for call in 0..read.calls.len() {
                     keys.append(read.calls.id_at(call).ok_or_else(lost)?)?;
@@ -388,16 +469,21 @@ impl HistoryRows {
         }
         let event = read.ids.bind(py).get().table().get(key)?;
         match self.rows {
-            Rows::Removed => read
-                .removed_at
-                .get(event)
-                .copied()
-                .filter(|&at| at != usize::MAX),
+            Rows::Removed => {
+                let entry = |at: &u32| read.removed.get(*at as usize).map(|r| r.0 as usize);
+                let after = (read.removed_by_entry).partition_point(|at| entry(at) <= Some(event));
+                let at = *read.removed_by_entry.get(after.checked_sub(1)?)?;
+                (entry(&at) == Some(event)).then_some(at as usize)
+            }
             Rows::Operations => read
                 .operations
-                .binary_search_by_key(&event, |op| op.event)
+                .binary_search_by_key(&event, Operation::event)
                 .ok(),
-            Rows::Answers => read.answers.binary_search_by_key(&event, |a| a.0).ok(),
+            Rows::Answers => read
+                .answers
+                .binary_search_by_key(&event, |a| a.0 as usize)
+                .ok(),
+            Rows::Elided => read.elided.row(event),
             Rows::Calls => None,
         }
     }
@@ -407,20 +493,32 @@ impl HistoryRows {
         let read = &*self.read;
         let ids = read.ids.bind(py).get().table();
         let op_id = |op: usize| -> PyResult<Bound<'py, PyAny>> {
-            let event = read.operations.get(op).ok_or_else(lost)?.event;
+            let event = read.operations.get(op).ok_or_else(lost)?.event();
             Ok(PyString::new(py, ids.id_at(event).ok_or_else(lost)?).into_any())
         };
         match self.rows {
             Rows::Removed => {
                 let &(_, by) = read.removed.get(at).ok_or_else(lost)?;
-                Ok(read.removals.get(by).ok_or_else(lost)?.bind(py).clone())
+                Ok(read
+                    .removals
+                    .get(by as usize)
+                    .ok_or_else(lost)?
+                    .bind(py)
+                    .clone())
             }
             Rows::Operations => {
                 let op = read.operations.get(at).ok_or_else(lost)?;
                 let file = read.file.as_deref().ok_or_else(lost)?;
                 read.operation(&mut Builder::new(py), file, ids, op)
             }
-            Rows::Answers => op_id(read.answers.get(at).ok_or_else(lost)?.1),
+            Rows::Answers => op_id(read.answers.get(at).ok_or_else(lost)?.1 as usize),
+            Rows::Elided => {
+                let elisions = PyList::empty(py);
+                for elision in read.elided.elisions(at) {
+                    elisions.append(ids.id_at(elision).ok_or_else(lost)?)?;
+                }
+                Ok(elisions.into_any())
+            }
             Rows::Calls => {
                 let ops = PyList::empty(py);
                 for op in call_ops(&read.call_first, &read.operations, at) {

@@ -162,6 +162,15 @@ pub fn fold_state<'py>(
         let mut fields = Vec::new();
         let env = crate::envelope::parse_envelope_fields(&raw, op.line.offset, &mut fields)
             .map_err(|p| pyo3::exceptions::PyValueError::new_err(p.reason))?;
+        // The op id is the dispatch line's id, the one the fold read there (the fold's
+        // table holds it; an indexed envelope's id is only on its line).
+        if let Some(at) = op.event.checked_sub(fold.first_read()) {
+            if envelope_at.get().table().id_at(at) != Some(env.id.as_ref()) {
+                return Err(pyo3::exceptions::PyValueError::new_err(
+                    "the transcript changed under a read",
+                ));
+            }
+        }
         let state = if op.recorded {
             "result-recorded"
         } else {
@@ -170,7 +179,7 @@ pub fn fold_state<'py>(
         pending.append(call_kw!(
             py,
             dispatched_operation,
-            op_id = op.op_id.as_str(),
+            op_id = env.id.as_ref(),
             ts = env.ts.as_ref(),
             payload = b.dict(&raw, &fields)?,
             state = state,

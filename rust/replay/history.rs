@@ -44,31 +44,99 @@ pub struct Answer {
     pub line: LineRef,
 }
 
+/// The most envelopes a history read folds: every index the notes keep (an
+/// envelope's, an operation's, a call's, a place in `removed`) is below it, so it is
+/// kept as a `u32`, with [`NONE`] for "none". A transcript with more is refused
+/// ([`read`] answers an error), never folded with indices cut short.
+pub const MAX_ENVELOPES: usize = u32::MAX as usize;
+
+/// The line of an answer or settle not there (read only through its index, none).
+const NO_LINE: LineRef = LineRef { offset: 0, len: 0 };
+
+/// "None" in a `u32` index of the notes (no index reaches it: see [`MAX_ENVELOPES`]).
+pub const NONE: u32 = u32::MAX;
+
+/// An index of the notes as kept: below [`MAX_ENVELOPES`] by the read's guard (were
+/// it not, it would read as none rather than as another index).
+#[inline]
+pub fn narrow(index: usize) -> u32 {
+    u32::try_from(index).unwrap_or(NONE)
+}
+
+/// A kept index, [`NONE`] as None.
+#[inline]
+pub fn widen(index: u32) -> Option<usize> {
+    (index != NONE).then_some(index as usize)
+}
+
 /// One tool operation, from its `tool-dispatched` envelope on.
+///
+/// 72 bytes: its indices as `u32`s (none as [`NONE`]), no `Option` tags. As `usize`s
+/// and `Option<Answer>`/`Option<Settle>` it took 136; a 1 GB transcript has 124,771
+/// operations, which `History.operations` keeps for as long as the history.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Operation {
+    /// Its dispatch's line.
+    pub line: LineRef,
+    /// The answer's and the settle's lines (meaningless while that index is none).
+    answer_line: LineRef,
+    settle_line: LineRef,
     /// Its dispatch's index in `events` (the op id is that envelope's id), and its
     /// index among the envelopes read (`Operation.index`).
-    pub event: usize,
-    pub envelope: usize,
-    pub line: LineRef,
-    /// Its call id, by index in `Notes::calls`; the next operation with the same one.
-    pub call: usize,
-    pub next_in_call: Option<usize>,
+    event: u32,
+    envelope: u32,
+    /// The next operation with the same call id.
+    next_in_call: u32,
     /// The grants envelope in force when it was dispatched, by index in `events`.
-    pub grants: Option<usize>,
-    /// The first `tool` message with its call id after it.
-    pub answered_by: Option<Answer>,
-    pub settle: Option<Settle>,
+    grants: u32,
+    /// The first `tool` message with its call id after it, and its settle, by index
+    /// in `events`.
+    answer_event: u32,
+    settle_event: u32,
 }
 
 impl Operation {
+    /// Its dispatch's index in `events`.
+    pub fn event(&self) -> usize {
+        self.event as usize
+    }
+
+    /// Its index among the envelopes read.
+    pub fn envelope(&self) -> usize {
+        self.envelope as usize
+    }
+
+    /// The next operation with the same call id, by index in `Notes::operations`.
+    pub fn next_in_call(&self) -> Option<usize> {
+        widen(self.next_in_call)
+    }
+
+    /// The grants envelope in force when it was dispatched, by index in `events`.
+    pub fn grants(&self) -> Option<usize> {
+        widen(self.grants)
+    }
+
+    /// The first `tool` message with its call id after it.
+    pub fn answered_by(&self) -> Option<Answer> {
+        widen(self.answer_event).map(|event| Answer {
+            event,
+            line: self.answer_line,
+        })
+    }
+
+    pub fn settle(&self) -> Option<Settle> {
+        widen(self.settle_event).map(|event| Settle {
+            event,
+            line: self.settle_line,
+        })
+    }
+
     /// `Operation.state` while pending: `result-recorded` once a `tool` message
     /// answered it, else `dispatched` (once settled: its settle's outcome).
     pub fn pending_state(&self) -> &'static str {
-        match self.answered_by {
-            Some(_) => "result-recorded",
-            None => "dispatched",
+        match self.answer_event {
+            NONE => "dispatched",
+            _ => "result-recorded",
         }
     }
 }
@@ -126,25 +194,29 @@ pub struct Notes {
     pub duplicates: Vec<usize>,
     /// (entry, remover): each entry (a message or summary, by its index in `events`)
     /// taken out of the live list, in the order they were taken out; the remover
-    /// is an index into `removers`.
-    pub removed: Vec<(usize, usize)>,
+    /// is an index into `removers`. Like every index pair here, two `u32`s (see
+    /// [`MAX_ENVELOPES`]): half the bytes of two `usize`s.
+    pub removed: Vec<(u32, u32)>,
     pub removers: Vec<Remover>,
     /// (entry, elision): each item of each elision folded in, in order, by index
     /// in `events`.
-    pub elided: Vec<(usize, usize)>,
+    pub elided: Vec<(u32, u32)>,
     /// Every `grants` envelope folded in: its index in `events` and its snapshot.
     pub grants: Vec<(usize, ValueRef)>,
     pub operations: Vec<Operation>,
     /// (message, operation): each `tool` message that answered operations (by index
     /// in `events`) and the first of them (in `operations`), in file order.
-    pub answers: Vec<(usize, usize)>,
+    pub answers: Vec<(u32, u32)>,
     /// Every call id dispatched, in the order each first came.
     pub calls: IdTable,
     /// The first operation of each call (`Operation::next_in_call` links the rest).
-    pub call_first: Vec<usize>,
-    call_last: Vec<usize>,
+    pub call_first: Vec<u32>,
+    call_last: Vec<u32>,
     pub problems: Vec<Problem>,
     unanswered: Unanswered,
+    /// Set when the file has more than [`MAX_ENVELOPES`] envelopes: the read stops
+    /// there and answers an error.
+    pub too_many: bool,
 }
 
 impl Notes {
@@ -166,12 +238,12 @@ impl Notes {
 /// The operations dispatched for the call `call` (by index in `Notes::calls`), in
 /// order, from `Notes::call_first` and `Notes::operations`.
 pub fn call_ops<'a>(
-    call_first: &'a [usize],
+    call_first: &'a [u32],
     operations: &'a [Operation],
     call: usize,
 ) -> impl Iterator<Item = usize> + 'a {
-    let first = call_first.get(call).copied();
-    std::iter::successors(first, |&op| operations.get(op)?.next_in_call)
+    let first = call_first.get(call).copied().and_then(widen);
+    std::iter::successors(first, |&op| operations.get(op)?.next_in_call())
 }
 
 /// Load's fold, lenient, with the notes of a history read.
@@ -179,6 +251,8 @@ pub fn call_ops<'a>(
 pub struct HistoryFold {
     pub fold: Fold,
     pub notes: Notes,
+    /// [`MAX_ENVELOPES`] (a test's is smaller).
+    max_envelopes: usize,
 }
 
 /// The reason a history read stops at once: its first line is not a session-meta
@@ -197,6 +271,11 @@ impl Folder for HistoryFold {
 
     fn feed(&mut self, rec: Record) -> Result<(), CoreFailure> {
         if self.notes.count == 0 && rec.type_ != "session-meta" {
+            return Err(not_a_transcript(rec.line, rec.offset));
+        }
+        if self.notes.count >= self.max_envelopes {
+            // The end of the fold: `read` answers the error.
+            self.notes.too_many = true;
             return Err(not_a_transcript(rec.line, rec.offset));
         }
         self.fold_in(rec);
@@ -219,6 +298,8 @@ impl Folder for HistoryFold {
 /// The history of the envelopes of bytes `[0, size)` that peek lists (the lines up
 /// to the last `\n`), or None when there are none (the first line is not a
 /// session-meta envelope, or there is no whole line).
+///
+/// A file of more than [`MAX_ENVELOPES`] envelopes is an error (`Io`, `OutOfMemory`).
 pub fn read<S: Source + Sync + ?Sized>(src: &S, size: u64) -> CoreResult<Option<HistoryFold>> {
     read_split_from(src, size, SPLIT_MIN)
 }
@@ -229,13 +310,31 @@ pub fn read_split_from<S: Source + Sync + ?Sized>(
     size: u64,
     split_min: u64,
 ) -> CoreResult<Option<HistoryFold>> {
+    read_at_most(src, size, split_min, MAX_ENVELOPES)
+}
+
+/// [`read_split_from`] of a file of at most `max_envelopes` envelopes.
+fn read_at_most<S: Source + Sync + ?Sized>(
+    src: &S,
+    size: u64,
+    split_min: u64,
+    max_envelopes: usize,
+) -> CoreResult<Option<HistoryFold>> {
     let end = end_of_last_line(src, 0, size)?;
     let keys = IdKeys::new();
     let mut history = HistoryFold {
         fold: Fold::for_size(end, keys.clone()),
         notes: Notes::default(),
+        max_envelopes,
     };
     match fold_lines(src, end, split_min, &keys, &mut history) {
+        _ if history.notes.too_many => Err(CoreError::Io(std::io::Error::new(
+            std::io::ErrorKind::OutOfMemory,
+            format!(
+                "the transcript has more than {max_envelopes} envelopes, the most a history \
+                 read holds; read a part of it (History.read's end) or load it instead"
+            ),
+        ))),
         Ok(_) if history.notes.count > 0 => Ok(Some(history)),
         // The only failure this fold reports is a first line that is no session-meta.
         Ok(_) | Err(CoreError::Failure(_)) => Ok(None),
@@ -291,9 +390,12 @@ impl HistoryFold {
                     rewind: false,
                 });
                 let through = fold.live.get(..=cut).unwrap_or_default();
-                notes
-                    .removed
-                    .extend(through.iter().filter(|m| !m.sticky).map(|m| (m.event, by)));
+                let by = narrow(by);
+                (notes.removed).extend(
+                    (through.iter())
+                        .filter(|m| !m.sticky)
+                        .map(|m| (narrow(m.event), by)),
+                );
             }
             Body::Rewind(Ok(to)) => {
                 let keep = match to {
@@ -305,13 +407,13 @@ impl HistoryFold {
                     event,
                     rewind: true,
                 });
-                let cut = fold.live.get(keep..).unwrap_or_default();
-                notes.removed.extend(cut.iter().map(|m| (m.event, by)));
+                let (cut, by) = (fold.live.get(keep..).unwrap_or_default(), narrow(by));
+                (notes.removed).extend(cut.iter().map(|m| (narrow(m.event), by)));
             }
             Body::Elision(Ok(items)) => {
                 for (target, _) in items.iter().flatten() {
                     if let Some(m) = fold.position(target).and_then(|at| fold.live.get(at)) {
-                        notes.elided.push((m.event, event));
+                        notes.elided.push((narrow(m.event), narrow(event)));
                     }
                 }
             }
@@ -320,29 +422,30 @@ impl HistoryFold {
                 let op = notes.operations.len();
                 let call = match notes.calls.push(call_id) {
                     Ok(()) => {
-                        notes.call_first.push(op);
-                        notes.call_last.push(op);
+                        notes.call_first.push(narrow(op));
+                        notes.call_last.push(narrow(op));
                         notes.calls.len() - 1
                     }
                     Err(call) => {
                         if let Some(last) = notes.call_last.get_mut(call) {
-                            if let Some(before) = notes.operations.get_mut(*last) {
-                                before.next_in_call = Some(op);
+                            if let Some(before) = notes.operations.get_mut(*last as usize) {
+                                before.next_in_call = narrow(op);
                             }
-                            *last = op;
+                            *last = narrow(op);
                         }
                         call
                     }
                 };
                 notes.operations.push(Operation {
-                    event,
-                    envelope,
                     line,
-                    call,
-                    next_in_call: None,
-                    grants: notes.grants.last().map(|g| g.0),
-                    answered_by: None,
-                    settle: None,
+                    answer_line: NO_LINE,
+                    settle_line: NO_LINE,
+                    event: narrow(event),
+                    envelope: narrow(envelope),
+                    next_in_call: NONE,
+                    grants: notes.grants.last().map_or(NONE, |g| narrow(g.0)),
+                    answer_event: NONE,
+                    settle_event: NONE,
                 });
                 notes.unanswered.add(call, op);
             }
@@ -352,7 +455,7 @@ impl HistoryFold {
                     .pending_at(&s.op_id)
                     .and_then(|at| notes.operations.get_mut(at))
                 {
-                    op.settle = Some(Settle { event, line });
+                    (op.settle_event, op.settle_line) = (narrow(event), line);
                 }
             }
             Body::Message(Ok(m)) => {
@@ -361,11 +464,11 @@ impl HistoryFold {
                 };
                 let ops = notes.unanswered.take(call);
                 if let Some(&first) = ops.first() {
-                    notes.answers.push((event, first));
+                    notes.answers.push((narrow(event), narrow(first)));
                 }
                 for op in ops {
                     if let Some(op) = notes.operations.get_mut(op) {
-                        op.answered_by = Some(Answer { event, line });
+                        (op.answer_event, op.answer_line) = (narrow(event), line);
                     }
                 }
             }
@@ -446,29 +549,34 @@ mod tests {
         let h = read_both(&data).unwrap();
         assert_eq!(h.notes.count, 12);
         assert!(h.notes.problems.is_empty());
-        let removed: Vec<(&str, usize)> = h
+        let removed: Vec<(&str, u32)> = h
             .notes
             .removed
             .iter()
-            .map(|&(e, by)| (h.fold.envelope_at.id_at(e).unwrap(), by))
+            .map(|&(e, by)| (h.fold.envelope_at.id_at(e as usize).unwrap(), by))
             .collect();
         assert_eq!(removed, vec![("a", 0), ("b", 1)]);
         assert!(h.notes.removers[1].rewind && !h.notes.removers[0].rewind);
-        let elided: Vec<usize> = h.notes.elided.iter().map(|e| e.0).collect();
+        let elided: Vec<usize> = h.notes.elided.iter().map(|e| e.0 as usize).collect();
         assert_eq!(ids(&h, elided), vec!["t", "t"]);
         let [done, open] = &h.notes.operations[..] else {
             panic!("two operations")
         };
-        assert!(done.settle.is_some());
+        assert_eq!(done.settle().map(|s| s.event), Some(6));
         assert_eq!(
-            (done.pending_state(), done.grants),
+            (done.pending_state(), done.grants()),
             ("result-recorded", Some(3))
         );
-        assert_eq!(ids(&h, done.answered_by.map(|a| a.event)), vec!["t"]);
+        assert_eq!(ids(&h, done.answered_by().map(|a| a.event)), vec!["t"]);
         assert_eq!(h.notes.answers, vec![(5, 0)]);
         let calls = call_ops(&h.notes.call_first, &h.notes.operations, 0);
         assert_eq!(calls.collect::<Vec<_>>(), vec![0, 1]);
-        assert_eq!((open.pending_state(), open.envelope), ("dispatched", 11));
+        assert_eq!((open.pending_state(), open.envelope()), ("dispatched", 11));
+        assert_eq!(
+            (open.settle(), open.answered_by(), open.next_in_call()),
+            (None, None, None)
+        );
+        assert_eq!(done.next_in_call(), Some(1));
         let unanswered: Vec<(&str, Vec<usize>)> = h
             .notes
             .unanswered()
@@ -574,5 +682,26 @@ mod tests {
         let h = read_both(&data).unwrap();
         assert_eq!(h.notes.problems.len(), 6);
         assert_eq!(h.notes.removers.len(), 6);
+    }
+
+    #[test]
+    fn a_file_of_more_envelopes_than_a_read_holds_is_an_error() {
+        // As if a read held at most 3 envelopes (in truth 2^32 - 1: its notes'
+        // indices are u32s).
+        let data = [meta(), line("a", "message", r#"{"role":"user"}"#)].concat();
+        let bytes = (data.clone() + &line("b", "message", r#"{"role":"user"}"#)).into_bytes();
+        for split in [u64::MAX, 1] {
+            let held = read_at_most(data.as_bytes(), data.len() as u64, split, 3).unwrap();
+            assert_eq!(held.map(|h| h.notes.count), Some(2));
+            let held = read_at_most(&bytes[..], bytes.len() as u64, split, 3).unwrap();
+            assert_eq!(held.map(|h| h.notes.count), Some(3));
+            let mut more = bytes.clone();
+            more.extend_from_slice(line("c", "message", r#"{"role":"user"}"#).as_bytes());
+            let Err(CoreError::Io(e)) = read_at_most(&more[..], more.len() as u64, split, 3) else {
+                panic!("a read of 4 envelopes, at most 3");
+            };
+            assert_eq!(e.kind(), std::io::ErrorKind::OutOfMemory);
+            assert!(e.to_string().contains("more than 3 envelopes"), "{e}");
+        }
     }
 }

@@ -8,6 +8,7 @@ use std::fmt;
 use std::hash::{Hash, Hasher};
 
 use crate::index::hash::{siphash13, SipKey};
+use crate::replay::narrow::Narrow;
 
 /// Longest id kept inline (the enum stays 40 bytes).
 const INLINE: usize = 38;
@@ -170,9 +171,10 @@ const MIN_SLOTS: usize = 16;
 pub struct IdTable {
     keys: IdKeys,
     slots: Vec<u64>,
-    /// Every id's bytes, one after another; `ends[i]` is where the i-th ends.
+    /// Every id's bytes, one after another; `ends[i]` is where the i-th ends (as a
+    /// `u32` while it fits: 4 bytes an envelope, 2 MB of a 1 GB transcript's 528,809).
     bytes: Vec<u8>,
-    ends: Vec<usize>,
+    ends: Narrow,
     /// How many ids the slots index (the first ones; see [`SLOTTED_MAX`]).
     slotted_max: usize,
 }
@@ -188,7 +190,7 @@ impl IdTable {
             keys,
             slots: empty_slots(slots),
             bytes: Vec::with_capacity(room.saturating_mul(36)),
-            ends: Vec::with_capacity(room),
+            ends: Narrow::with_capacity(room),
             slotted_max: SLOTTED_MAX,
         }
     }
@@ -397,12 +399,13 @@ fn prefetch_read<T>(value: &T) {
 }
 
 /// The bytes of the `at`-th id of an [`IdTable`]'s buffer.
-fn id_in<'a>(bytes: &'a [u8], ends: &[usize], at: usize) -> Option<&'a [u8]> {
+#[inline]
+fn id_in<'a>(bytes: &'a [u8], ends: &Narrow, at: usize) -> Option<&'a [u8]> {
     let start = match at.checked_sub(1) {
-        Some(before) => *ends.get(before)?,
+        Some(before) => ends.get(before)?,
         None => 0,
     };
-    bytes.get(start..*ends.get(at)?)
+    bytes.get(start..ends.get(at)?)
 }
 
 #[cfg(test)]
@@ -501,6 +504,19 @@ mod tests {
             let ids = some_ids(20);
             holds_them_all(&mut table, &ids);
             assert_eq!(table.get("id-20"), None);
+        }
+    }
+
+    #[test]
+    fn ids_that_end_past_a_u32_offset_are_found() {
+        // As if the id bytes' ends fit a u32 only up to byte 40 (in truth 4 GiB).
+        for keys in [IdKeys::new(), alike()] {
+            let mut table = IdTable::with_capacity(2, keys);
+            table.ends = Narrow::with_near_max(40);
+            let ids = some_ids(30);
+            holds_them_all(&mut table, &ids);
+            assert_eq!(table.id_at(ids.len() - 1), ids.last().map(String::as_str));
+            assert_eq!(table.get("id-30"), None);
         }
     }
 

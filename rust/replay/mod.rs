@@ -3,6 +3,7 @@
 pub mod fold;
 pub mod history;
 pub mod id;
+pub mod narrow;
 pub mod records;
 pub mod stream;
 
@@ -104,11 +105,11 @@ mod tests {
         ]
         .concat();
         let f = run(&data).unwrap();
-        let pending: Vec<(&str, bool)> = f
+        let pending: Vec<(Option<&str>, bool)> = f
             .pending()
-            .map(|p| (p.op_id.as_str(), p.recorded))
+            .map(|p| (f.envelope_at.id_at(p.event), p.recorded))
             .collect();
-        assert_eq!(pending, vec![("d1", true), ("d2", false)]);
+        assert_eq!(pending, vec![(Some("d1"), true), (Some("d2"), false)]);
         let settled: Vec<&str> = f
             .settled
             .iter()

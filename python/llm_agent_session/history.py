@@ -71,8 +71,9 @@ class History(HistoryFold):
         `identity` (the peek's ``identity``) only that file: where the path names another
         one by now (a repair renamed a new file over it), nothing is read and the history
         is empty (``count`` 0; a follower compares ``count`` with its peek's envelopes).
-        Raises ValueError for an `end` that is not an int >= 0; on the native core,
-        OSError for more than 2**32 - 1 envelopes (the most its notes index)."""
+        Raises ValueError for an `end` that is not an int >= 0, and MemoryError for a file of
+        more than 2**32 - 1 envelopes (the most a read's notes index; read a part of it with
+        `end`, or load it)."""
         if end is not None and (not isinstance(end, int) or isinstance(end, bool) or end < 0):
             raise ValueError(f"end must be an int >= 0 or None, not {end!r}")
         found = _peek.read_history(os.fspath(path), keep_payloads, end=end, identity=identity)

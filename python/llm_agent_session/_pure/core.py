@@ -71,11 +71,18 @@ def scan(
     )
 
 
+#: The most envelopes a history read holds (``rust/replay/history.rs``'s ``MAX_ENVELOPES``).
+MAX_HISTORY_ENVELOPES = 2**32 - 1
+
+
 def history(fd: int, size: int, keep_payloads: bool = True, path: Optional[str] = None) -> Optional[HistoryRead]:
     events, spans, problems, _ = _replay.scan(fd, 0, size)
     # Peek lists nothing unless the first line is a session-meta envelope.
     if not events or events[0].type != "session-meta" or (problems and problems[0][1] < spans[0][1]):
         return None
+    if len(events) > MAX_HISTORY_ENVELOPES:  # the native read's bound (its notes index in 32 bits)
+        raise MemoryError(f"the transcript has more than {MAX_HISTORY_ENVELOPES} envelopes, the most a history read "
+                          "holds; read a part of it (History.read's end) or load it instead")
     fold = HistoryFold(keep_payloads)
     fold.feed_all(events)
     return HistoryRead(

@@ -117,3 +117,36 @@ def test_history_agrees_with_load(tmp_path_factory: Any, data: bytes) -> None:
     entries = {e.id for e in Session.peek(path)["envelopes"] if e.type in ("message", "compaction")}
     assert entries == set(ids) | set(history.removed)
     assert not set(ids) & set(history.removed)
+    assert history.removal_counts() == _counted_one_by_one(history)
+
+
+def _counted_one_by_one(history: History) -> Any:
+    counted: Any = {}
+    for entry_id, removal in history.removed.items():
+        n, first = counted.get(removal.by, (0, entry_id))
+        counted[removal.by] = (n + 1, first)
+    return counted
+
+
+def test_removal_counts_are_what_a_look_at_every_entry_finds_also_after_feed(tpath: Any) -> None:
+    """Per compaction and rewind, how many entries it took out and the first: on a native
+    read, counted by the core without making every entry's id; then with what ``feed``
+    adds (and after an entry of the read was looked at, the plain way)."""
+    with Session.create(tpath, {}) as s:
+        ids = [s.append_message(user_message(f"m{n}")) for n in range(6)]
+        compaction = s.append_compaction("the first four", ids[3], 500, 50)
+        more = [s.append_message(user_message(f"n{n}")) for n in range(3)]
+        rewind = s.append_rewind(more[0])
+    history = History.read(tpath)
+    counted = history.removal_counts()
+    assert counted == _counted_one_by_one(history)
+    assert counted[compaction][0] >= 4 and counted[rewind] == (2, more[1])
+    with Session.load(tpath) as s:
+        later = s.append_message(user_message("later"))
+        again = s.append_rewind(more[0])
+    for event in Session.peek(tpath)["envelopes"][history.count:]:
+        history.feed(event)
+    assert history.removal_counts() == _counted_one_by_one(history)
+    assert history.removal_counts()[again] == (1, later)
+    history.removed[ids[0]]  # an entry of the read looked at: counted the plain way from then on
+    assert history.removal_counts() == _counted_one_by_one(history)

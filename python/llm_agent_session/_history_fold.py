@@ -15,7 +15,7 @@ from __future__ import annotations
 import sys
 from bisect import bisect_right
 from dataclasses import dataclass, field
-from typing import Any, Dict, Iterable, Iterator, List, Mapping, MutableMapping, Optional, Protocol, Set, Tuple, TypeVar, cast
+from typing import Any, Dict, Iterable, Iterator, List, Mapping, MutableMapping, Optional, Protocol, Sequence, Set, Tuple, TypeVar, cast
 
 from ._fold import FoldProblem, FoldState, duplicate_reason
 from .messages import Event
@@ -105,6 +105,8 @@ class ReadRows(Protocol[V_co]):
 
     def build(self, at: int) -> V_co: ...
 
+    def tally(self) -> Optional[Sequence[Tuple[V_co, int, str]]]: ...
+
 
 class ReadMapping(MutableMapping[str, V]):
     """A dict whose entries from a native read are built when first asked for.
@@ -162,6 +164,16 @@ class ReadMapping(MutableMapping[str, V]):
                 value = built.get(key)
                 yield key, build(at) if value is None else value
         yield from list(self._later.items())
+
+    def tally(self) -> Optional[Tuple[Sequence[Tuple[V, int, str]], List[Tuple[str, V]]]]:
+        """Where the read shares one value among many entries (``removed``: one Removal for
+        every entry a compaction or rewind took out) and nothing it holds was set or
+        deleted since: each of its values with how many entries have it and the first
+        (``ReadRows.tally``), and the entries set since, in order. None otherwise."""
+        if self._gone or self._built:
+            return None
+        found = self._rows.tally()
+        return None if found is None else (found, list(self._later.items()))
 
     def __setitem__(self, key: str, value: V) -> None:
         if key not in self._later and self._find(key) is not None:

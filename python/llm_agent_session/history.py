@@ -43,7 +43,7 @@ file by now), and ``feed`` takes each envelope a later peek lists.
 from __future__ import annotations
 
 import os
-from typing import Any, Dict, Iterator, List, Optional, Tuple, Union
+from typing import Any, Dict, Iterable, Iterator, List, Optional, Tuple, Union
 
 from . import _peek
 from ._core import HistoryRead
@@ -124,6 +124,23 @@ class History(HistoryFold):
         all 124,771 of a 1 GB transcript held 90 MB). One asked for before is the one kept."""
         for _, op in passing_items(self.operations):
             yield op
+
+    def removal_counts(self) -> Dict[str, Tuple[int, str]]:
+        """For each compaction and rewind (by its id): how many entries it took out of the
+        live conversation, and the first of them (in the order they were taken out). After
+        a native read, counted by the core: the 10 GB transcript's 2.5 million entries
+        removed, looked at one by one, took 0.9 s and kept 236 MB of the strings made."""
+        counted: Dict[str, Tuple[int, str]] = {}
+        rest: Iterable[Tuple[str, Removal]] = self.removed.items()
+        found = self.removed.tally() if isinstance(self.removed, ReadMapping) else None
+        if found is not None:
+            for removal, n, first in found[0]:
+                counted[removal.by] = (n, first)
+            rest = found[1]
+        for entry_id, removal in rest:
+            n, first = counted.get(removal.by, (0, entry_id))
+            counted[removal.by] = (n + 1, first)
+        return counted
 
     def pending(self) -> List[PendingToolOperation]:
         """The operations without a settle, as ``Session.pending_tool_operations()``."""

@@ -89,3 +89,35 @@ def test_a_file_replaced_before_the_read_is_folded_from_the_peek(shelf, monkeypa
     assert t.history is not None and isinstance(t.history._seen, dict)
     assert t.history.live_ids == History.read(shelf.run).live_ids
     assert _positions(t, "failed") == _want(shelf.run, "failed")
+
+
+def _removal_counts(path: str):
+    """What each compaction and rewind of the file removed, from a whole read: how many,
+    and the first (in the order they were taken out)."""
+    counted = {}
+    for message_id, removal in History.read(path).removed.items():
+        n, first = counted.get(removal.by, (0, message_id))
+        counted[removal.by] = (n + 1, first)
+    return counted
+
+
+def test_what_each_compaction_and_rewind_removed_is_counted_with_the_history_and_as_it_grows(shelf):
+    """Counted where the history is read (not on the page's first ask after it), then for
+    each compaction and rewind the follow feeds: the counts a whole read gives."""
+    from llm_agent_session import user_message
+
+    t = _opened(shelf.run)
+    want = _removal_counts(shelf.run)
+    assert want and t.removals() == want
+    with Session.load(shelf.run) as s:  # a compaction of two new messages, then a rewind of one
+        first = s.append_message(user_message("one more"))
+        second = s.append_message(user_message("and another"))
+        compaction = s.append_compaction("both, summed up", second, 900, 100)
+        kept = s.append_message(user_message("kept"))
+        s.append_message(user_message("taken back"))
+        rewind = s.append_rewind(kept)
+    assert t.refresh()
+    grown = _removal_counts(shelf.run)
+    assert grown[compaction][0] >= 2 and grown[compaction][1] != second and grown[rewind][0] == 1
+    assert first in dict(History.read(shelf.run).removed)
+    assert t.removals() == grown

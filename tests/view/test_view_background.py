@@ -40,3 +40,32 @@ def test_a_pass_runs_at_nice_19_and_the_threads_answering_keep_theirs(tmp_path):
     worker.join()
     assert seen == [19, 19, 0]
     assert _priority() == mine  # the thread that answers the page is left as it was
+
+
+def test_what_the_history_read_leaves_is_kept_out_of_the_collectors_walks(tmp_path):
+    """Once a transcript's history is read, what the server holds is frozen (``gc.freeze``):
+    the full collections a later pass's allocations set off walk only what is new."""
+    import gc
+    import time
+
+    from llm_agent_session import Session, user_message
+    from llm_agent_session.view.transcript import Transcript
+
+    path = str(tmp_path / "run.jsonl")
+    with Session.create(path, {}) as s:
+        for n in range(50):
+            s.append_message(user_message(f"m{n}"))
+    gc.unfreeze()
+    try:
+        t = Transcript("run", path)
+        deadline = time.monotonic() + 30
+        while not t.ready["history"]:
+            assert time.monotonic() < deadline, t.ready
+            time.sleep(0.01)
+        deadline = time.monotonic() + 30
+        while gc.get_freeze_count() == 0:  # frozen by the same thread, just after
+            assert time.monotonic() < deadline
+            time.sleep(0.01)
+        assert gc.get_freeze_count() > 1000
+    finally:
+        gc.unfreeze()

@@ -258,6 +258,7 @@ class Transcript:
                 if generation == self.generation:
                     self.verdict, self.pending_ids, self._verdict_count = found, pending, count
             self._build_history(generation)
+            background.keep_for_good()  # what the server now holds, out of the collector's walks
             self._count_secrets(generation)
         except Exception as e:  # shown on the page; the viewer goes on without it
             with self.lock:

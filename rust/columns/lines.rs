@@ -15,7 +15,7 @@ use crate::replay::records::{body_of, Body};
 use crate::replay::stream::{line_start_after, LineReader, SPLIT_MIN};
 use crate::scan::end_of_last_line;
 
-use super::usage::{stated, Stated};
+use super::usage::{said_by, Stated};
 use super::values::{float64, json_value, string, ts_micros};
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -307,12 +307,7 @@ fn note(
                     reason: string(raw, get("reason")).map(|s| s.into_owned()),
                 })
             });
-            let (usage, assistant) = if kind == LineType::Message {
-                let role = get("role").and_then(|r| json_view::text(raw, r));
-                (stated(raw, fields), role.as_deref() == Some("assistant"))
-            } else {
-                (None, false)
-            };
+            let (usage, assistant) = said_by(kind, raw, fields);
             let grants = if kind == LineType::Grants {
                 json_value(raw, get("grants")).map(|t| String::from_utf8_lossy(t).into_owned())
             } else {

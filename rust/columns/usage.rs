@@ -53,6 +53,16 @@ pub fn stated(raw: &[u8], payload: &[Entry]) -> Option<Box<Stated>> {
     }))
 }
 
+/// What a line of `kind` says to the counting: a message line's usage (`stated`), and
+/// whether it is an assistant's message; nothing for any other line.
+pub fn said_by(kind: LineType, raw: &[u8], payload: &[Entry]) -> (Option<Box<Stated>>, bool) {
+    if kind != LineType::Message {
+        return (None, false);
+    }
+    let role = json_view::get(raw, payload, "role").and_then(|r| json_view::text(raw, r));
+    (stated(raw, payload), role.as_deref() == Some("assistant"))
+}
+
 /// What a transcript's lines add up to (`usage.UsageTotals`).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct Totals {

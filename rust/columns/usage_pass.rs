@@ -10,11 +10,11 @@
 use crate::envelope::{EnvelopeRef, LineProblem};
 use crate::error::CoreResult;
 use crate::file_io::Source;
-use crate::json::view::{self as json_view, Entry};
+use crate::json::view::Entry;
 use crate::replay::id::{Id, IdKeys, IdTable};
 
 use super::lines::{likely_lines, read_lines, Keep, LineType};
-use super::usage::{count, responses, stated, Said, Stated, Totals};
+use super::usage::{count, responses, said_by, Said, Stated, Totals};
 
 /// One envelope line, as the counting rule sees it.
 #[derive(Debug)]
@@ -67,12 +67,7 @@ impl Keep for UsageLines {
         let Ok(env) = env else {
             return; // not an envelope: no line of the counting
         };
-        let (usage, assistant) = if LineType::of(&env.type_) == LineType::Message {
-            let role = json_view::get(raw, fields, "role").and_then(|r| json_view::text(raw, r));
-            (stated(raw, fields), role.as_deref() == Some("assistant"))
-        } else {
-            (None, false)
-        };
+        let (usage, assistant) = said_by(LineType::of(&env.type_), raw, fields);
         self.lines.push(UsageLine {
             id: Id::from(env.id.as_ref()),
             hash: self.keys.hash(env.id.as_ref()),

@@ -117,10 +117,8 @@ class Transcript:
         self._verdict_count = -1  # the envelopes there were when the verdict was asked for
         self._found_by_id: Dict[str, Tuple[Tuple[int, int], List[int]]] = {}  # pending/failed positions
         self.card_homes: Dict[str, int] = {}  # op id -> the position of its card (view/cards.py)
-        # What each compaction and rewind removed: counted once where the history is read,
-        # then as the follow feeds it (a count on the page's ask held its first answer
-        # after the history 0.4 s at 1 GB, where 255,460 messages were removed).
-        self.removal_counts: Dict[str, Tuple[int, str]] = {}
+        # What each compaction and rewind removed, counted for the history as it was then.
+        self._removals: Tuple[Any, Dict[str, Tuple[int, str]]] = (None, {})
 
     def _read_all(self) -> None:
         # (An index far behind the file is extended in the background, the end shown first.)
@@ -219,8 +217,7 @@ class Transcript:
             if added and caught_up:  # else the background build is still at it
                 self._build_index(self.generation)
             if added and self.history is not None:
-                self._feed(self.history, self.failed, self.removal_counts,
-                           (self.envelope(i) for i in range(before, self.count)))
+                self._feed(self.history, self.failed, (self.envelope(i) for i in range(before, self.count)))
             return added > 0 or self.size != found["size"]
 
     # -- the background work --------------------------------------------------------------
@@ -258,6 +255,9 @@ class Transcript:
                 if generation == self.generation:
                     self.verdict, self.pending_ids, self._verdict_count = found, pending, count
             self._build_history(generation)
+            # Counted here, not on the page's first ask after the history: a look at every
+            # entry removed (the pure core's way) held that answer 0.4 s at 1 GB.
+            self.removals()
             background.keep_for_good()  # what the server now holds, out of the collector's walks
             self._count_secrets(generation)
         except Exception as e:  # shown on the page; the viewer goes on without it
@@ -335,35 +335,26 @@ class Transcript:
         # ones settled later. Not where a side index has them (next_of): that look holds
         # the GIL for most of its 0.9 s at 1 GB, and the page's answers waited on it.
         failed = [] if in_table else [op.index for op in history.each_operation() if op.state == "failed"]
-        counts = history.removal_counts()  # not published yet: nothing feeds it meanwhile
         while True:
             with self.lock:
                 if generation != self.generation:
                     return
-                if fed >= self.count:  # from now on refresh() feeds them
-                    self.history, self.failed, self.removal_counts = history, failed, counts
+                if fed >= self.count:
+                    self.history, self.failed = history, failed  # from now on refresh() feeds it
                     break
                 stop = self.count
                 parts = [(s, max(fed - s.base, 0), min(stop - s.base, len(s.envelopes)))
                          for s in self.segments if s.base + len(s.envelopes) > fed and s.base < stop]
             for segment, lo, hi in parts:
-                self._feed(history, failed, counts, _slice(segment.envelopes, lo, hi))
+                self._feed(history, failed, _slice(segment.envelopes, lo, hi))
             fed = stop
         background.release_freed_memory()
 
     @staticmethod
-    def _feed(history: History, failed: List[int], counts: Dict[str, Tuple[int, str]], events: Iterable[Event]) -> None:
-        """Feed `events` to `history`, noting in `failed` the operations they settle as failed
-        and in `counts` what each compaction and rewind removes."""
+    def _feed(history: History, failed: List[int], events: Iterable[Event]) -> None:
+        """Feed `events` to `history`, noting in `failed` the operations they settle as failed."""
         for event in events:
-            live = list(history.state.ids) if event.type in ("compaction", "rewind") else None
             history.feed(event)
-            if live is not None:
-                # It takes entries out of the live conversation, in its order: the first is
-                # the first it took out (what a pass over ``removed`` would find).
-                gone = [i for i in live if (r := history.removed.get(i)) is not None and r.by == event.id]
-                if gone:
-                    counts[event.id] = (len(gone), gone[0])
             if event.type == "tool-settled":
                 op_id = event.payload.get("op-id")
                 op = history.operations.get(op_id) if isinstance(op_id, str) else None
@@ -534,9 +525,17 @@ class Transcript:
 
     def removals(self) -> Dict[str, Tuple[int, str]]:
         """For each compaction and rewind: how many messages it removed, and the first of
-        them (where its badge links); empty until the history is read."""
+        them (where its badge links); empty until the history is read. Counted once for
+        each length of the history (``History.removal_counts``: after a native read the
+        core's tally of the read, 15 ms for the 10 GB transcript, and what was fed since)."""
         with self.lock:
-            return dict(self.removal_counts) if self.history is not None else {}
+            history = self.history
+            if history is None:
+                return {}
+            key = (id(history), history.count)
+            if self._removals[0] != key:
+                self._removals = (key, history.removal_counts())
+            return self._removals[1]
 
     # -- locate and search: the jumps and the search box ----------------------------------
 

@@ -16,6 +16,7 @@ import pytest
 pytestmark = pytest.mark.slow  # whole processes
 
 from llm_agent_session import Session, user_message
+from tests.support.big_transcripts import build
 
 
 def _run(*args: str, timeout: float = 60, **kw) -> subprocess.CompletedProcess:
@@ -95,6 +96,30 @@ def test_a_transcript_with_a_leading_blank_line_opens_straight_into_it(tmp_path,
         if proc.poll() is None:
             proc.kill()
             proc.wait()
+
+
+def test_ctrl_c_as_it_opens_stops_it_cleanly_every_time(tmp_path, backend_name):
+    """Ctrl-C just after the URL, while the passes over the whole file run: the process
+    aborted (SIGABRT: a daemon thread inside the native core ended by the interpreter's
+    finalization) or, once the signal landed in asyncio's start-up, never stopped."""
+    path = tmp_path / "run.jsonl"
+    build(str(path), 4 << 20)
+    env = dict(os.environ, LLM_AGENT_SESSION_BACKEND=backend_name,
+               LLM_AGENT_SESSION_CACHE=str(tmp_path / "cache"))
+    for attempt in range(5):
+        proc = subprocess.Popen([sys.executable, "-m", "llm_agent_session", "view", str(path), "--no-browser"],
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+        try:
+            assert proc.stdout.readline().startswith("http://127.0.0.1:")
+            if attempt % 2:  # and once the server answers
+                time.sleep(0.3)
+            proc.send_signal(signal.SIGINT)
+            code = proc.wait(timeout=20)
+            assert code == 0, (attempt, code, proc.stderr.read()[-2000:])
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait()
 
 
 def test_ctrl_c_returns_at_once_when_the_browser_was_opened_and_leaves_no_file(tmp_path, backend_name):

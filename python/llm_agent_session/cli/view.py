@@ -7,9 +7,11 @@ The viewer's packages are the ``view`` extra, imported only here, when the comma
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import sys
-from typing import Callable, Dict, List, Optional
+import threading
+from typing import Callable, Dict, List, NoReturn, Optional
 
 from ..visible import visible
 from .arguments import whole_number
@@ -177,8 +179,28 @@ def run(args: argparse.Namespace, out: Out) -> int:
     from ..view.server import serve
 
     try:
-        return serve(paths, host, args.port, not args.no_browser, single, out.stream, redact=not args.no_redact)
+        code = serve(paths, host, args.port, not args.no_browser, single, out.stream, redact=not args.no_redact)
     except OSError as e:
         raise CliError(f"cannot serve on {host}:{args.port}: {e.strerror or e}", 1)
     except KeyboardInterrupt:
-        return 0
+        code = OK
+    _leave(code)
+
+
+def _leave(code: int) -> NoReturn:
+    """End the process once the server has stopped, without the interpreter's finalization.
+
+    The viewer's passes over a whole file run on daemon threads, often inside the native
+    core with the GIL let go. CPython (3.9-3.13) ends a daemon thread that takes the GIL
+    back during finalization with ``pthread_exit``, whose unwinding through the core's
+    frames aborted the process (SIGABRT, "FATAL: exception not rethrown"): four Ctrl-C in
+    five sent as a 16 MB transcript opened. What the viewer writes is written whole (an
+    index by atomic replace, its leftovers removed later), so nothing is lost; the threads
+    the interpreter would wait for (an index being written) are waited for here."""
+    for thread in threading.enumerate():
+        if not thread.daemon and thread is not threading.current_thread():
+            thread.join()
+    for stream in (sys.stdout, sys.stderr):
+        with contextlib.suppress(OSError, ValueError):  # a reader gone, a stream closed
+            stream.flush()
+    os._exit(code)

@@ -12,18 +12,22 @@ that redirects to the URL, so the token never appears in the browser's command l
 from __future__ import annotations
 
 import os
+import signal
 import socket
 import sys
 import tempfile
 import threading
 import webbrowser
-from typing import List, Optional, TextIO
+from typing import TYPE_CHECKING, List, Optional, TextIO
 
 from ..visible import visible
 from .imports import Imports
 from .links import link
 from .security import resolve_policy
 from .shelf import Roots, Shelf
+
+if TYPE_CHECKING:
+    import uvicorn
 
 
 def bind(host: str, port: int) -> socket.socket:
@@ -80,6 +84,16 @@ def _remove(folder: str) -> None:
         pass
 
 
+def _stop_on_signals(server: "uvicorn.Server") -> None:
+    """From the moment the URL is out, Ctrl-C and SIGTERM stop `server`, as uvicorn's own
+    handler does once it runs: before that, Python's KeyboardInterrupt could land inside
+    asyncio's start-up, which swallowed it, and the server ran on (one Ctrl-C in six sent
+    just after the URL)."""
+    if threading.current_thread() is threading.main_thread():
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            signal.signal(sig, server.handle_exit)
+
+
 def serve(paths: List[str], host: str, port: int, browser: bool, single: Optional[str],
           out: TextIO = sys.stdout, token: Optional[str] = None, redact: bool = True) -> int:
     """Serve `paths` on `host` (``security.listening_host``'s) and `port` (0: a free one)
@@ -112,6 +126,7 @@ def serve(paths: List[str], host: str, port: int, browser: bool, single: Optiona
                             http=bounded_protocol(max_connections(descriptor_limit())), backlog=ACCEPT_BATCH,
                             timeout_graceful_shutdown=1, access_log=False)
     server = uvicorn.Server(config)
+    _stop_on_signals(server)
     # Printed once a request can be answered as soon as the server runs (packages imported,
     # the application made: 0.2 s): a page opened at once, as a script or a person with the
     # URL does, waited for them (0.07-0.6 s of its first screen on the 10 GB transcript).

@@ -196,6 +196,7 @@ def test_a_tool_call_is_one_card_and_its_other_lines_are_thin(page, site):
     message = next(i for i in items if any("call" in b and b["call"]["name"] == "Read" for b in i["body"]))
     page.click("#unfold")  # the first calls were compacted away: shown in full
     cards = page.locator(f"article[data-envelope-id='{message['id']}'] .card")
+    cards.nth(1).wait_for(state="attached")  # drawn once its window is in (later on a loaded machine)
     assert cards.count() == 2  # one card a call, in the message that made them
     read, bash = (cards.nth(k).evaluate(CARD) for k in range(2))
     assert (read["name"], bash["name"]) == ("Read", "Bash")

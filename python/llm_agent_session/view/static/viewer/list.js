@@ -19,6 +19,8 @@ const items = $("items"), layer = $("layer"), spacer = $("spacer");
 function height(i) { return T.heights.has(i) ? T.heights.get(i) : T.avg; }
 function viewHeight() { return layer.clientHeight || window.innerHeight; }
 function maxScroll() { return Math.max(0, document.documentElement.scrollHeight - window.innerHeight); }
+// The reader moved the scrollbar and its scroll event is still to come (with the next frame).
+function scrollPending() { return T.suppress === null && Math.abs(window.scrollY - T.lastY) >= 1; }
 export function sizeSpacer() {
   const total = Math.min(MAX_HEIGHT, Math.max(T.count * T.avg, 0));
   spacer.style.height = Math.max(total, 1) + "px";
@@ -85,7 +87,10 @@ function renderPass(final) {   // false: to be drawn again, with the heights mea
     const avg = Math.max(40, Math.round(sum / measured));
     if (Math.abs(avg - T.avg) > T.avg * 0.25) {
       // A new spacer height moves (and may clamp) the scrollbar: set it for the place shown.
-      T.avg = avg; sizeSpacer(); syncScrollbar();
+      // But not under a scroll still to be handled: that place is read on the spacer it
+      // was made on (resized then, in onScroll), else it lands elsewhere, or is undone.
+      if (scrollPending()) T.avgLater = avg;
+      else { T.avg = avg; sizeSpacer(); syncScrollbar(); }
     }
   }
   items.style.transform = "translateY(" + (-(starts.get(T.anchor.index) + T.anchor.offset)) + "px)";
@@ -140,11 +145,13 @@ export function onScroll() {
   else if (y >= R - 1) { T.atEnd = true; }
   else if (byInput && Math.abs(d) < viewHeight() * 3) moveBy(d);
   else { T.atEnd = false; T.anchor = { index: Math.min(T.count - 1, Math.floor((y / R) * T.count)), offset: 0 }; }
+  const resized = T.avgLater !== null;   // measured while this scroll waited: the spacer now
+  if (resized) { T.avg = T.avgLater; T.avgLater = null; sizeSpacer(); }
   render();
   clearTimeout(T.idle);
-  // At an edge of the scrollbar with more beyond it: set the bar now, so it can go on.
-  if ((y <= 0 && T.anchor.index > 0) || (y >= R - 1 && !T.atEnd)) syncScrollbar();
-  else T.idle = setTimeout(syncScrollbar, 200);
+  // At an edge of the scrollbar with more beyond it, or on a new spacer: set the bar now.
+  if (resized || (y <= 0 && T.anchor.index > 0) || (y >= R - 1 && !T.atEnd)) syncScrollbar();
+  else T.idle = setTimeout(() => { if (!scrollPending()) syncScrollbar(); }, 200);
 }
 export function jumpTo(i, mark) {
   if (i === null || i === undefined || i < 0) return;

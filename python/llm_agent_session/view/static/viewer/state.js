@@ -12,7 +12,7 @@ export function startState(link) {
     link, info: null, generation: -1, mode: "history", count: 0,
     cache: new Map(), heights: new Map(), nodes: new Map(), loading: new Set(), stale: new Set(),
     anchor: { index: 0, offset: 0 }, atEnd: false,
-    lastY: 0, suppress: null, input: 0, idle: null, avg: EST,
+    lastY: 0, suppress: null, input: 0, idle: null, avg: EST, avgLater: null,
     hits: [], hitSet: new Set(), hitAt: -1, hitTotal: 0, searchDone: true, searchAbort: null, query: "",
     target: null, ready: {}, about: "", unremembered: false, folds: new Map(), early: null,
   });

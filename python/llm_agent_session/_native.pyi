@@ -229,8 +229,9 @@ class IndexedSpans:
 
     def __len__(self) -> int: ...
     def __getitem__(self, key: int, /) -> Tuple[int, int, int]: ...
-    def offsets(self) -> bytes:
-        """Every envelope's byte offset, eight bytes little-endian apiece."""
+    def offsets(self, start: int, stop: int) -> bytes:
+        """The byte offsets of envelopes ``[start, stop)`` (clamped to those there are),
+        eight bytes little-endian apiece."""
 
 def scan(
     fd: int,

@@ -222,6 +222,29 @@ impl Lines {
         }
     }
 
+    /// The lines from the `e`th on, in order: decoding starts at the mark before it.
+    pub fn iter_from(&self, e: usize) -> impl Iterator<Item = LineRef> + '_ {
+        let packed = self.indexed.as_deref().filter(|p| e < p.n).map(|p| {
+            let first = e / STEP * STEP;
+            // A mark is kept for every STEP-th envelope below `n` (Packed::new); without
+            // one, `at` past the lengths ends the decode at once.
+            let (at, pos, g) = p.marks.get(e / STEP).copied().unwrap_or((usize::MAX, 0, 0));
+            PackedIter {
+                p,
+                e: first,
+                at,
+                pos,
+                g,
+            }
+            .skip(e - first)
+        });
+        let read_from = e.saturating_sub(self.indexed_count());
+        packed
+            .into_iter()
+            .flatten()
+            .chain(self.read.iter().copied().skip(read_from))
+    }
+
     /// Every line in order (the packed ones decoded as they come, in one pass).
     pub fn iter(&self) -> impl Iterator<Item = LineRef> + '_ {
         let packed = self.indexed.as_deref().map(|p| PackedIter {

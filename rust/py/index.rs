@@ -266,13 +266,16 @@ impl IndexedSpans {
         Ok((e as u64 + 1 + blank.unwrap_or(0), at.offset, at.len))
     }
 
-    /// Every envelope's byte offset, eight bytes little-endian apiece (a viewer places
-    /// search hits by them without building a span an envelope).
-    fn offsets<'py>(&self, py: Python<'py>) -> Bound<'py, PyBytes> {
+    /// The byte offsets of envelopes `[start, stop)` (clamped to those there are), eight
+    /// bytes little-endian apiece: a viewer places search hits by them without building a
+    /// span an envelope. Asked for in pieces, so that no one call holds the GIL long.
+    fn offsets<'py>(&self, py: Python<'py>, start: usize, stop: usize) -> Bound<'py, PyBytes> {
         let lines = self.lines.clone();
         let out = py.allow_threads(move || {
-            let mut out = Vec::with_capacity(lines.len() * 8);
-            for at in lines.iter() {
+            let stop = stop.min(lines.len());
+            let n = stop.saturating_sub(start);
+            let mut out = Vec::with_capacity(n * 8);
+            for at in lines.iter_from(start).take(n) {
                 out.extend_from_slice(&at.offset.to_le_bytes());
             }
             out

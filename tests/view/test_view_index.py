@@ -14,7 +14,7 @@ from typing import Any, Dict, List, Optional
 
 import pytest
 
-from llm_agent_session import Session, _index, assistant_message, tool_message, user_message
+from llm_agent_session import Session, _index, _peek, assistant_message, tool_message, user_message
 from llm_agent_session import indexed as side_index
 from llm_agent_session.view import transcript as transcript_module
 from llm_agent_session.view.model import info
@@ -119,6 +119,21 @@ def test_an_indexed_transcript_answers_as_a_whole_read(run: str, monkeypatch: An
         assert t.table is not None and t.first == t.count and t.history is None  # placed by the index alone
         assert answers(t) == want  # failed calls from the index, pending ones from the verdict
     assert answers(wait(Transcript("run", run), "history")) == want
+
+
+def test_the_offsets_read_in_pieces_are_the_spans_offsets(run: str, monkeypatch: Any) -> None:
+    """The native table hands its offsets over a piece at a time (the 10 GB transcript's
+    42 MB in one call held the GIL 60 ms): pieces that start between two marks of its
+    packed lines (every 64), and past its end, give the spans' offsets."""
+    assert _index.update(run)[0] == _index.INDEXED
+    found = side_index.peek(run)
+    assert found is not None
+    table = found["indexed"]
+    want = [span[1] for span in table.spans]
+    assert len(want) > 128
+    for piece in (1, 7, 64, 65, len(want) - 1, 1 << 20):
+        monkeypatch.setattr(_peek, "OFFSETS_PIECE", piece)
+        assert list(table.offsets()) == want, piece
 
 
 def test_appended_after_the_index_and_followed(run: str, monkeypatch: Any) -> None:

@@ -109,22 +109,26 @@ def serve(paths: List[str], host: str, port: int, browser: bool, single: Optiona
     imports = Imports(shelf)  # before the shelf is read: it hands the sources it finds over
     first = page_name(shelf, single)
     url = link("page", first, origin=policy.origin, token=policy.token)
-    if first is None:
-        shelf.start()  # rows are read while the server's packages are imported
-    import uvicorn
-
-    from .app import app
-    from .limits import ACCEPT_BATCH, bounded_protocol, descriptor_limit, max_connections
     from ..secrets import Redactor
     from .model import Viewer
 
     viewer = Viewer(shelf.roots, shelf, imports, redactor=Redactor(enabled=redact))
-    if first is not None:  # read it while the browser starts
+    # The shelf's rows, or the transcript, are read while the server's packages are
+    # imported and the browser starts.
+    if first is None:
+        shelf.start()
+    else:
         threading.Thread(target=viewer.transcript, args=(first,), daemon=True).start()
+    import uvicorn
+
+    from .app import app
+    from .limits import ACCEPT_BATCH, bounded_protocol, descriptor_limit, max_connections
+
     # h11 with bounds on header time and connections (limits.py); no WebSocket: none is served.
     config = uvicorn.Config(app(viewer, policy), log_level="warning", lifespan="off", ws="none",
                             http=bounded_protocol(max_connections(descriptor_limit())), backlog=ACCEPT_BATCH,
                             timeout_graceful_shutdown=1, access_log=False)
+    config.load()  # (else the server's start does it, after the URL: the page's first request waited)
     server = uvicorn.Server(config)
     _stop_on_signals(server)
     # Printed once a request can be answered as soon as the server runs (packages imported,

@@ -476,3 +476,41 @@ def test_the_walk_finds_what_the_viewer_s_shelf_lists(shelf, tmp_path):
     assert walked == listed and len(listed) == 2 * len(shelf["order"]) + 3
     hits = {labels[f.root] + ("/" + f.relative if f.relative else "") for f in run(TEXT, paths)}
     assert hits <= set(listed) and len(hits) == 2 * 5 + 1
+
+
+FIRST_LINES = [
+    meta_line(),
+    b"\n \t\n" + meta_line(),  # blank lines before it
+    b"  " + meta_line(),  # a blank lead on its own line
+    meta_line().replace(b"\n", b"\r\n"),  # its line ends in \r
+    meta_line().replace(b'"session-meta"', b'"message"'),  # another type
+    env_line("meta-0", "session-meta", {}, v=2),  # another version
+    meta_line()[:-8] + b"\n",  # cut short
+    b'{"id":"x","payload":{},"ts":"t","type":"session-meta","extra":1}\n',  # not an envelope
+    b'{"id":"x","payload":' + b"[" * 600 + b"]" * 600 + b',"ts":"t","type":"session-meta","v":1}\n',  # too deep
+    b"\xff" + meta_line(),  # not UTF-8
+    b'{"a": 1}\n',
+    b"\n\n",
+    b"",
+]
+
+
+@pytest.mark.parametrize("first", FIRST_LINES, ids=range(len(FIRST_LINES)))
+def test_the_first_line_look_says_what_the_scan_of_it_says(tmp_path, first):
+    """walk.first_line_problem takes a session-meta line from its envelope's type alone
+    (``Core.envelope_type``), without building it through a scan: the same answer."""
+    from llm_agent_session import _backend, _peek
+    from llm_agent_session.walk import first_line_problem
+
+    path = tmp_path / "t.jsonl"
+    path.write_bytes(first + msg_line("m", "user", TEXT))
+    fd = os.open(str(path), os.O_RDONLY)
+    try:
+        head = os.pread(fd, 4096, 0)
+        body = head.lstrip(b" \t\r\n")
+        newline = head.find(b"\n", len(head) - len(body)) if body else -1
+        end = len(head) if newline < 0 else newline + 1
+        want = _peek._first_line_error(_backend.core.scan(fd, 0, end, True), end) if head else "the file is empty"
+        assert first_line_problem(fd, head) == want
+    finally:
+        os.close(fd)

@@ -349,6 +349,10 @@ class Core(Protocol):
         """Parse what parses in bytes ``[start, size)`` (lenient, no fold); line numbers
         count from `start`; bytes after the last ``\\n`` are parsed only if `final_line`."""
 
+    def envelope_type(self, raw: bytes, line_offset: int) -> Optional[str]:
+        """The type of the envelope the line `raw` holds (without its newline; it starts
+        at byte `line_offset`), as ``scan`` reads a line; None where it holds none."""
+
     def history(
         self, fd: int, size: int, keep_payloads: bool = True, path: Optional[str] = None
     ) -> Optional[HistoryRead]:

@@ -36,6 +36,7 @@ __all__ = [
     "SettledIds",
     "KeptExtras",
     "LineProblem",
+    "envelope_type",
     "MAX_READ_DEPTH",
     "dataset_pass",
     "DatasetPass",
@@ -53,6 +54,9 @@ def classify_line(raw: bytes) -> str:
 
 def parse_envelope_check(raw: bytes, line_offset: int) -> Tuple[str, str, str]:
     """``(id, type, ts)`` of an envelope line, or ``LineProblem`` (``_pure.lines.parse_envelope``)."""
+
+def envelope_type(raw: bytes, line_offset: int) -> Optional[str]:
+    """The type of the envelope the line `raw` holds, as a scan reads it; None where it holds none."""
 
 def tail_check(fd: int, size: int) -> TailVerdict:
     """What load must do to the end of the file, or ``CoreFailure`` (``_pure.tail_check.tail_check``)."""

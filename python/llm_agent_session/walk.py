@@ -159,5 +159,9 @@ def first_line_problem(fd: int, head: bytes) -> Optional[str]:
         return "the file holds only blank lines" if head else "the file is empty"
     if newline < 0 and len(head) == FIRST_LINE_LIMIT:
         return None if body.startswith(b"{") else "the first line is not a session-meta envelope"
+    if newline >= 0:  # a session-meta line, as the scan below reads it, without building it
+        start = head.rfind(b"\n", 0, len(head) - len(body)) + 1
+        if _backend.core.envelope_type(head[start:newline], start) == "session-meta":
+            return None
     end = len(head) if newline < 0 else newline + 1
     return _first_line_error(_backend.core.scan(fd, 0, end, True), end)

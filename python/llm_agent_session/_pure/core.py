@@ -9,6 +9,7 @@ from .._core import AppendSize, EncodeEnvelope, HistoryRead, Replayed, Scanned
 from .._fold import message_from_payload
 from .._history_fold import HistoryFold
 from ..messages import Message
+from . import lines as _lines
 from . import replay as _replay
 from .columns import dataset_pass, usage_pass
 from .index import index_table, make_index, replay_indexed
@@ -19,7 +20,7 @@ from .tail_check import copy_prefix, tail_check
 
 __all__ = ["name", "tail_check", "copy_prefix", "replay", "replay_indexed", "make_index", "index_table", "scan", "history", "encode_envelope", "append_size",
            "identical_prefix", "find_lines", "find_hits", "dataset_pass", "usage_pass",
-           "secret_prefilter"]
+           "secret_prefilter", "envelope_type"]
 
 name = "pure"
 # ``Session`` runs the reference's serialiser (``canonical``) and append check itself.
@@ -32,6 +33,13 @@ def identical_prefix(a: List[Any], b: List[Any]) -> int:
     if all(map(operator.is_, a, b)):  # at C speed, the usual answer: all of them
         return min(len(a), len(b))
     return list(map(operator.is_, a, b)).index(False)
+
+
+def envelope_type(raw: bytes, line_offset: int) -> Optional[str]:
+    try:
+        return _lines.parse_envelope(raw, line_offset)[1]
+    except _lines.LineProblem:
+        return None
 
 
 def replay(fd: int, size: int, path: Optional[str] = None) -> Replayed:

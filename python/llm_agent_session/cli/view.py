@@ -44,7 +44,7 @@ EPILOG = """examples:
 needs the view extra: pip install 'llm-agent-session[view]'"""
 
 EXIT_CODES: Dict[int, Optional[str]] = {
-    OK: "stopped with Ctrl-C (its normal way to stop)",
+    OK: "stopped with Ctrl-C (its normal way to stop) or SIGTERM",
     FAILED: "the server failed (the port is taken, the address cannot be bound)",
     NOT_A_TRANSCRIPT: "no transcript found under PATH (nor a Claude Code or Codex session), or a PATH cannot be read",
     INTERRUPTED: None,  # Ctrl-C is how it stops: 0

@@ -7,12 +7,14 @@ once every module has loaded; a jump's envelope comes with the answer that found
 from __future__ import annotations
 
 import os
+import threading
+import time
 
 import pytest
 
 pytestmark = pytest.mark.slow
 
-from tests.support.browser import a_page, browser, serving  # noqa: E402,F401
+from tests.support.browser import a_page, browser, serving, wait_until  # noqa: E402,F401
 
 from llm_agent_session import Session, assistant_message, user_message  # noqa: E402
 
@@ -79,3 +81,56 @@ def test_a_jump_is_drawn_from_the_answer_that_found_it(browser, served, how, bac
         asked = [r[0] for r in page.evaluate(REQUESTS)]
         assert any(a.startswith("/api/locate?") and "window=" in a for a in asked), asked
         assert not any(a.startswith("/api/window?") and "from=144&" in a for a in asked), asked
+
+
+# The page's request for the transcript's summary held until `__send()` (the first window
+# goes out at once), installed before the page's own script runs.
+HOLD_SUMMARY = """(() => {
+  const real = window.fetch;
+  const held = [];
+  window.fetch = (url, init) => {
+    if (!String(url).includes('/api/transcript')) return real(url, init);
+    return new Promise((resolve, reject) => held.push(() => real(url, init).then(resolve, reject)));
+  };
+  window.__send = () => { window.fetch = real; held.forEach((send) => send()); };
+})()"""
+
+
+def test_a_first_window_made_before_the_history_is_asked_for_again(browser, tmp_path, monkeypatch, backend_name):
+    """The summary and the first window go out side by side: a window made just before the
+    history was read (no badge of what a compaction removed) and a summary made just after
+    it (the history is read) left the page with that window for good: the follow asks
+    again only when it sees the history become ready, and the page already knew it was."""
+    from llm_agent_session.view.transcript import Transcript
+
+    root = str(tmp_path / "shelf")
+    os.makedirs(root)
+    with Session.create(os.path.join(root, "run.jsonl"), {"title": "compacted"}) as s:
+        removed = s.append_message(user_message("the first question"))
+        s.append_message(assistant_message("the first answer"))
+        s.append_compaction("they spoke of the first question", removed, 100, 10)
+        for i in range(10):
+            s.append_message(user_message(f"question {i}"))
+    history_may_be_read = threading.Event()
+    read_history = Transcript._build_history
+
+    def held(self, generation):
+        history_may_be_read.wait(30)
+        read_history(self, generation)
+
+    monkeypatch.setattr(Transcript, "_build_history", held)
+    with serving(root) as (base, token), a_page(browser, base, token) as page:
+        page.add_init_script(HOLD_SUMMARY)
+        page.goto(base + "/t/shelf/run.jsonl")
+        wait_until(page, "performance.getEntriesByType('resource').some(e => e.name.includes('/api/window'))")  # made now
+        history_may_be_read.set()
+        viewer = page.evaluate(
+            """async () => (await fetch('/api/follow?t=shelf%2Frun.jsonl', {headers: {authorization:
+              'Bearer ' + sessionStorage.getItem('llm-agent-session-view-token')}})).json()""")
+        while not viewer["ready"]["history"]:
+            time.sleep(0.02)
+            viewer = page.evaluate(
+                """async () => (await fetch('/api/follow?t=shelf%2Frun.jsonl', {headers: {authorization:
+                  'Bearer ' + sessionStorage.getItem('llm-agent-session-view-token')}})).json()""")
+        page.evaluate("window.__send()")  # the summary, made now: the history is read
+        page.wait_for_selector(f"[data-envelope-id='{removed}'].removed", timeout=10000)

@@ -154,9 +154,12 @@ def window(t: Transcript, start: int, count: int, mode: str = "history") -> Dict
         return _live_window(t, r, start, count)
     if mode != "history":
         raise Problem(400, "mode is history or live")
+    # Whether the history was read before these were made (their badges of what removed,
+    # elided or settled them): a page that knows it is read asks again for one made before.
+    history = t.history is not None
     items = [r.envelope(i, e) for i, e in t.window(start, count)]
     tokens.mark(t.path, items, t.envelope)
-    return {"ready": True, "count": t.count, "items": items, "generation": t.generation}
+    return {"ready": True, "count": t.count, "items": items, "generation": t.generation, "history": history}
 
 
 def with_window(t: Transcript, found: Dict[str, Any], count: int) -> Dict[str, Any]:

@@ -27,7 +27,7 @@ export function fetchWindow(i, redraw, resize) {
       if (mode !== T.mode || gen !== T.generation) return;
       if (early && got.generation !== undefined && got.generation !== gen) { T.loading.delete(k); redraw(); return; }   // the file changed since: asked again
       if (mode === "live" && !got.ready) { status("computing the live conversation…"); setTimeout(() => { T.loading.delete(k); redraw(); }, 500); return; }
-      keep(got.items);
+      keep(got.items, got.history);
       if (got.count !== null && got.count !== undefined && got.count !== T.count && mode === "live") { T.count = got.count; resize(); }
       T.loading.delete(k);
       redraw();
@@ -35,14 +35,22 @@ export function fetchWindow(i, redraw, resize) {
     .catch((e) => { T.loading.delete(k); status(e.message); });
 }
 
-function keep(items) {
-  for (const item of items) { T.cache.set(key(item.i), item); T.stale.delete(item.i); }
+// `history` false: made before the history was read (no badges of what removed, elided or
+// settled them). Where the page already knows it is read (the summary, asked beside the
+// first window, or the follow saying so while this was on its way), asked for again: else
+// they kept no badge for good.
+function keep(items, history) {
+  const again = history === false && T.ready.history && T.mode === "history";
+  for (const item of items) {
+    T.cache.set(key(item.i), item);
+    if (again) T.stale.add(item.i); else T.stale.delete(item.i);
+  }
 }
 
 // A window that came with another answer (/api/locate's, a jump's): taken as fetched.
 export function takeWindow(got) {
   if (!got || T.mode !== "history" || got.generation !== T.generation) return;
-  keep(got.items);
+  keep(got.items, got.history);
 }
 
 export function trimCache() {

@@ -218,6 +218,36 @@ def test_details_only_for_the_first_hits_of_each_transcript(shelf):
             assert (h.line is not None) == (n <= details)
 
 
+@pytest.mark.parametrize("cached", [False, True])
+def test_hits_without_details_read_as_the_list_of_them(tmp_path, cached):
+    """details=0 (a count): a transcript's hits are made as they are read, and read as the
+    list of them: length, items, slices, iteration and equality, whether every line found is
+    a hit or some are not (not JSON, the text in a key or an unwanted group), read or from
+    the cache."""
+    every_line = transcript(tmp_path / "all.jsonl", *[msg_line(f"m{i}", "user", f"{TEXT} {i}") for i in range(5)])
+    some_lines = transcript(tmp_path / "some.jsonl", *rich("r"))
+    cache = SearchCache(settle=0) if cached else None
+    if cached:
+        run(TEXT, [every_line, some_lines], cache=cache)
+    founds = run(TEXT, [every_line, some_lines], details=0, cache=cache)
+    assert [f.read for f in founds] == ["cached" if cached else "whole"] * 2
+    want = reference([every_line, some_lines], TEXT, False)
+    assert [(h.path, h.offset, h.groups) for f in founds for h in f.hits] == [(p, o, g) for p, _, o, g in want]
+    for found in founds:
+        hits, listed = found.hits, list(found.hits)
+        assert len(hits) == len(listed) >= 3 and bool(hits)
+        assert hits == listed and listed == hits and hits == tuple(listed) and hits != listed[:-1]
+        assert [hits[i] for i in range(len(hits))] == listed and hits[-1] == listed[-1]
+        assert hits[1:3] == listed[1:3] and hits[::-1] == listed[::-1]
+        assert all(h.line is None and h.snippet is None and h.id is None for h in listed)
+    assert len(founds[1].hits) < len(pure_lines_holding(some_lines))  # some lines found were no hits
+
+
+def pure_lines_holding(path: str) -> List[bytes]:
+    with open(path, "rb") as f:
+        return [line for line in f if TEXT.encode() in line]
+
+
 def test_limit_gives_the_first_hits_in_order(shelf):
     every = found_hits(run(TEXT, [shelf["root"]]))
     for limit in (0, 1, 2, 5, len(every), len(every) + 10):

@@ -156,6 +156,10 @@ class NativeBuffer(Protocol):
 # The bytes of a column: ``bytes`` (the pure core), or the native core's own.
 Buffer = Union[bytes, NativeBuffer]
 
+#: One file of ``Core.search_files``' answer: ``(identity, regular, part, tail)``.
+SearchedFile = Tuple[Tuple[int, int, int, int, int], bool,
+                     Optional[Tuple[bytes, bool, List[int], List[int], int]], Optional[Tuple[int, bytes]]]
+
 
 class Column(NamedTuple):
     """One column of a dataset table in Arrow's memory layout, so that pyarrow wraps the
@@ -349,9 +353,10 @@ class Core(Protocol):
         """Parse what parses in bytes ``[start, size)`` (lenient, no fold); line numbers
         count from `start`; bytes after the last ``\\n`` are parsed only if `final_line`."""
 
-    def envelope_type(self, raw: bytes, line_offset: int) -> Optional[str]:
-        """The type of the envelope the line `raw` holds (without its newline; it starts
-        at byte `line_offset`), as ``scan`` reads a line; None where it holds none."""
+    def first_line_is_meta(self, head: bytes) -> bool:
+        """Whether the first line of `head` (a file's first bytes) that is not blank ends
+        within it and is a ``session-meta`` envelope as ``scan`` reads a line; False where
+        this look cannot tell (``walk.first_line_problem`` looks closer)."""
 
     def history(
         self, fd: int, size: int, keep_payloads: bool = True, path: Optional[str] = None
@@ -386,6 +391,19 @@ class Core(Protocol):
         whose written form is `needle` is, as bits (``search.GROUPS``: content 1,
         arguments 2, results 4, extras 8), -1 for a line the strict reading refuses.
         ValueError when `needle` is not a JSON string's content in UTF-8."""
+
+    def search_files(
+        self, paths: List[str], needle: bytes, largest: int, ignore_case: bool = False, head: int = ...,
+        tail: int = ...
+    ) -> List[Union[OSError, SearchedFile]]:
+        """A batch of a search across transcripts, in one call: for each path, an OSError
+        (it could not be opened or read) or ``(identity, regular, part, tail)``:
+        ``fstat``'s ``(dev, ino, size, mtime_ns, ctime_ns)``, whether it is a regular
+        file, and for one of at most `largest` bytes ``part``, ``(head, meta, lines,
+        groups, next)`` (its first `head` bytes (4 KiB), ``first_line_is_meta`` of them,
+        ``find_hits`` over the whole file) and with `tail` > 0 ``(resume, last bytes)``:
+        where a search of it grown starts (its last line's start when that has no newline
+        yet, else its size) and its last `tail` bytes. `head` and `tail` are at most 1 MiB."""
 
     def secret_prefilter(self, spec: SecretSpec) -> SecretPrefilter:
         """The byte scan of a ``secrets.prefilter.Spec``, made once per rule table."""

@@ -36,7 +36,8 @@ __all__ = [
     "SettledIds",
     "KeptExtras",
     "LineProblem",
-    "envelope_type",
+    "first_line_is_meta",
+    "search_files",
     "MAX_READ_DEPTH",
     "dataset_pass",
     "DatasetPass",
@@ -55,8 +56,9 @@ def classify_line(raw: bytes) -> str:
 def parse_envelope_check(raw: bytes, line_offset: int) -> Tuple[str, str, str]:
     """``(id, type, ts)`` of an envelope line, or ``LineProblem`` (``_pure.lines.parse_envelope``)."""
 
-def envelope_type(raw: bytes, line_offset: int) -> Optional[str]:
-    """The type of the envelope the line `raw` holds, as a scan reads it; None where it holds none."""
+def first_line_is_meta(head: bytes) -> bool:
+    """Whether the first line of ``head`` that is not blank ends in it and is a session-meta
+    envelope (``_pure.search.first_line_is_meta``)."""
 
 def tail_check(fd: int, size: int) -> TailVerdict:
     """What load must do to the end of the file, or ``CoreFailure`` (``_pure.tail_check.tail_check``)."""
@@ -88,6 +90,11 @@ def find_hits(
     fd: int, needle: bytes, start: int, end: int, ignore_case: bool = False, limit: int = ...
 ) -> Tuple[List[int], List[int], int]:
     """``find_lines``, and each line's groups as bits (``_pure.search.find_hits``)."""
+
+def search_files(
+    paths: List[str], needle: bytes, largest: int, ignore_case: bool = False, head: int = 4096, tail: int = 0
+) -> List[Any]:
+    """For each path an OSError or ``(identity, regular, part, tail)`` (``_pure.search.search_files``)."""
 
 def secret_prefilter(spec: SecretSpec) -> SecretPrefilter:
     """The byte scan of a rule table's spec (``_pure.secrets.Prefilter``)."""

@@ -13,7 +13,7 @@ from typing import Optional, Tuple
 from . import _platform
 from ._core import AppendSize, EncodeEnvelope, HistoryRead, IndexedReplay, IndexTable, Replayed, Scanned
 from ._native import append_size as _append_size
-from ._native import copy_prefix, envelope_type, find_hits, find_lines, identical_prefix, tail_check
+from ._native import copy_prefix, find_hits, find_lines, first_line_is_meta, identical_prefix, search_files, tail_check
 from ._native import encode_envelope as _encode_envelope
 from ._native import history as _history
 from ._native import replay as _replay
@@ -27,7 +27,7 @@ from ._native import secret_prefilter as secret_prefilter
 
 __all__ = ["name", "tail_check", "copy_prefix", "replay", "replay_indexed", "make_index", "index_table", "scan", "history", "encode_envelope", "append_size",
            "identical_prefix", "find_lines", "find_hits", "dataset_pass", "usage_pass",
-           "secret_prefilter", "envelope_type"]
+           "secret_prefilter", "first_line_is_meta", "search_files"]
 
 name = "native"
 encode_envelope: Optional[EncodeEnvelope] = _encode_envelope

@@ -38,6 +38,7 @@ from collections import OrderedDict
 from typing import Any, List, Optional, Sequence, Tuple
 
 from . import _platform
+from ._pure import search as _pure_search
 from ._cache import ENV_VAR, cache_dir  # noqa: F401 - ENV_VAR: named here before _cache was
 
 #: How long after its last change a file's identity alone vouches for its bytes.
@@ -91,20 +92,23 @@ class Entry:
         self.groups: Sequence[int] = array("b", groups) if groups else ()
 
     def to_json(self) -> List[Any]:
-        return [list(self.identity), self.settled, self.head, self.tail, self.resume, self.problem,
-                list(self.lines), list(self.groups)]
+        return [self.identity, self.settled, self.head, self.tail, self.resume, self.problem,
+                list(self.lines), list(self.groups)]  # a tuple is written as a list
 
     @classmethod
     def from_json(cls, value: Any) -> "Entry":
         """The entry `value` (as :meth:`to_json` writes it); ValueError for anything else.
         (The lines are checked in bulk: a query's file can hold millions.)"""
-        if not isinstance(value, list) or len(value) != 8:
+        if type(value) is not list or len(value) != 8:
             raise ValueError("not an entry")
         ident, settled, head, tail, resume, problem, lines, groups = value
-        if not (isinstance(ident, list) and len(ident) == 5 and all(_whole(n) for n in ident)
-                and isinstance(settled, bool) and _whole(head) and _whole(tail)
-                and _whole(resume) and resume <= ident[2] and (problem is None or isinstance(problem, str))
-                and isinstance(lines, list) and isinstance(groups, list) and len(lines) == len(groups)):
+        # Checked without a call a field: 10,000 entries are read before a repeated search.
+        if not (type(ident) is list and len(ident) == 5 and type(settled) is bool
+                and (problem is None or type(problem) is str) and type(lines) is list
+                and type(groups) is list and len(lines) == len(groups)):
+            raise ValueError("not an entry")
+        numbers = (*ident, head, tail, resume)
+        if set(map(type, numbers)) != _INT or min(numbers) < 0 or max(numbers) >= 1 << 63 or resume > ident[2]:
             raise ValueError("not an entry")
         entry = cls((ident[0], ident[1], ident[2], ident[3], ident[4]), settled, head, tail, resume, problem)
         if lines:
@@ -117,8 +121,7 @@ class Entry:
         return entry
 
 
-def _whole(n: Any, least: int = 0) -> bool:
-    return isinstance(n, int) and not isinstance(n, bool) and least <= n < 1 << 63
+_INT = {int}  # a JSON number read as a whole number (never a bool, a float, a string)
 
 
 class Table:
@@ -258,18 +261,8 @@ def _write_replacing(path: str, value: Any) -> None:
 def tail_start(fd: int, size: int) -> Tuple[int, int]:
     """Where a search of the file grown past `size` starts (see :class:`Entry`), and the
     digest of its last min(TAIL, size) bytes."""
-    start = max(0, size - TAIL)
-    tail = _platform.pread(fd, size - start, start)
-    if len(tail) < size - start:
-        raise OSError(f"the file ends before byte {size:,} (truncated while it was read)")
-    if not tail or tail.endswith(b"\n"):
-        return size, digest(tail)
-    at, seen = start + tail.rfind(b"\n") + 1, tail
-    while at == start and start > 0 and b"\n" not in seen:  # a last line longer than TAIL
-        start = max(0, start - (1 << 20))
-        seen = _platform.pread(fd, at - start, start)
-        at = start + seen.rfind(b"\n") + 1
-    return at, digest(tail)
+    resume, last = _pure_search.tail_start(fd, size, TAIL)
+    return resume, digest(last)
 
 
 def tail_digest(fd: int, size: int) -> int:

@@ -101,25 +101,20 @@ fn parse_envelope_check(
         .map_err(|p| LineProblem::new_err((p.kind.as_str(), p.reason)))
 }
 
-/// The type of the envelope the line `raw` holds (without its newline; `line_offset`
-/// where it starts), as a scan reads a line; None where it holds none. A line of a few
-/// KiB is read with the GIL held: let go and taken back, a search's check of each file's
-/// first line waited behind the other search threads for it.
+/// Whether the first line of `head` that is not blank ends within it and is a
+/// `session-meta` envelope (`crate::search::first_line_is_meta`). A head of a few
+/// KiB is read with the GIL held: let go and taken back, a search's look at each
+/// file's first line waited behind the other search threads for it.
 #[pyfunction]
-fn envelope_type(py: Python<'_>, raw: &[u8], line_offset: u64) -> Option<String> {
-    let type_of = |raw: &[u8]| {
-        crate::envelope::parse_envelope_ref(raw, line_offset)
-            .ok()
-            .map(|e| e.type_.to_string())
-    };
-    if raw.len() <= HELD_LINE_MAX {
-        return type_of(raw);
+fn first_line_is_meta(py: Python<'_>, head: &[u8]) -> bool {
+    if head.len() <= HELD_LINE_MAX {
+        return crate::search::first_line_is_meta(head);
     }
-    let raw = raw.to_vec();
-    py.allow_threads(move || type_of(&raw))
+    let head = head.to_vec();
+    py.allow_threads(move || crate::search::first_line_is_meta(&head))
 }
 
-/// The longest line `envelope_type` reads with the GIL held.
+/// The longest head `first_line_is_meta` reads with the GIL held.
 const HELD_LINE_MAX: usize = 64 << 10;
 
 /// The `TailVerdict` of the first `size` bytes of `fd`; raises `CoreFailure` when
@@ -420,7 +415,6 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     let py = m.py();
     m.add_function(wrap_pyfunction!(classify_line, m)?)?;
     m.add_function(wrap_pyfunction!(parse_envelope_check, m)?)?;
-    m.add_function(wrap_pyfunction!(envelope_type, m)?)?;
     m.add_function(wrap_pyfunction!(tail_check, m)?)?;
     m.add_function(wrap_pyfunction!(copy_prefix, m)?)?;
     m.add_function(wrap_pyfunction!(encode::encode_envelope, m)?)?;
@@ -430,6 +424,8 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(identical_prefix, m)?)?;
     m.add_function(wrap_pyfunction!(search::find_lines, m)?)?;
     m.add_function(wrap_pyfunction!(search::find_hits, m)?)?;
+    m.add_function(wrap_pyfunction!(search::search_files, m)?)?;
+    m.add_function(wrap_pyfunction!(first_line_is_meta, m)?)?;
     m.add_function(wrap_pyfunction!(secrets::secret_prefilter, m)?)?;
     m.add_class::<secrets::SecretPrefilter>()?;
     m.add_function(wrap_pyfunction!(columns::dataset_pass, m)?)?;

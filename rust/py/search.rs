@@ -1,8 +1,11 @@
 //! `find_lines` and `find_hits`: the viewer's search over a whole file
-//! (`crate::search`), for Python.
+//! (`crate::search`), for Python; `search_files`: a batch of transcripts read
+//! whole by a search across them, in one call.
 
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
+use pyo3::types::PyBytes;
+use std::path::PathBuf;
 
 use crate::file_io::BorrowedFile;
 use crate::search;
@@ -57,6 +60,76 @@ pub fn find_hits(
     let found = found.map_err(|e| super::to_pyerr(py, e))?;
     Ok((found.lines, found.groups, found.next))
 }
+
+/// One file of [`search_files`]' answer: `(identity, regular, part, tail)`.
+type SearchedFile = (
+    (u64, u64, u64, i64, i64),
+    bool,
+    Option<(Py<PyBytes>, bool, Vec<u64>, Vec<i8>, u64)>,
+    Option<(u64, Py<PyBytes>)>,
+);
+
+/// For each path, an `OSError` (it could not be opened or read) or
+/// `(identity, regular, part, tail)`: `fstat`'s `(dev, ino, size, mtime_ns,
+/// ctime_ns)`, whether it is a regular file, and for one of at most `largest` bytes
+/// `part`, `(head, meta, lines, groups, next)` (its first `head` bytes, whether its
+/// first line is a session-meta envelope by the quick look, `find_hits` over the
+/// whole file) and with `tail` > 0 `(resume, last bytes)`. One GIL release for the
+/// batch. The reference is `_pure/search.py::search_files`.
+#[pyfunction]
+#[pyo3(signature = (paths, needle, largest, ignore_case=false, head=4096, tail=0))]
+pub fn search_files(
+    py: Python<'_>,
+    paths: Vec<PathBuf>,
+    needle: &[u8],
+    largest: u64,
+    ignore_case: bool,
+    head: usize,
+    tail: usize,
+) -> PyResult<Vec<PyObject>> {
+    refuse_empty_or_multiline(needle)?;
+    let text = search::Text::new(needle, ignore_case).map_err(PyValueError::new_err)?;
+    let needle = needle.to_vec();
+    let open_flags: i32 = py.import("os")?.getattr("O_NONBLOCK")?.extract()?;
+    let (head, tail) = (head.min(ENDS_MAX), tail.min(ENDS_MAX));
+    let searched = py.allow_threads(move || {
+        let ask = search::Ask {
+            needle: &needle,
+            text: &text,
+            largest,
+            head,
+            tail,
+            open_flags,
+        };
+        search::search_files(&paths, &ask)
+    });
+    searched
+        .into_iter()
+        .map(|one| match one {
+            Err(e) => Ok(super::to_pyerr(py, e).into_value(py).into_any()),
+            Ok(file) => {
+                let part = file.part.map(|p| {
+                    (
+                        PyBytes::new(py, &p.head).unbind(),
+                        p.meta,
+                        p.found.lines,
+                        p.found.groups,
+                        p.found.next,
+                    )
+                });
+                let tail = file
+                    .tail
+                    .map(|(resume, bytes)| (resume, PyBytes::new(py, &bytes).unbind()));
+                let answer: SearchedFile = (file.identity, file.regular, part, tail);
+                Ok(answer.into_pyobject(py)?.into_any().unbind())
+            }
+        })
+        .collect()
+}
+
+/// The most `search_files` keeps of a file's start or end (a caller's mistake must
+/// not allocate gigabytes a file).
+const ENDS_MAX: usize = 1 << 20;
 
 /// The needle both searches refuse, with the reference's error: no line holds a `\n`.
 fn refuse_empty_or_multiline(needle: &[u8]) -> PyResult<()> {

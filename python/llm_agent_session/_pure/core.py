@@ -13,14 +13,14 @@ from . import lines as _lines
 from . import replay as _replay
 from .columns import dataset_pass, usage_pass
 from .index import index_table, make_index, replay_indexed
-from .search import find_hits, find_lines
+from .search import find_hits, find_lines, first_line_is_meta, search_files
 from .secrets import Prefilter as secret_prefilter
 from .survey import survey
 from .tail_check import copy_prefix, tail_check
 
 __all__ = ["name", "tail_check", "copy_prefix", "replay", "replay_indexed", "make_index", "index_table", "scan", "history", "encode_envelope", "append_size",
            "identical_prefix", "find_lines", "find_hits", "dataset_pass", "usage_pass",
-           "secret_prefilter", "envelope_type"]
+           "secret_prefilter", "first_line_is_meta", "search_files"]
 
 name = "pure"
 # ``Session`` runs the reference's serialiser (``canonical``) and append check itself.
@@ -34,12 +34,6 @@ def identical_prefix(a: List[Any], b: List[Any]) -> int:
         return min(len(a), len(b))
     return list(map(operator.is_, a, b)).index(False)
 
-
-def envelope_type(raw: bytes, line_offset: int) -> Optional[str]:
-    try:
-        return _lines.parse_envelope(raw, line_offset)[1]
-    except _lines.LineProblem:
-        return None
 
 
 def replay(fd: int, size: int, path: Optional[str] = None) -> Replayed:

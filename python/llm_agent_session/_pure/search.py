@@ -18,11 +18,13 @@ from __future__ import annotations
 
 import json
 import os
+import stat
 import sys
-from typing import Any, Callable, Iterator, List, Optional, Tuple
+from typing import Any, Callable, Iterator, List, Optional, Tuple, Union
 
+from .._core import SearchedFile
 from ..messages import MESSAGE_KEYS
-from .lines import LineProblem, decode_json
+from .lines import BLANK_BYTES, LineProblem, decode_json, parse_envelope
 
 BLOCK = 4 << 20  # as rust/search/lines.rs
 
@@ -47,8 +49,7 @@ def _scan(
 ) -> Tuple[List[int], int]:
     """``find_lines``, handing `on_line` each line found (without its newline, as it is in
     the file) while its block is in memory."""
-    if not needle or b"\n" in needle:
-        raise ValueError("the text searched for must not be empty or hold a newline")
+    _refuse_empty_or_multiline(needle)
     if ignore_case:
         needle = needle.lower()
     lines: List[int] = []
@@ -107,11 +108,109 @@ def find_hits(
     """``find_lines``, and for each line the bits of the ``GROUPS`` of its envelope in which
     the text whose written form is `needle` is (``NOT_JSON`` for a line
     ``decode_json`` refuses)."""
+    _refuse_empty_or_multiline(needle)
     text = text_of_needle(needle, ignore_case)
     groups: List[int] = []
     lines, after = _scan(fd, needle, start, end, ignore_case, limit,
                          lambda line: groups.append(line_groups(line, text, ignore_case)))
     return lines, groups, after
+
+
+def search_files(
+    paths: List[str], needle: bytes, largest: int, ignore_case: bool = False, head: int = 4096, tail: int = 0
+) -> List[Union[OSError, SearchedFile]]:
+    """For each path, an OSError (it could not be opened or read) or ``(identity,
+    regular, part, tail)``: ``fstat``'s ``(dev, ino, size, mtime_ns, ctime_ns)``, whether
+    it is a regular file, and for one of at most `largest` bytes ``part``, ``(head, meta,
+    lines, groups, next)`` (its first `head` bytes, :func:`first_line_is_meta` of them,
+    :func:`find_hits` over the whole file) and with `tail` > 0 ``(resume, last bytes)``
+    (:func:`tail_start`). `head` and `tail` are at most 1 MiB."""
+    _refuse_empty_or_multiline(needle)
+    text_of_needle(needle, ignore_case)  # its ValueError before any read, as the core's
+    head, tail = min(head, ENDS_MAX), min(tail, ENDS_MAX)
+    return [_search_file(path, needle, largest, ignore_case, head, tail) for path in paths]
+
+
+#: The most ``search_files`` keeps of a file's start or end.
+ENDS_MAX = 1 << 20
+
+def _search_file(path: str, needle: bytes, largest: int, ignore_case: bool, head: int, tail: int
+                 ) -> Union[OSError, SearchedFile]:
+    try:
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_NONBLOCK", 0))
+    except OSError as e:
+        return _bare(e)
+    try:
+        st = os.fstat(fd)
+        identity = (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
+        regular = stat.S_ISREG(st.st_mode)
+        if not regular or st.st_size > largest:
+            return identity, regular, None, None
+        first = _read_full(fd, head, 0)
+        lines, groups, after = find_hits(fd, needle, 0, st.st_size, ignore_case)
+        part = (first, first_line_is_meta(first), lines, groups, after)
+        return identity, regular, part, tail_start(fd, st.st_size, tail) if tail else None
+    except OSError as e:
+        return _bare(e)
+    finally:
+        os.close(fd)
+
+
+def _bare(e: OSError) -> OSError:
+    """`e` as the native core makes it: ``OSError(errno, strerror)`` (its subclass by the
+    errno), or ``OSError(message)``; no file name."""
+    return OSError(e.errno, e.strerror) if e.errno is not None else OSError(*e.args)
+
+
+def tail_start(fd: int, size: int, length: int) -> Tuple[int, bytes]:
+    """Where a search of the file grown past `size` starts (the start of its last line
+    when that has no newline yet, else `size`), and its last min(`length`, `size`) bytes."""
+    start = max(0, size - length)
+    last = _read_full(fd, size - start, start)
+    if len(last) < size - start:
+        raise OSError(f"the file ends before byte {size:,} (truncated while it was read)")
+    if not last or last.endswith(b"\n"):
+        return size, last
+    at = start + last.rfind(b"\n") + 1
+    while at == start and start > 0:  # a last line longer than `length`
+        start = max(0, start - (1 << 20))
+        seen = _read_full(fd, at - start, start)
+        at = start + seen.rfind(b"\n") + 1
+    return at, last
+
+
+def first_line_is_meta(head: bytes) -> bool:
+    """Whether the first line of `head` that is not blank ends within it (with its
+    ``\n``) and is a ``session-meta`` envelope as a scan reads it. False says only that
+    this look cannot tell (``walk.first_line_problem`` looks closer)."""
+    body = head.lstrip(BLANK_BYTES + b"\n")
+    if not body:
+        return False
+    lead = len(head) - len(body)
+    newline = head.find(b"\n", lead)
+    if newline < 0:
+        return False
+    start = head.rfind(b"\n", 0, lead) + 1
+    try:
+        return parse_envelope(head[start:newline], start)[1] == "session-meta"
+    except LineProblem:
+        return False
+
+
+def _read_full(fd: int, length: int, offset: int) -> bytes:
+    """Up to `length` bytes of `fd` from `offset` (short only at its end)."""
+    data = os.pread(fd, length, offset)
+    while len(data) < length:
+        more = os.pread(fd, length - len(data), offset + len(data))
+        if not more:
+            break
+        data += more
+    return data
+
+
+def _refuse_empty_or_multiline(needle: bytes) -> None:
+    if not needle or b"\n" in needle:
+        raise ValueError("the text searched for must not be empty or hold a newline")
 
 
 def line_groups(line: bytes, text: str, ignore_case: bool) -> int:

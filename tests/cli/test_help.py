@@ -114,3 +114,21 @@ def test_usage_errors_print_the_commands_usage(tmp_path):
         assert f"llm-agent-session {command}: error: " in stderr and says in stderr, (argv, stderr)
     code, stderr = run_in_process("frobnicate")  # no command: the top level's usage
     assert code == codes.USAGE and stderr.startswith("usage: llm-agent-session [-h]")
+
+
+def test_a_command_named_first_gets_the_whole_parser_s_parser():
+    """``main`` builds, for a command whose parser lives in a module of its own, only that
+    one of those modules' parsers (the others' imports cost a start 50 ms): the command's
+    help, usage and arguments are the whole parser's, and every command is still a choice."""
+    from llm_agent_session.cli import MODULE_COMMANDS
+
+    whole = subcommands()
+    for command in MODULE_COMMANDS:
+        only = build_parser(command).subcommands()
+        assert set(only) == set(whole)
+        assert only[command].format_help() == whole[command].format_help(), command
+        assert [a.dest for a in only[command]._actions] == [a.dest for a in whole[command]._actions]
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out), pytest.raises(SystemExit):
+        main(["search", "--help"])
+    assert out.getvalue() == whole["search"].format_help()

@@ -450,20 +450,26 @@ def test_the_cache_on_disk(tmp_path, shelf):
     assert {r for _, r in reads(again)} == {"cached"} and found_hits(again) == found_hits(first)
     # A file this module did not write is not believed: the search reads the transcripts.
     saved = json.loads(open(os.path.join(where, name), "rb").read())
-    key = os.path.abspath(shelf["a"])
-    good = saved["files"][key]
-    assert good[6]  # a.jsonl has lines: its entry is the one spoiled below
+    at = saved["paths"].index(os.path.abspath(shelf["a"]))
+    numbers = saved["numbers"][10 * at:10 * at + 10]
+    count, resume, size = numbers[9], numbers[8], numbers[2]
+    before = sum(saved["numbers"][9:10 * at:10])  # a.jsonl's lines start there
+    assert count  # a.jsonl has lines: its entry is the one spoiled below
 
-    def spoiled(index: int, value: Any) -> bytes:
-        """The file as saved, but one field of a.jsonl's entry (its identity kept: trusted if read)."""
-        entry = list(good)
-        entry[index] = value
-        return json.dumps(dict(saved, files=dict(saved["files"], **{key: entry}))).encode()
+    def spoiled(column: str, index: int, value: Any) -> bytes:
+        """The file as saved, but one of a.jsonl's values (its identity kept: trusted if read)."""
+        values = list(saved[column])
+        values[index] = value
+        return json.dumps(dict(saved, **{column: values})).encode()
 
-    resume = good[4]
-    for damage in (b"", b"{", b'{"format": 1}', b"[]", spoiled(6, [resume + 5] * len(good[6])),
-                   spoiled(7, [99] * len(good[7])), spoiled(6, ["7"] * len(good[6])), spoiled(2, "0"),
-                   spoiled(4, good[0][2] + 1), spoiled(6, good[6][:-1])):
+    old_format = {"format": 1, "key": saved["key"], "files": {}}
+    for damage in (b"", b"{", b'{"format": 1}', b"[]", json.dumps(old_format).encode(),
+                   spoiled("lines", before, resume + 5), spoiled("groups", before, 99),
+                   spoiled("lines", before, "7"), spoiled("numbers", 10 * at + 6, "0"),
+                   spoiled("numbers", 10 * at + 8, size + 1), spoiled("numbers", 10 * at + 9, count - 1),
+                   spoiled("numbers", 10 * at + 5, True), spoiled("numbers", 10 * at + 1, -1),
+                   spoiled("numbers", 10 * at, 1 << 64), spoiled("paths", at, 7),
+                   json.dumps(dict(saved, problems={str(at): "a problem with lines"})).encode()):
         with open(os.path.join(where, name), "wb") as f:
             f.write(damage)
         again = run(TEXT, [shelf["root"]], cache=SearchCache(where, settle=0))

@@ -461,11 +461,13 @@ SHELF_SEARCH = """async (text) => {
 
 
 def grep_tree_seconds(root: str, needle: str) -> float:
-    """``grep -r -F -c`` over `root`, best of 3 (wall)."""
+    """``grep -r -F -c`` over `root`, best of 3 (wall). Its output is read, as a user's
+    terminal or pipe reads it: GNU grep writing to /dev/null stops at each file's first
+    match (0.29 s against 0.89 s for a text in most of the fleet's transcripts)."""
     best = float("inf")
     for _ in range(3):
         t0 = time.perf_counter()
-        subprocess.run(["grep", "-r", "-F", "-c", needle, root], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        subprocess.run(["grep", "-r", "-F", "-c", needle, root], capture_output=True)
         best = min(best, time.perf_counter() - t0)
     return best
 

@@ -533,8 +533,8 @@ FIRST_LINES = [
 
 @pytest.mark.parametrize("first", FIRST_LINES, ids=range(len(FIRST_LINES)))
 def test_the_first_line_look_says_what_the_scan_of_it_says(tmp_path, first):
-    """walk.first_line_problem takes a session-meta line from its envelope's type alone
-    (``Core.envelope_type``), without building it through a scan: the same answer."""
+    """walk.first_line_problem takes a session-meta line from the quick look at it
+    (``Core.first_line_is_meta``), without building it through a scan: the same answer."""
     from llm_agent_session import _backend, _peek
     from llm_agent_session.walk import first_line_problem
 

@@ -97,7 +97,9 @@ class Hit(NamedTuple):
 class Found(NamedTuple):
     """The hits in one transcript, or in the next part of it (``done`` once it has been
     read to its end: a part after the last with hits is not handed over), or why it could
-    not be searched (``problem``; ``directory`` when that is a directory). ``scanned`` is
+    not be searched (``problem``; ``directory`` when that is a directory). ``hits`` is a
+    list, or without details (``details=0``) a sequence that reads as one, each Hit made
+    as it is read (a count makes none). ``scanned`` is
     how much of its ``size`` has been searched; ``read`` says how: ``whole``, ``grown``
     (only what was appended since a search the cache remembers) or ``cached`` (not read:
     unchanged since)."""

@@ -239,6 +239,7 @@ def test_hits_without_details_read_as_the_list_of_them(tmp_path, cached):
         assert hits == listed and listed == hits and hits == tuple(listed) and hits != listed[:-1]
         assert [hits[i] for i in range(len(hits))] == listed and hits[-1] == listed[-1]
         assert hits[1:3] == listed[1:3] and hits[::-1] == listed[::-1]
+        assert hits + listed[:1] == listed + listed[:1] and listed[:1] + hits == listed[:1] + listed
         assert all(h.line is None and h.snippet is None and h.id is None for h in listed)
     assert len(founds[1].hits) < len(pure_lines_holding(some_lines))  # some lines found were no hits
 

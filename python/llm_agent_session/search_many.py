@@ -603,6 +603,12 @@ class _Plain(Sequence[Hit]):
 
     __hash__ = None  # type: ignore[assignment]  # equal to a list: unhashable as one
 
+    def __add__(self, other: Sequence[Hit]) -> List[Hit]:
+        return list(self) + list(other)
+
+    def __radd__(self, other: Sequence[Hit]) -> List[Hit]:
+        return list(other) + list(self)
+
     def __repr__(self) -> str:
         return repr(list(self))
 

@@ -54,7 +54,8 @@ from typing import (Any, Callable, Collection, Deque, Dict, Iterator, List, Name
 from . import _backend, _platform
 from ._files import open_to_read
 from ._pure import search as _reference
-from ._search_cache import HEAD, TAIL, Entry, SearchCache, Table, digest, identity, tail_digest, tail_start
+from ._search_cache import (HEAD, TAIL, Entry, Identity, SearchCache, Table, digest, identity, tail_digest,
+                            tail_start)
 from .search import GROUPS, find_hits, needle
 from .walk import Walked, first_line_problem, walk
 
@@ -262,14 +263,15 @@ class _Task:
                 held, since = [], time.monotonic()
 
         try:
-            keys, read, before = self._read_together()
+            keys, cached, read, before = self._read_together()
             for i, item in enumerate(self.items):
                 if self.stop.is_set():
                     break
+                key = keys[i] if keys else None
                 if item.problem is not None:
                     hand(Found(item.path, item.root, item.relative, problem=item.problem, directory=item.directory))
-                elif i not in read or not _searched(item, keys[i] if keys else None, read[i], self.query, before, hand):
-                    _search_one(item, self.query, self.stop, hand)
+                elif i not in read or not _searched(item, key, read[i], self.query, before, hand):
+                    _search_one(item, self.query, self.stop, hand, key, cached.get(i))
             if held:
                 self.parts.put(held)
             self.parts.put([])
@@ -277,22 +279,29 @@ class _Task:
             self.parts.put(e)
 
 
-    def _read_together(self) -> Tuple[List[str], Dict[int, Any], int]:
-        """The cache's keys of the items (with a cache), and what one call of the core read
-        of those the cache knows nothing of (by index), with the time before it: those
-        of at most FIRST_CHUNK bytes whole, each larger one only opened (then searched in
-        parts by _search_one, as those the cache knows)."""
+    def _read_together(self) -> Tuple[List[str], Dict[int, Entry], Dict[int, Any], int]:
+        """With a cache, the items' keys (one string for the queries a cache keeps) and the
+        entries it has of them (by index); what one call of the core read of the others (by
+        index), with the time before it: those of at most FIRST_CHUNK bytes whole, each
+        larger one only opened (then searched in parts by _search_one, as those the cache
+        knows)."""
         query = self.query
         table = query.table
-        keys = [sys.intern(os.path.abspath(item.path)) for item in self.items] if table is not None else []
-        chosen = [i for i, item in enumerate(self.items)
-                  if item.problem is None and (table is None or table.get(keys[i]) is None)]
+        keys: List[str] = []
+        cached: Dict[int, Entry] = {}
+        if table is not None:
+            keys = [sys.intern(os.path.abspath(item.path)) for item in self.items]
+            for i, key in enumerate(keys):
+                entry = table.get(key) if self.items[i].problem is None else None
+                if entry is not None:
+                    cached[i] = entry
+        chosen = [i for i, item in enumerate(self.items) if item.problem is None and i not in cached]
         before = time.time_ns()
         if not chosen:
-            return keys, {}, before
+            return keys, cached, {}, before
         answers = _backend.core.search_files([self.items[i].path for i in chosen], query.needle, FIRST_CHUNK,
                                              query.ignore_case, HEAD, TAIL if table is not None else 0)
-        return keys, dict(zip(chosen, answers)), before
+        return keys, cached, dict(zip(chosen, answers)), before
 
 
 def search_many(
@@ -332,12 +341,11 @@ def search_many(
     return Search(query, paths, limit, workers)
 
 
-def _search_one(walked: Walked, query: _Query, stop: threading.Event, put: Callable[[Found], None]) -> None:
-    """Search one transcript, handing each part's hits to `put`, the last with ``done``."""
+def _search_one(walked: Walked, query: _Query, stop: threading.Event, put: Callable[[Found], None],
+                key: Optional[str], cached: Optional[Entry]) -> None:
+    """Search one transcript, handing each part's hits to `put`, the last with ``done``;
+    `key` is its key in the cache (with one), `cached` the entry the cache has of it."""
     path = walked.path
-    key = sys.intern(os.path.abspath(path))  # one string for the queries a cache keeps
-    table = query.table
-    cached = table.get(key) if table is not None else None
 
     def found(hits: Sequence[Hit], scanned: int, size: int, read: str, done: bool = True,
               problem: Optional[str] = None) -> None:
@@ -402,15 +410,25 @@ def _searched(walked: Walked, key: Optional[str], answer: Any, query: _Query, be
     if after < size:  # cut short while it was read: what it held, then why it stops
         if after > 0:
             found(hits, after, size, done=False)
-        found([], 0, 0, problem=_cannot_read(OSError(f"it ends before byte {size:,}: truncated while it was read")))
+        found([], 0, 0, problem=_cannot_read(_cut_short(size)))
         return True
     found(hits, size, size)
     if table is not None and key is not None and tail is not None:
         resume, last = tail
-        kept = bisect.bisect_left(lines, resume)  # the lines found are in file order
-        table.put(key, Entry(ident, settled, digest(head[:size]), digest(last), resume, None,
-                             lines[:kept], groups[:kept]))
+        table.put(key, _read_whole(ident, settled, head, digest(last), resume, lines, groups))
     return True
+
+
+def _cut_short(size: int) -> OSError:
+    return OSError(f"it ends before byte {size:,}: truncated while it was read")
+
+
+def _read_whole(ident: Identity, settled: bool, head: bytes, tail: int, resume: int, lines: Sequence[int],
+                groups: Sequence[int]) -> Entry:
+    """The cache's entry of a transcript read to its end: its first bytes' digest, and the
+    lines found before where a search of it grown starts (they are in file order)."""
+    kept = bisect.bisect_left(lines, resume)
+    return Entry(ident, settled, digest(head[:ident[2]]), tail, resume, None, lines[:kept], groups[:kept])
 
 
 def _first_line_problem_at(path: str, head: bytes) -> Optional[str]:
@@ -422,8 +440,8 @@ def _first_line_problem_at(path: str, head: bytes) -> Optional[str]:
         os.close(fd)
 
 
-def _read_one(fd: int, walked: Walked, key: str, cached: Optional[Entry], query: _Query, stop: threading.Event,
-              found: Callable[..., None]) -> None:
+def _read_one(fd: int, walked: Walked, key: Optional[str], cached: Optional[Entry], query: _Query,
+              stop: threading.Event, found: Callable[..., None]) -> None:
     before = time.time_ns()
     st = os.fstat(fd)
     if not stat.S_ISREG(st.st_mode):
@@ -439,7 +457,7 @@ def _read_one(fd: int, walked: Walked, key: str, cached: Optional[Entry], query:
         problem = first_line_problem(fd, head)
         if problem is None:
             return False
-        if table is not None:
+        if table is not None and key is not None:
             table.put(key, Entry(identity(st), settled, 0, 0, size, problem))
         found([], size, size, "whole", problem=_not_a_transcript(problem, walked))
         return True
@@ -466,7 +484,7 @@ def _read_one(fd: int, walked: Walked, key: str, cached: Optional[Entry], query:
             return
         part, part_groups, after = find_hits(fd, query.needle, at, min(at + chunk, size), query.ignore_case)
         if after <= at:  # nothing more to read: the file was cut short while read
-            raise OSError(f"it ends before byte {size:,}: truncated while it was read")
+            raise _cut_short(size)
         at, chunk = after, min(chunk * 2, CHUNK_MAX)
         if part and not checked and max(part_groups) > 0:
             if not_a_transcript():
@@ -479,11 +497,9 @@ def _read_one(fd: int, walked: Walked, key: str, cached: Optional[Entry], query:
             found(hits.of(part, part_groups), min(at, size), size, read, done=at >= size)
         else:
             found([], min(at, size), size, read, done=at >= size)
-    if table is not None:
+    if table is not None and key is not None:
         resume, tail = tail_start(fd, size)
-        kept = bisect.bisect_left(lines, resume)  # the lines found are in file order
-        table.put(key, Entry(identity(st), settled, digest(head[:size]), tail, resume, None,
-                             lines[:kept], bits[:kept]))
+        table.put(key, _read_whole(identity(st), settled, head, tail, resume, lines, bits))
 
 
 def _unchanged(path: str, entry: Entry) -> bool:

@@ -23,8 +23,10 @@ import sys
 from typing import Any, Callable, Iterator, List, Optional, Tuple, Union
 
 from .._core import SearchedFile
+from .._files import open_to_read
 from ..messages import MESSAGE_KEYS
 from .lines import BLANK_BYTES, LineProblem, decode_json, parse_envelope
+from .tail_check import read_span
 
 BLOCK = 4 << 20  # as rust/search/lines.rs
 
@@ -137,7 +139,7 @@ ENDS_MAX = 1 << 20
 def _search_file(path: str, needle: bytes, largest: int, ignore_case: bool, head: int, tail: int
                  ) -> Union[OSError, SearchedFile]:
     try:
-        fd = os.open(path, os.O_RDONLY | getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_NONBLOCK", 0))
+        fd = open_to_read(path)
     except OSError as e:
         return _bare(e)
     try:
@@ -146,7 +148,7 @@ def _search_file(path: str, needle: bytes, largest: int, ignore_case: bool, head
         regular = stat.S_ISREG(st.st_mode)
         if not regular or st.st_size > largest:
             return identity, regular, None, None
-        first = _read_full(fd, head, 0)
+        first = read_span(fd, 0, head)
         lines, groups, after = find_hits(fd, needle, 0, st.st_size, ignore_case)
         part = (first, first_line_is_meta(first), lines, groups, after)
         return identity, regular, part, tail_start(fd, st.st_size, tail) if tail else None
@@ -166,7 +168,7 @@ def tail_start(fd: int, size: int, length: int) -> Tuple[int, bytes]:
     """Where a search of the file grown past `size` starts (the start of its last line
     when that has no newline yet, else `size`), and its last min(`length`, `size`) bytes."""
     start = max(0, size - length)
-    last = _read_full(fd, size - start, start)
+    last = read_span(fd, start, size)
     if len(last) < size - start:
         raise OSError(f"the file ends before byte {size:,} (truncated while it was read)")
     if not last or last.endswith(b"\n"):
@@ -174,7 +176,7 @@ def tail_start(fd: int, size: int, length: int) -> Tuple[int, bytes]:
     at = start + last.rfind(b"\n") + 1
     while at == start and start > 0:  # a last line longer than `length`
         start = max(0, start - (1 << 20))
-        seen = _read_full(fd, at - start, start)
+        seen = read_span(fd, start, at)
         at = start + seen.rfind(b"\n") + 1
     return at, last
 
@@ -195,17 +197,6 @@ def first_line_is_meta(head: bytes) -> bool:
         return parse_envelope(head[start:newline], start)[1] == "session-meta"
     except LineProblem:
         return False
-
-
-def _read_full(fd: int, length: int, offset: int) -> bytes:
-    """Up to `length` bytes of `fd` from `offset` (short only at its end)."""
-    data = os.pread(fd, length, offset)
-    while len(data) < length:
-        more = os.pread(fd, length - len(data), offset + len(data))
-        if not more:
-            break
-        data += more
-    return data
 
 
 def _refuse_empty_or_multiline(needle: bytes) -> None:
